@@ -1,0 +1,182 @@
+"""Settings shared by every environment. Everything that differs between machines comes from
+the environment (or a `.env` file beside manage.py) through django-environ; a malformed value
+stops start-up with a message naming the variable."""
+
+from pathlib import Path
+from typing import Any
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+
+def _env_or_fail(read: Any, name: str, **kwargs: Any) -> Any:
+    """Read one variable; turn a parse failure into an error that names the variable."""
+    try:
+        return read(name, **kwargs)
+    except (ValueError, TypeError) as exc:
+        raise ImproperlyConfigured(f"Environment variable {name} is malformed: {exc}") from exc
+
+
+SECRET_KEY = env("DJANGO_SECRET_KEY", default="insecure-local-only-key-do-not-use-in-production")
+DEBUG = _env_or_fail(env.bool, "DJANGO_DEBUG", default=False)
+ALLOWED_HOSTS = _env_or_fail(env.list, "DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_htmx",
+    "handover",
+    "reconciliation",
+    "compensations",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def database_from_env(default_url: str) -> dict[str, Any]:
+    """DATABASE_URL → Django database settings, with the options the journal's durability needs."""
+    db: dict[str, Any] = _env_or_fail(env.db_url, "DATABASE_URL", default=default_url)
+    engine = db.get("ENGINE", "")
+    options = db.setdefault("OPTIONS", {})
+    if engine.endswith("postgresql"):
+        # An intent row must survive a crash the moment its commit returns: never let a role or
+        # database default of synchronous_commit=off loosen that for this application's sessions.
+        options.setdefault("options", "-c synchronous_commit=on")
+        db.setdefault("CONN_MAX_AGE", 60)
+        db["CONN_HEALTH_CHECKS"] = True
+    elif engine.endswith("sqlite3"):
+        # WAL lets the web server read while a worker writes; IMMEDIATE takes the write lock at
+        # BEGIN so two writers queue instead of failing with "database is locked" mid-transaction.
+        options.setdefault(
+            "init_command",
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA busy_timeout=5000;",
+        )
+        options.setdefault("transaction_mode", "IMMEDIATE")
+    # Durability rule: nothing durable runs inside a request-wide transaction.
+    db["ATOMIC_REQUESTS"] = False
+    return db
+
+
+DATABASES = {"default": database_from_env(f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "handover:run_list"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-gb"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+# Agents send arguments up to the journal's own limit (handover.services.MAX_ARGS_BYTES);
+# the request as a whole may carry a plan of several such steps.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "handover.authentication.AgentTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "handover.api.exception_handler",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Seam API",
+    "DESCRIPTION": "The run journal: intent before every side-effecting call, outcome after.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# Celery. The embedded default is Kombu's filesystem transport (messages are files under
+# var/celery), so `make demo` needs no Redis; CELERY_BROKER_URL=redis://... switches to Redis.
+CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="filesystem://")
+_celery_dir = BASE_DIR / "var" / "celery"
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = (
+    {
+        "data_folder_in": str(_celery_dir / "out"),
+        "data_folder_out": str(_celery_dir / "out"),
+        "processed_folder": str(_celery_dir / "processed"),
+        "store_processed": False,
+    }
+    if CELERY_BROKER_URL.startswith("filesystem")
+    else {"visibility_timeout": 3600}
+)
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_TIME_LIMIT = 300
+CELERY_TASK_SOFT_TIME_LIMIT = 240
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TIMEZONE = TIME_ZONE
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env("DJANGO_LOG_LEVEL", default="INFO")},
+}

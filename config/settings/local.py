@@ -1,0 +1,8 @@
+"""Settings for `make demo` and development: the embedded SQLite and filesystem broker unless
+DATABASE_URL / CELERY_BROKER_URL say otherwise."""
+
+from .base import *  # noqa: F403
+from .base import env
+
+DEBUG = env.bool("DJANGO_DEBUG", default=True)
+MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}

@@ -1,0 +1,16 @@
+"""Settings for the suite: the machine's real PostgreSQL and Redis unless the environment says
+otherwise. There is no SQLite fallback here: what the suite proves, it proves on PostgreSQL."""
+
+from .base import *  # noqa: F403
+from .base import database_from_env, env
+
+DATABASES = {"default": database_from_env("postgres://postgres@127.0.0.1:5432/test")}
+DATABASES["default"]["CONN_MAX_AGE"] = 0
+CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/15")
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}

@@ -1,0 +1,322 @@
+"""The journal's REST API (v1) for agent runtimes in other processes. Views parse and check
+types, call one service, and render; every rule lives in handover.services."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound as DRFNotFound
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from . import selectors, services
+from .authentication import AgentPrincipal
+from .models import CustomerMessage, ErrorClass, Intent, Run, RunStatus, Tenant
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """Journal refusals become 4xx answers naming the offending field: {"<field>": ["why"]}."""
+    if isinstance(exc, services.JournalError):
+        body: dict[str, Any] = {exc.field: [exc.message]} if exc.field else {"detail": exc.message}
+        return Response(body, status=exc.status_code)
+    return drf_exception_handler(exc, context)
+
+
+# --- access -----------------------------------------------------------------------------------
+
+
+class IsAgentForWrites(BasePermission):
+    """Reads are open to the tenant's staff and agents; journal writes only to agent tokens."""
+
+    message = "Journal writes need an agent token (Authorization: Bearer ...)."
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        if request.method in ("GET", "HEAD", "OPTIONS"):
+            return True
+        return isinstance(request.user, AgentPrincipal)
+
+
+def _tenant(request: Request) -> Tenant:
+    tenant = selectors.tenant_for_user(request.user)
+    if tenant is None:
+        raise PermissionDenied("Your account belongs to no tenant.")
+    return tenant
+
+
+def _actor(request: Request) -> services.Actor:
+    if isinstance(request.user, AgentPrincipal):
+        return services.Actor.agent(request.user.get_username())
+    return services.Actor.user(request.user)
+
+
+def _run(request: Request, run_id: str) -> Run:
+    run = selectors.run_get(tenant=_tenant(request), run_id=run_id)
+    if run is None:
+        raise DRFNotFound(f"Run {run_id} not found.")
+    return run
+
+
+# --- serializers ------------------------------------------------------------------------------
+
+
+class VersionsSerializer(serializers.Serializer):
+    schema = serializers.CharField(max_length=40)
+    flow = serializers.CharField(max_length=40)
+    policy = serializers.CharField(max_length=40)
+    capability = serializers.CharField(max_length=40)
+
+
+class PlanStepSerializer(serializers.Serializer):
+    tool = serializers.CharField(max_length=100)
+    args = serializers.DictField(required=False, default=dict)
+    phase = serializers.CharField(max_length=500, required=False, allow_blank=True)
+    detail = serializers.CharField(max_length=500, required=False, allow_blank=True)
+    occurrence = serializers.IntegerField(min_value=0, required=False, default=0)
+
+
+class RunCreateSerializer(serializers.Serializer):
+    task_type = serializers.SlugField(max_length=64)
+    ticket_id = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    order_id = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    external_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    deadline = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    versions = VersionsSerializer()
+    plan = PlanStepSerializer(many=True, required=False, default=list)
+
+
+class IntentCreateSerializer(serializers.Serializer):
+    tool = serializers.CharField(max_length=100)
+    args = serializers.DictField()
+    turn = serializers.IntegerField(min_value=0)
+    occurrence = serializers.IntegerField(min_value=0, required=False, default=0)
+
+
+class OutcomeSerializer(serializers.Serializer):
+    ok = serializers.BooleanField()
+    summary = serializers.CharField(required=False, allow_blank=True, default="", trim_whitespace=False)
+    receipt = serializers.DictField(required=False, default=dict)
+    error_class = serializers.ChoiceField(choices=ErrorClass.choices, required=False, allow_blank=True, default="")
+    request_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+
+    def to_internal_value(self, data: Any) -> Any:
+        # BooleanField would read "yes" or 1 as true; an outcome must say true or false.
+        if isinstance(data, dict) and "ok" in data and not isinstance(data["ok"], bool):
+            raise serializers.ValidationError({"ok": ["must be true or false"]})
+        return super().to_internal_value(data)
+
+
+class CustomerMessageCreateSerializer(serializers.Serializer):
+    channel = serializers.ChoiceField(choices=CustomerMessage.Channel.choices)
+    body = serializers.CharField(max_length=services.MAX_MESSAGE_CHARS, trim_whitespace=False)
+    told_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+
+
+class IntentSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Intent
+        fields = [
+            "step_id",
+            "turn",
+            "tool",
+            "args",
+            "occurrence",
+            "idempotency_key",
+            "status",
+            "error_class",
+            "outcome_summary",
+            "receipt",
+            "request_id",
+            "intended_at",
+            "settled_at",
+        ]
+
+
+class CustomerMessageSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = CustomerMessage
+        fields = ["id", "channel", "body", "told_at", "recorded_at"]
+
+
+class RunSerializer(serializers.ModelSerializer):
+    versions = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Run
+        fields = [
+            "id",
+            "external_id",
+            "task_type",
+            "ticket_id",
+            "order_id",
+            "status",
+            "deadline",
+            "versions",
+            "plan",
+            "last_heartbeat_at",
+            "created_at",
+            "updated_at",
+            "version",
+        ]
+
+    def get_versions(self, run: Run) -> dict[str, str]:
+        return run.versions
+
+
+class RunDetailSerializer(RunSerializer):
+    intents = IntentSerializer(many=True, read_only=True)
+    customer_messages = CustomerMessageSerializer(many=True, read_only=True)
+
+    class Meta(RunSerializer.Meta):
+        fields = [*RunSerializer.Meta.fields, "intents", "customer_messages"]
+
+
+# --- views ------------------------------------------------------------------------------------
+
+
+class RunListCreateApi(APIView):
+    permission_classes = [IsAgentForWrites]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("ticket_id", str),
+            OpenApiParameter("order_id", str),
+            OpenApiParameter("status", str, enum=RunStatus.values),
+            OpenApiParameter("page", int),
+        ],
+        responses=RunSerializer(many=True),
+    )
+    def get(self, request: Request) -> Response:
+        run_status = request.query_params.get("status", "")
+        if run_status and run_status not in RunStatus.values:
+            return Response(
+                {"status": [f"must be one of {', '.join(RunStatus.values)}"]},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        runs = selectors.runs_for_tenant(
+            tenant=_tenant(request),
+            ticket_id=request.query_params.get("ticket_id", ""),
+            order_id=request.query_params.get("order_id", ""),
+            status=run_status,
+        )
+        paginator = PageNumberPagination()
+        page = paginator.paginate_queryset(runs, request, view=self)
+        return paginator.get_paginated_response(RunSerializer(page, many=True).data)
+
+    @extend_schema(request=RunCreateSerializer, responses={201: RunDetailSerializer, 200: RunDetailSerializer})
+    def post(self, request: Request) -> Response:
+        data = RunCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        result = services.run_create(
+            tenant=_tenant(request),
+            task_type=v["task_type"],
+            versions=dict(v["versions"]),
+            plan=[dict(step) for step in v["plan"]],
+            ticket_id=v["ticket_id"],
+            order_id=v["order_id"],
+            deadline=v["deadline"],
+            external_id=v["external_id"],
+            actor=_actor(request),
+        )
+        return Response(
+            RunDetailSerializer(result.run).data,
+            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
+        )
+
+
+class RunDetailApi(APIView):
+    @extend_schema(responses=RunDetailSerializer)
+    def get(self, request: Request, run_id: str) -> Response:
+        run = selectors.run_get_with_journal(tenant=_tenant(request), run_id=run_id)
+        if run is None:
+            raise DRFNotFound(f"Run {run_id} not found.")
+        return Response(RunDetailSerializer(run).data)
+
+
+class IntentCreateApi(APIView):
+    permission_classes = [IsAgentForWrites]
+
+    @extend_schema(request=IntentCreateSerializer, responses={201: IntentSerializer, 200: IntentSerializer})
+    def post(self, request: Request, run_id: str) -> Response:
+        run = _run(request, run_id)
+        data = IntentCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        result = services.intent_record(
+            run=run,
+            tool=v["tool"],
+            args=v["args"],
+            turn=v["turn"],
+            occurrence=v["occurrence"],
+            actor=_actor(request),
+        )
+        return Response(
+            IntentSerializer(result.intent).data,
+            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
+        )
+
+
+class OutcomeApi(APIView):
+    permission_classes = [IsAgentForWrites]
+
+    @extend_schema(request=OutcomeSerializer, responses={200: IntentSerializer})
+    def post(self, request: Request, run_id: str, step_id: str) -> Response:
+        run = _run(request, run_id)
+        data = OutcomeSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        intent = selectors.intent_get(run=run, step_id=step_id)
+        if intent is None:
+            raise DRFNotFound(f"No intent {step_id} on run {run.pk}: record the intent before its outcome.")
+        v = data.validated_data
+        result = services.outcome_record(
+            intent=intent,
+            ok=v["ok"],
+            summary=v["summary"],
+            receipt=v["receipt"],
+            error_class=v["error_class"],
+            request_id=v["request_id"],
+            actor=_actor(request),
+        )
+        return Response(IntentSerializer(result.intent).data, status=status.HTTP_200_OK)
+
+
+class CustomerMessageCreateApi(APIView):
+    permission_classes = [IsAgentForWrites]
+
+    @extend_schema(request=CustomerMessageCreateSerializer, responses={201: CustomerMessageSerializer})
+    def post(self, request: Request, run_id: str) -> Response:
+        run = _run(request, run_id)
+        data = CustomerMessageCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        message = services.customer_message_record(
+            run=run, channel=v["channel"], body=v["body"], told_at=v["told_at"], actor=_actor(request)
+        )
+        return Response(CustomerMessageSerializer(message).data, status=status.HTTP_201_CREATED)
+
+
+class HeartbeatApi(APIView):
+    permission_classes = [IsAgentForWrites]
+
+    @extend_schema(request=None, responses={200: RunSerializer})
+    def post(self, request: Request, run_id: str) -> Response:
+        run = _run(request, run_id)
+        services.run_heartbeat(run=run)
+        return Response(RunSerializer(run).data)
+
+
+class CompleteApi(APIView):
+    permission_classes = [IsAgentForWrites]
+
+    @extend_schema(request=None, responses={200: RunSerializer})
+    def post(self, request: Request, run_id: str) -> Response:
+        run = services.run_complete(run=_run(request, run_id), actor=_actor(request))
+        return Response(RunSerializer(run).data)
+

@@ -1,0 +1,73 @@
+"""Canonical arguments and the idempotency key derived from an intent.
+
+The key is a function of what the call is meant to do, never of the attempt: the same intent
+retried (by the same process, a restarted one, or a second agent) derives the same key, so the
+downstream system and our own table both see one effect. An `occurrence` number separates an
+identical effect that a run legitimately wants twice."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any
+
+KEY_SCHEME = "seam-v1"
+
+
+class NotCanonicalisable(ValueError):
+    """The arguments hold something JSON cannot carry faithfully (NaN, a set, an object...)."""
+
+
+def _normalise(value: Any, path: str) -> Any:
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise NotCanonicalisable(f"{path or 'args'} is {value!r}; only finite numbers are allowed")
+        # JSON has one number type: 2 and 2.0 are the same argument and must give the same key.
+        return int(value) if value.is_integer() else value
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise NotCanonicalisable(f"{path or 'args'} has a non-string key {key!r}")
+            out[key] = _normalise(item, f"{path}.{key}" if path else key)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_normalise(item, f"{path}[{i}]") for i, item in enumerate(value)]
+    raise NotCanonicalisable(
+        f"{path or 'args'} is a {type(value).__name__}; arguments must be JSON values"
+    )
+
+
+def canonical_args(args: dict[str, Any]) -> dict[str, Any]:
+    """The arguments as stored and hashed: JSON values only, integral floats as integers."""
+    if not isinstance(args, dict):
+        raise NotCanonicalisable("args must be a JSON object")
+    normalised: dict[str, Any] = _normalise(args, "")
+    return normalised
+
+
+def canonical_json(value: Any) -> str:
+    """One spelling per value: sorted keys, no insignificant whitespace, UTF-8 kept as is."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def idempotency_key(
+    *,
+    tenant_slug: str,
+    run_id: str,
+    tool: str,
+    args: dict[str, Any],
+    policy_version: str,
+    occurrence: int = 0,
+) -> str:
+    """sha256 over the intent's identity. Arguments are canonicalised first, so key order and
+    2-versus-2.0 do not change it; anything else that differs does."""
+    material = canonical_json(
+        [KEY_SCHEME, tenant_slug, str(run_id), tool, canonical_args(args), policy_version, occurrence]
+    )
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()

@@ -1,0 +1,257 @@
+"""The run journal: runs, the intent row in front of every side-effecting call, what the customer
+was told, and the append-only history of how each of those rows got to its current state.
+
+The rows are the checkpoint ("where do I continue?"); JournalEvent is the journal ("how did we
+get here, and what must be reconciled?"). Both are written only through handover.services."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Tenant(models.Model):
+    """A customer organisation of Seam. Every run, token and staff member belongs to exactly one;
+    nothing of one tenant is visible to another. Created by admins."""
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    """Which tenant a staff user works for. One per user; a user without one sees no runs."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="membership"
+    )
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="memberships")
+
+    def __str__(self) -> str:
+        return f"{self.user} @ {self.tenant}"
+
+
+class AgentToken(models.Model):
+    """A credential for one agent runtime, scoped to one tenant. Only a SHA-256 digest of the
+    secret is stored; the secret itself is printed once by `create_agent_token`."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="agent_tokens")
+    name = models.CharField(max_length=100)
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "name"], name="agent_token_name_per_tenant")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.tenant.slug})"
+
+    @staticmethod
+    def digest_of(secret: str) -> str:
+        return hashlib.sha256(secret.encode()).hexdigest()
+
+    @staticmethod
+    def new_secret() -> str:
+        return "seam_" + secrets.token_urlsafe(32)
+
+
+class RunStatus(models.TextChoices):
+    RUNNING = "running", "Running"
+    COMPLETED = "completed", "Completed"
+
+
+class Run(models.Model):
+    """One agent run working one ticket. Created by the agent runtime when it starts; its plan
+    lists the write actions it intends, in order, so that "not done" can later be derived by
+    comparing the plan with the intent rows. `version` increases with every change to this row
+    and lets a writer refuse to act on a stale copy (optimistic locking)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="runs")
+    external_id = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="The runtime's own id for this run; creating a run twice with it returns the first.",
+    )
+    task_type = models.SlugField(max_length=64)
+    ticket_id = models.CharField(max_length=100, blank=True)
+    order_id = models.CharField(max_length=100, blank=True)
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.RUNNING)
+    deadline = models.DateTimeField(null=True, blank=True, help_text="Wall-clock deadline.")
+    schema_version = models.CharField(max_length=40)
+    flow_version = models.CharField(max_length=40)
+    policy_version = models.CharField(max_length=40)
+    capability_version = models.CharField(max_length=40)
+    plan = models.JSONField(default=list, blank=True)
+    last_heartbeat_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    version = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["tenant", "-created_at"], name="run_tenant_recent_idx"),
+            models.Index(fields=["tenant", "ticket_id"], name="run_tenant_ticket_idx"),
+            models.Index(fields=["tenant", "order_id"], name="run_tenant_order_idx"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "external_id"],
+                condition=~Q(external_id=""),
+                name="run_external_id_per_tenant",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_type} {self.ticket_id or self.id}"
+
+    @property
+    def versions(self) -> dict[str, str]:
+        return {
+            "schema": self.schema_version,
+            "flow": self.flow_version,
+            "policy": self.policy_version,
+            "capability": self.capability_version,
+        }
+
+
+class IntentStatus(models.TextChoices):
+    INTENDED = "intended", "Intended"
+    PERFORMED = "performed", "Performed"
+    FAILED = "failed", "Failed"
+
+
+class ErrorClass(models.TextChoices):
+    """The six classes of seed 002. Each decides a different response; none is inferred from a
+    human-readable message."""
+
+    INVALID_INPUT = "invalid_input", "Invalid input"
+    CONFLICT = "conflict", "Conflict"
+    TRANSIENT = "transient", "Transient"
+    AMBIGUOUS = "ambiguous", "Ambiguous"
+    PERMANENT = "permanent", "Permanent"
+    BUG = "bug", "Bug"
+
+
+class Intent(models.Model):
+    """The intent row: committed before a side-effecting call leaves the process, naming the
+    tool, its canonical arguments and the idempotency key the call will carry; settled after the
+    call with its outcome and the downstream's receipt. A row still `intended` after its run died
+    is evidence of a call that may or may not have happened, and names the key to ask about.
+    Written by the agent runtime (in process or over REST), later by reconciliation."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="intents")
+    step_id = models.CharField(max_length=255, help_text="run:turn:tool[:occurrence]")
+    turn = models.PositiveIntegerField()
+    tool = models.CharField(max_length=100)
+    args = models.JSONField(help_text="Canonical arguments, as hashed into the key.")
+    occurrence = models.PositiveIntegerField(default=0)
+    idempotency_key = models.CharField(max_length=64, unique=True)
+    status = models.CharField(
+        max_length=20, choices=IntentStatus.choices, default=IntentStatus.INTENDED
+    )
+    error_class = models.CharField(max_length=20, choices=ErrorClass.choices, blank=True)
+    outcome_summary = models.TextField(blank=True)
+    receipt = models.JSONField(default=dict, blank=True)
+    request_id = models.CharField(max_length=200, blank=True)
+    intended_at = models.DateTimeField()
+    settled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["intended_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "step_id"], name="intent_step_per_run"),
+        ]
+        indexes = [
+            # The reconciliation sweep looks only at open rows; a partial index keeps that scan
+            # proportional to the rows in doubt, not to the whole journal.
+            models.Index(
+                fields=["intended_at"],
+                condition=Q(status="intended"),
+                name="intent_open_idx",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.step_id} [{self.status}]"
+
+    @property
+    def is_settled(self) -> bool:
+        return self.status != IntentStatus.INTENDED
+
+
+class CustomerMessage(models.Model):
+    """What the customer has been told, when, and through which channel: the third list of every
+    handover, so the next person's message stays consistent with it. Written by the agent
+    runtime when it sends or shows a message, or by staff."""
+
+    class Channel(models.TextChoices):
+        EMAIL = "email", "Email"
+        CHAT = "chat", "Chat"
+        SMS = "sms", "SMS"
+        PHONE = "phone", "Phone"
+        PORTAL = "portal", "Portal"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="customer_messages")
+    channel = models.CharField(max_length=20, choices=Channel.choices)
+    body = models.TextField()
+    told_at = models.DateTimeField()
+    recorded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["told_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.channel} at {self.told_at:%Y-%m-%d %H:%M}"
+
+
+class ActorKind(models.TextChoices):
+    AGENT = "agent", "Agent"
+    SYSTEM = "system", "System"
+    USER = "user", "User"
+
+
+class JournalEvent(models.Model):
+    """One accepted state change of a run or of one of its intent rows, with who made it. Append
+    only: written in the same transaction as the change it records, never updated or deleted
+    (a database trigger refuses both on PostgreSQL)."""
+
+    class Kind(models.TextChoices):
+        RUN_CREATED = "run_created", "Run created"
+        RUN_COMPLETED = "run_completed", "Run completed"
+        INTENT_RECORDED = "intent_recorded", "Intent recorded"
+        OUTCOME_RECORDED = "outcome_recorded", "Outcome recorded"
+        DISPATCH_AMBIGUOUS = "dispatch_ambiguous", "Dispatch outcome unknown"
+        CUSTOMER_TOLD = "customer_told", "Customer told"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    intent = models.ForeignKey(
+        Intent, on_delete=models.CASCADE, null=True, blank=True, related_name="events"
+    )
+    kind = models.CharField(max_length=40, choices=Kind.choices)
+    actor_kind = models.CharField(max_length=10, choices=ActorKind.choices)
+    actor_name = models.CharField(max_length=150)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True
+    )
+    data = models.JSONField(default=dict, blank=True)
+    at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [models.Index(fields=["run", "at"], name="journal_run_at_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} by {self.actor_kind}:{self.actor_name}"

@@ -1,0 +1,667 @@
+"""Writes to the run journal. Every function here that records an intent or an outcome commits
+durably before it returns, and refuses to run inside a caller's open transaction: a row that
+is not committed when the call leaves is a comment, not a record.
+
+Views, the REST API, the Python client's server side, the decorator and (later) the
+reconciliation and compensation workers all write through these functions."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from .keys import NotCanonicalisable, canonical_args, canonical_json, idempotency_key
+from .models import (
+    ActorKind,
+    CustomerMessage,
+    ErrorClass,
+    Intent,
+    IntentStatus,
+    JournalEvent,
+    Run,
+    RunStatus,
+    Tenant,
+)
+
+MAX_ARGS_BYTES = 64 * 1024
+MAX_RECEIPT_BYTES = 64 * 1024
+MAX_PLAN_BYTES = 256 * 1024
+MAX_SUMMARY_CHARS = 4000
+MAX_MESSAGE_CHARS = 10_000
+TOOL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]{0,99}$")
+VERSION_NAMES = ("schema", "flow", "policy", "capability")
+
+
+# --- who acts ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who made a change: an agent runtime (named by its token), the system (a worker), or a
+    person (a staff user). Every journal event carries one."""
+
+    kind: str
+    name: str
+    user_id: int | None = None
+
+    @classmethod
+    def agent(cls, name: str) -> Actor:
+        return cls(kind=ActorKind.AGENT, name=name)
+
+    @classmethod
+    def system(cls, name: str) -> Actor:
+        return cls(kind=ActorKind.SYSTEM, name=name)
+
+    @classmethod
+    def user(cls, user: Any) -> Actor:
+        return cls(kind=ActorKind.USER, name=user.get_username(), user_id=user.pk)
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+
+class JournalError(Exception):
+    """A request the journal refuses. `field` names the offending input where there is one;
+    nothing has been written when one of these is raised."""
+
+    status_code = 400
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+class InvalidInput(JournalError):
+    status_code = 400
+
+
+class NotFound(JournalError):
+    status_code = 404
+
+
+class Conflict(JournalError):
+    status_code = 409
+
+
+class OpenTransactionRefused(JournalError):
+    """Raised when an intent would be recorded inside a transaction the caller still holds open:
+    the call would leave before the row is committed, which is the failure the journal exists to
+    prevent."""
+
+    status_code = 500
+
+
+class IntentInDoubt(Conflict):
+    """`perform` found this intent already recorded by someone else and not yet settled. The call
+    may be in flight or may have happened; sending it again is a gamble, so it is not sent."""
+
+    def __init__(self, intent: Intent) -> None:
+        super().__init__(
+            f"intent {intent.step_id} (key {intent.idempotency_key}) is already recorded and has "
+            "no outcome yet; it will be settled by asking the downstream system, not re-sent"
+        )
+        self.intent = intent
+
+
+class ToolError(Exception):
+    """What a dispatch raises when the downstream refused or failed, classified at the boundary
+    that knows: one of the six error classes. `ambiguous` means the request may have been
+    accepted; the intent stays open for reconciliation."""
+
+    def __init__(self, error_class: str, message: str, *, request_id: str = "") -> None:
+        if error_class not in ErrorClass.values:
+            raise ValueError(f"unknown error class {error_class!r}")
+        super().__init__(message)
+        self.error_class = error_class
+        self.message = message
+        self.request_id = request_id
+
+
+# --- durability -------------------------------------------------------------------------------
+
+
+def _inside_open_transaction() -> bool:
+    connection = transaction.get_connection()
+    # Django's TestCase wraps each test in atomic blocks it marks as its own; durable blocks
+    # ignore those, and so do we. Any other open block means the caller holds a transaction.
+    blocks = [b for b in connection.atomic_blocks if not getattr(b, "_from_testcase", False)]
+    return bool(blocks) or (not connection.get_autocommit() and not connection.in_atomic_block)
+
+
+@contextlib.contextmanager
+def durable() -> Iterator[None]:
+    """A transaction that is committed when the block exits, or an error if the caller already
+    holds one open (then nothing inside would be durable when we return)."""
+    if _inside_open_transaction():
+        raise OpenTransactionRefused(
+            "refusing to record inside an open transaction: the row would not be committed "
+            "before the call leaves. Call this outside transaction.atomic()."
+        )
+    with transaction.atomic(durable=True):
+        yield
+
+
+def _event(
+    *,
+    run: Run,
+    kind: str,
+    actor: Actor,
+    at: datetime,
+    intent: Intent | None = None,
+    data: dict[str, Any] | None = None,
+) -> JournalEvent:
+    return JournalEvent.objects.create(
+        run=run,
+        intent=intent,
+        kind=kind,
+        actor_kind=actor.kind,
+        actor_name=actor.name,
+        user_id=actor.user_id,
+        data=data or {},
+        at=at,
+    )
+
+
+# --- validation helpers -----------------------------------------------------------------------
+
+
+def _json_size(value: Any) -> int:
+    return len(canonical_json(value).encode("utf-8"))
+
+
+def _clean_args(args: Any, *, field: str = "args") -> dict[str, Any]:
+    if not isinstance(args, dict):
+        raise InvalidInput(f"{field} must be a JSON object", field=field)
+    try:
+        cleaned = canonical_args(args)
+    except NotCanonicalisable as exc:
+        raise InvalidInput(f"{field}: {exc}", field=field) from exc
+    size = _json_size(cleaned)
+    if size > MAX_ARGS_BYTES:
+        raise InvalidInput(
+            f"{field} are {size} bytes as canonical JSON; the limit is {MAX_ARGS_BYTES}",
+            field=field,
+        )
+    return cleaned
+
+
+def _clean_tool(tool: Any, *, field: str = "tool") -> str:
+    if not isinstance(tool, str) or not TOOL_NAME.match(tool):
+        raise InvalidInput(
+            f"{field} must be a name of 1-100 letters, digits, '_', '.' or '-' starting with a "
+            f"letter; got {tool!r}",
+            field=field,
+        )
+    return tool
+
+
+def _clean_versions(versions: Any) -> dict[str, str]:
+    if not isinstance(versions, dict):
+        raise InvalidInput("versions must be an object with schema, flow, policy, capability", field="versions")
+    cleaned = {}
+    for name in VERSION_NAMES:
+        value = versions.get(name)
+        if not isinstance(value, str) or not value or len(value) > 40:
+            raise InvalidInput(
+                f"versions.{name} is required: a non-empty string of at most 40 characters",
+                field=f"versions.{name}",
+            )
+        cleaned[name] = value
+    unknown = set(versions) - set(VERSION_NAMES)
+    if unknown:
+        raise InvalidInput(f"versions has unknown keys: {sorted(unknown)}", field="versions")
+    return cleaned
+
+
+def _clean_plan(plan: Any) -> list[dict[str, Any]]:
+    if not isinstance(plan, list):
+        raise InvalidInput("plan must be a list of planned write steps", field="plan")
+    cleaned = []
+    for i, step in enumerate(plan):
+        where = f"plan[{i}]"
+        if not isinstance(step, dict):
+            raise InvalidInput(f"{where} must be an object with tool and args", field=where)
+        unknown = set(step) - {"tool", "args", "phase", "detail", "occurrence"}
+        if unknown:
+            raise InvalidInput(f"{where} has unknown keys: {sorted(unknown)}", field=where)
+        item: dict[str, Any] = {
+            "tool": _clean_tool(step.get("tool"), field=f"{where}.tool"),
+            "args": _clean_args(step.get("args", {}), field=f"{where}.args"),
+        }
+        for text_field in ("phase", "detail"):
+            value = step.get(text_field, "")
+            if not isinstance(value, str) or len(value) > 500:
+                raise InvalidInput(
+                    f"{where}.{text_field} must be a string of at most 500 characters",
+                    field=f"{where}.{text_field}",
+                )
+            if value:
+                item[text_field] = value
+        occurrence = step.get("occurrence", 0)
+        if not isinstance(occurrence, int) or isinstance(occurrence, bool) or occurrence < 0:
+            raise InvalidInput(f"{where}.occurrence must be a non-negative integer", field=f"{where}.occurrence")
+        if occurrence:
+            item["occurrence"] = occurrence
+        cleaned.append(item)
+    size = _json_size(cleaned)
+    if size > MAX_PLAN_BYTES:
+        raise InvalidInput(f"plan is {size} bytes; the limit is {MAX_PLAN_BYTES}", field="plan")
+    return cleaned
+
+
+def _clean_text(value: Any, *, field: str, limit: int, required: bool = False) -> str:
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be a string", field=field)
+    if required and not value.strip():
+        raise InvalidInput(f"{field} is required", field=field)
+    if len(value) > limit:
+        raise InvalidInput(f"{field} is {len(value)} characters; the limit is {limit}", field=field)
+    return value
+
+
+# --- runs -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunCreated:
+    run: Run
+    created: bool
+
+
+def run_create(
+    *,
+    tenant: Tenant,
+    task_type: str,
+    versions: dict[str, str],
+    plan: list[dict[str, Any]] | None = None,
+    ticket_id: str = "",
+    order_id: str = "",
+    deadline: datetime | None = None,
+    external_id: str = "",
+    actor: Actor,
+) -> RunCreated:
+    """Open a run with its plan and the versions it started under. With an `external_id`, a
+    repeated create (a retried request) returns the run created the first time."""
+    if not isinstance(task_type, str) or not re.fullmatch(r"[-a-zA-Z0-9_]{1,64}", task_type):
+        raise InvalidInput("task_type must be a slug of 1-64 characters", field="task_type")
+    clean_versions = _clean_versions(versions)
+    clean_plan = _clean_plan(plan or [])
+    ticket_id = _clean_text(ticket_id, field="ticket_id", limit=100)
+    order_id = _clean_text(order_id, field="order_id", limit=100)
+    external_id = _clean_text(external_id, field="external_id", limit=200)
+    if deadline is not None and timezone.is_naive(deadline):
+        raise InvalidInput("deadline must carry a time zone", field="deadline")
+
+    if external_id:
+        existing = Run.objects.filter(tenant=tenant, external_id=external_id).first()
+        if existing is not None:
+            return RunCreated(run=existing, created=False)
+    now = timezone.now()
+    try:
+        with durable():
+            run = Run.objects.create(
+                tenant=tenant,
+                external_id=external_id,
+                task_type=task_type,
+                ticket_id=ticket_id,
+                order_id=order_id,
+                deadline=deadline,
+                schema_version=clean_versions["schema"],
+                flow_version=clean_versions["flow"],
+                policy_version=clean_versions["policy"],
+                capability_version=clean_versions["capability"],
+                plan=clean_plan,
+                last_heartbeat_at=now,
+            )
+            _event(
+                run=run,
+                kind=JournalEvent.Kind.RUN_CREATED,
+                actor=actor,
+                at=now,
+                data={"task_type": task_type, "plan_steps": len(clean_plan), "versions": clean_versions},
+            )
+    except IntegrityError:
+        # Two identical creates raced on the external id; the other one won.
+        return RunCreated(run=Run.objects.get(tenant=tenant, external_id=external_id), created=False)
+    return RunCreated(run=run, created=True)
+
+
+def run_heartbeat(*, run: Run) -> datetime:
+    """The runtime is alive and working this run; reconciliation leaves its open intents alone."""
+    now = timezone.now()
+    Run.objects.filter(pk=run.pk).update(last_heartbeat_at=now)
+    run.last_heartbeat_at = now
+    return now
+
+
+def run_complete(*, run: Run, actor: Actor) -> Run:
+    """The runtime finished the run. Refused while any intent has no outcome: a run with a call
+    in doubt is not complete, whatever the runtime believes."""
+    with durable():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        if locked.status == RunStatus.COMPLETED:
+            return locked
+        if locked.status != RunStatus.RUNNING:
+            raise Conflict(f"run is {locked.status}; only a running run can be completed", field="status")
+        open_steps = list(
+            locked.intents.filter(status=IntentStatus.INTENDED).values_list("step_id", flat=True)
+        )
+        if open_steps:
+            raise Conflict(
+                f"{len(open_steps)} intent(s) have no outcome yet: {', '.join(open_steps)}",
+                field="intents",
+            )
+        now = timezone.now()
+        locked.status = RunStatus.COMPLETED
+        locked.version += 1
+        locked.save(update_fields=["status", "version", "updated_at"])
+        _event(run=locked, kind=JournalEvent.Kind.RUN_COMPLETED, actor=actor, at=now)
+    return locked
+
+
+# --- intents and outcomes ---------------------------------------------------------------------
+
+
+def step_id_for(*, run: Run, turn: int, tool: str, occurrence: int = 0) -> str:
+    base = f"{run.pk}:{turn}:{tool}"
+    return f"{base}:{occurrence}" if occurrence else base
+
+
+@dataclass(frozen=True)
+class IntentRecorded:
+    intent: Intent
+    created: bool
+
+
+def intent_record(
+    *,
+    run: Run,
+    tool: str,
+    args: dict[str, Any],
+    turn: int,
+    occurrence: int = 0,
+    actor: Actor,
+) -> IntentRecorded:
+    """Commit the intent row for one side-effecting call, before the call is made.
+
+    The same intent again (same tool, canonical arguments and occurrence in this run) returns
+    the row recorded the first time, whoever recorded it; a different intent in a step slot
+    that is already taken is a conflict."""
+    tool = _clean_tool(tool)
+    clean = _clean_args(args)
+    if not isinstance(turn, int) or isinstance(turn, bool) or turn < 0:
+        raise InvalidInput("turn must be a non-negative integer", field="turn")
+    if not isinstance(occurrence, int) or isinstance(occurrence, bool) or occurrence < 0:
+        raise InvalidInput("occurrence must be a non-negative integer", field="occurrence")
+    key = idempotency_key(
+        tenant_slug=run.tenant.slug,
+        run_id=str(run.pk),
+        tool=tool,
+        args=clean,
+        policy_version=run.policy_version,
+        occurrence=occurrence,
+    )
+    step_id = step_id_for(run=run, turn=turn, tool=tool, occurrence=occurrence)
+    with durable():
+        # Lock the run row (without blocking foreign-key checks) so that an intent is never
+        # admitted while the run is being completed or cancelled under us.
+        status = (
+            Run.objects.select_for_update(no_key=True)
+            .filter(pk=run.pk)
+            .values_list("status", flat=True)
+            .first()
+        )
+        if status is None:
+            raise NotFound("run not found", field="run")
+        existing = Intent.objects.filter(idempotency_key=key).first()
+        if existing is not None:
+            return IntentRecorded(intent=existing, created=False)
+        if status != RunStatus.RUNNING:
+            raise Conflict(f"run is {status}; no new intents are admitted", field="run")
+        now = timezone.now()
+        try:
+            with transaction.atomic():
+                intent = Intent.objects.create(
+                    run=run,
+                    step_id=step_id,
+                    turn=turn,
+                    tool=tool,
+                    args=clean,
+                    occurrence=occurrence,
+                    idempotency_key=key,
+                    intended_at=now,
+                )
+        except IntegrityError:
+            winner = Intent.objects.filter(idempotency_key=key).first()
+            if winner is not None:
+                return IntentRecorded(intent=winner, created=False)
+            taken = Intent.objects.get(run=run, step_id=step_id)
+            raise Conflict(
+                f"step {step_id} is already recorded with different arguments "
+                f"(key {taken.idempotency_key}); use another turn or occurrence for a new intent",
+                field="args",
+            ) from None
+        _event(
+            run=run,
+            intent=intent,
+            kind=JournalEvent.Kind.INTENT_RECORDED,
+            actor=actor,
+            at=now,
+            data={"step_id": step_id, "tool": tool, "idempotency_key": key},
+        )
+    return IntentRecorded(intent=intent, created=True)
+
+
+@dataclass(frozen=True)
+class OutcomeRecorded:
+    intent: Intent
+    changed: bool
+
+
+def _outcome_fields(intent: Intent) -> dict[str, Any]:
+    return {
+        "status": intent.status,
+        "error_class": intent.error_class,
+        "outcome_summary": intent.outcome_summary,
+        "receipt": intent.receipt,
+    }
+
+
+def outcome_record(
+    *,
+    intent: Intent,
+    ok: bool,
+    summary: str = "",
+    receipt: dict[str, Any] | None = None,
+    error_class: str = "",
+    request_id: str = "",
+    actor: Actor,
+) -> OutcomeRecorded:
+    """Settle an intent with what the call did. Recording the same outcome again is harmless
+    (a lost acknowledgement is retried); a different outcome for a settled row is a conflict."""
+    if not isinstance(ok, bool):
+        raise InvalidInput("ok must be true or false", field="ok")
+    summary = _clean_text(summary, field="summary", limit=MAX_SUMMARY_CHARS)
+    request_id = _clean_text(request_id, field="request_id", limit=200)
+    receipt = receipt or {}
+    if not isinstance(receipt, dict):
+        raise InvalidInput("receipt must be a JSON object", field="receipt")
+    try:
+        receipt = canonical_args(receipt)
+    except NotCanonicalisable as exc:
+        raise InvalidInput(f"receipt: {exc}", field="receipt") from exc
+    if _json_size(receipt) > MAX_RECEIPT_BYTES:
+        raise InvalidInput(f"receipt is over {MAX_RECEIPT_BYTES} bytes", field="receipt")
+    error_class = error_class or ""
+    if ok and error_class:
+        raise InvalidInput("error_class is only for failed calls (ok=false)", field="error_class")
+    if not ok:
+        if error_class not in ErrorClass.values:
+            raise InvalidInput(
+                f"error_class must be one of {', '.join(ErrorClass.values)} when ok is false",
+                field="error_class",
+            )
+        if error_class == ErrorClass.AMBIGUOUS:
+            raise InvalidInput(
+                "an ambiguous result is not an outcome: leave the intent open and it will be "
+                "settled by asking the downstream system",
+                field="error_class",
+            )
+    new_status = IntentStatus.PERFORMED if ok else IntentStatus.FAILED
+    wanted = {
+        "status": new_status,
+        "error_class": error_class,
+        "outcome_summary": summary,
+        "receipt": receipt,
+    }
+    now = timezone.now()
+    with durable():
+        # Compare-and-swap: only an open row is settled, so two racing settlements (a retried
+        # acknowledgement, a worker and the runtime) produce one transition.
+        settled = Intent.objects.filter(pk=intent.pk, status=IntentStatus.INTENDED).update(
+            request_id=request_id, settled_at=now, **wanted
+        )
+        if settled:
+            _event(
+                run=intent.run,
+                intent=intent,
+                kind=JournalEvent.Kind.OUTCOME_RECORDED,
+                actor=actor,
+                at=now,
+                data={"status": new_status, "error_class": error_class, "receipt": receipt},
+            )
+    fresh = Intent.objects.select_related("run").get(pk=intent.pk)
+    if not settled and _outcome_fields(fresh) != wanted:
+        raise Conflict(
+            f"intent {fresh.step_id} is already settled as {fresh.status}"
+            f"{' (' + fresh.error_class + ')' if fresh.error_class else ''} with a different outcome",
+            field="ok",
+        )
+    return OutcomeRecorded(intent=fresh, changed=bool(settled))
+
+
+def dispatch_ambiguous_record(*, intent: Intent, error_class: str, message: str, actor: Actor) -> None:
+    """The call may or may not have reached the downstream (a timeout after sending, a crash in
+    the tool). The row stays `intended`; the event keeps the evidence for whoever settles it."""
+    with durable():
+        _event(
+            run=intent.run,
+            intent=intent,
+            kind=JournalEvent.Kind.DISPATCH_AMBIGUOUS,
+            actor=actor,
+            at=timezone.now(),
+            data={"error_class": error_class, "message": message[:MAX_SUMMARY_CHARS]},
+        )
+
+
+# --- doing the call ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DispatchResult:
+    """What a dispatch returns on success: a short summary and the downstream's receipt
+    (its own identifiers: label, reservation id, refund id...)."""
+
+    summary: str = ""
+    receipt: dict[str, Any] = field(default_factory=dict)
+    request_id: str = ""
+
+
+Dispatch = Callable[[dict[str, Any], str], DispatchResult]
+
+
+@dataclass(frozen=True)
+class Performed:
+    intent: Intent
+    replayed: bool  # True when the outcome comes from an earlier, already settled attempt
+
+
+def perform(
+    *,
+    run: Run,
+    tool: str,
+    args: dict[str, Any],
+    dispatch: Dispatch,
+    turn: int,
+    occurrence: int = 0,
+    actor: Actor,
+) -> Performed:
+    """Record the intent (committed), make the call with its idempotency key, record the outcome.
+
+    If the intent was already settled, its stored outcome is returned and nothing is sent. If it
+    is recorded but open (another process is on it, or died on it), IntentInDoubt is raised and
+    nothing is sent. A ToolError settles the row as failed with its class, except `ambiguous`,
+    which leaves the row open; any other exception also leaves it open and is re-raised."""
+    recorded = intent_record(run=run, tool=tool, args=args, turn=turn, occurrence=occurrence, actor=actor)
+    intent = recorded.intent
+    if intent.is_settled:
+        return Performed(intent=intent, replayed=True)
+    if not recorded.created:
+        raise IntentInDoubt(intent)
+    try:
+        result = dispatch(intent.args, intent.idempotency_key)
+    except ToolError as exc:
+        if exc.error_class == ErrorClass.AMBIGUOUS:
+            dispatch_ambiguous_record(intent=intent, error_class=exc.error_class, message=exc.message, actor=actor)
+            raise
+        outcome_record(
+            intent=intent,
+            ok=False,
+            summary=exc.message,
+            error_class=exc.error_class,
+            request_id=exc.request_id,
+            actor=actor,
+        )
+        raise
+    except BaseException as exc:
+        if isinstance(exc, Exception):
+            dispatch_ambiguous_record(
+                intent=intent, error_class=ErrorClass.AMBIGUOUS, message=repr(exc), actor=actor
+            )
+        raise
+    outcome = outcome_record(
+        intent=intent,
+        ok=True,
+        summary=result.summary,
+        receipt=result.receipt,
+        request_id=result.request_id,
+        actor=actor,
+    )
+    return Performed(intent=outcome.intent, replayed=False)
+
+
+# --- what the customer was told ---------------------------------------------------------------
+
+
+def customer_message_record(
+    *, run: Run, channel: str, body: str, told_at: datetime | None = None, actor: Actor
+) -> CustomerMessage:
+    """Record what the customer has been told, so the next person's message stays consistent."""
+    if channel not in CustomerMessage.Channel.values:
+        raise InvalidInput(
+            f"channel must be one of {', '.join(CustomerMessage.Channel.values)}", field="channel"
+        )
+    body = _clean_text(body, field="body", limit=MAX_MESSAGE_CHARS, required=True)
+    told_at = told_at or timezone.now()
+    if timezone.is_naive(told_at):
+        raise InvalidInput("told_at must carry a time zone", field="told_at")
+    with durable():
+        message = CustomerMessage.objects.create(run=run, channel=channel, body=body, told_at=told_at)
+        _event(
+            run=run,
+            kind=JournalEvent.Kind.CUSTOMER_TOLD,
+            actor=actor,
+            at=timezone.now(),
+            data={"channel": channel, "message_id": message.pk},
+        )
+    return message

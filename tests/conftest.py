@@ -1,0 +1,63 @@
+"""Shared fixtures. The suite runs on the machine's real PostgreSQL (and Redis where a test
+claims it); scripts/check_services.py refuses to start the run when either is missing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from handover.models import AgentToken, Tenant
+from handover.services import Actor
+from tests import factories
+
+
+@pytest.fixture
+def tenant(db: None) -> Tenant:
+    return factories.TenantFactory(slug="sundry", name="Sundry")
+
+
+@pytest.fixture
+def other_tenant(db: None) -> Tenant:
+    return factories.TenantFactory(slug="acme", name="Acme")
+
+
+@pytest.fixture
+def agent_actor() -> Actor:
+    return Actor.agent("returns-bot")
+
+
+def _token_for(tenant: Tenant, name: str) -> str:
+    secret = AgentToken.new_secret()
+    AgentToken.objects.create(tenant=tenant, name=name, digest=AgentToken.digest_of(secret))
+    return secret
+
+
+@pytest.fixture
+def agent_client(tenant: Tenant) -> APIClient:
+    """An API client holding an agent token of `tenant`."""
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {_token_for(tenant, 'returns-bot')}")
+    return client
+
+
+@pytest.fixture
+def other_agent_client(other_tenant: Tenant) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {_token_for(other_tenant, 'acme-bot')}")
+    return client
+
+
+@pytest.fixture
+def support_user(tenant: Tenant) -> Any:
+    return factories.StaffUserFactory(username="support", membership__tenant=tenant)
+
+
+@pytest.fixture
+def make_run(tenant: Tenant, agent_actor: Actor) -> Callable[..., Any]:
+    def make(**overrides: Any) -> Any:
+        return factories.run_via_service(tenant=overrides.pop("tenant", tenant), actor=agent_actor, **overrides)
+
+    return make

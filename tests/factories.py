@@ -1,0 +1,67 @@
+"""Factories for rows that are plain data. Journal rows (runs, intents, outcomes) are made
+through the services, as the product makes them, so tests never hold a row the product could
+not have written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import factory
+from django.contrib.auth import get_user_model
+
+from handover import services
+from handover.models import Membership, Run, Tenant
+
+VERSIONS = {"schema": "1", "flow": "returns-3", "policy": "2026-11", "capability": "1"}
+
+BENCH_PLAN = [
+    {"tool": "start_return", "args": {"order_id": "SU-90317"}, "phase": "act",
+     "detail": "return label and courier pickup"},
+    {"tool": "offer_replacement", "args": {"order_id": "SU-90317", "sku": "OAK-BENCH", "qty": 1},
+     "phase": "act", "detail": "1 x oak bench reserved"},
+    {"tool": "issue_refund", "args": {"order_id": "SU-90317", "amount": "14.95", "currency": "USD"},
+     "phase": "act", "detail": "$14.95 expedited delivery fee"},
+    {"tool": "notify_seller", "args": {"order_id": "SU-90317", "template": "return_started"},
+     "phase": "notify", "detail": "email Ashcombe Furniture"},
+]
+
+
+class TenantFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Tenant
+        django_get_or_create = ("slug",)
+
+    slug = factory.Sequence(lambda n: f"tenant-{n}")
+    name = factory.LazyAttribute(lambda o: o.slug.title())
+
+
+class StaffUserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        django_get_or_create = ("username",)
+        skip_postgeneration_save = True
+
+    username = factory.Sequence(lambda n: f"staff-{n}")
+    password = factory.django.Password("correct horse battery staple")
+    membership = factory.RelatedFactory(
+        "tests.factories.MembershipFactory", factory_related_name="user"
+    )
+
+
+class MembershipFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Membership
+
+    tenant = factory.SubFactory(TenantFactory)
+
+
+def run_via_service(*, tenant: Tenant, actor: services.Actor, **overrides: Any) -> Run:
+    fields: dict[str, Any] = {
+        "task_type": "returns",
+        "ticket_id": "T-40912",
+        "order_id": "SU-90317",
+        "versions": VERSIONS,
+        "plan": BENCH_PLAN,
+    }
+    fields.update(overrides)
+    return services.run_create(tenant=tenant, actor=actor, **fields).run

@@ -1,0 +1,238 @@
+"""handover.services: intent before the call, outcome after, durably and exactly once."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import psycopg
+import pytest
+from django.conf import settings
+from django.db import connection, transaction
+
+from handover import services
+from handover.models import Intent, IntentStatus, JournalEvent, RunStatus
+from handover.services import Actor, DispatchResult, ToolError
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _dsn() -> str:
+    db = settings.DATABASES["default"]
+    return f"host={db['HOST']} port={db['PORT']} dbname={connection.settings_dict['NAME']} user={db['USER']}"
+
+
+def test_intent_is_committed_before_the_dispatch_leaves(make_run: Any, agent_actor: Actor) -> None:
+    run = make_run()
+    seen_from_outside: list[tuple[str, str]] = []
+
+    def dispatch(args: dict[str, Any], key: str) -> DispatchResult:
+        # A second connection sees only committed rows: this is what survives a crash right now.
+        with psycopg.connect(_dsn(), autocommit=True) as other:
+            row = other.execute(
+                "SELECT status, idempotency_key FROM handover_intent WHERE idempotency_key = %s", (key,)
+            ).fetchone()
+        assert row is not None, "the intent row was not committed when the call left"
+        seen_from_outside.append(row)
+        return DispatchResult(summary="label RL-7734", receipt={"label": "RL-7734"})
+
+    result = services.perform(
+        run=run, tool="start_return", args={"order_id": "SU-90317"}, dispatch=dispatch, turn=1, actor=agent_actor
+    )
+
+    assert seen_from_outside == [("intended", result.intent.idempotency_key)]
+    stored = Intent.objects.get(pk=result.intent.pk)
+    assert stored.status == IntentStatus.PERFORMED
+    assert stored.receipt == {"label": "RL-7734"}
+    assert stored.settled_at is not None
+    kinds = list(JournalEvent.objects.filter(intent=stored).values_list("kind", flat=True))
+    assert kinds == ["intent_recorded", "outcome_recorded"]
+
+
+def test_recording_inside_an_open_transaction_is_refused_and_writes_nothing(
+    make_run: Any, agent_actor: Actor
+) -> None:
+    run = make_run()
+    calls: list[str] = []
+    with pytest.raises(services.OpenTransactionRefused), transaction.atomic():
+        services.perform(
+            run=run,
+            tool="issue_refund",
+            args={"amount": "14.95"},
+            dispatch=lambda args, key: calls.append(key) or DispatchResult(),
+            turn=1,
+            actor=agent_actor,
+        )
+    assert calls == []
+    assert not Intent.objects.filter(run=run).exists()
+
+
+def test_when_the_intent_cannot_be_committed_the_dispatch_never_happens(
+    make_run: Any, agent_actor: Actor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = make_run()
+    calls: list[str] = []
+
+    def broken_create(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("database went away")
+
+    monkeypatch.setattr(Intent.objects, "create", broken_create)
+    with pytest.raises(RuntimeError):
+        services.perform(
+            run=run, tool="issue_refund", args={"amount": "14.95"},
+            dispatch=lambda args, key: calls.append(key) or DispatchResult(), turn=1, actor=agent_actor,
+        )
+    assert calls == []
+    assert not Intent.objects.filter(run=run).exists()
+
+
+def test_a_settled_intent_is_replayed_not_resent(make_run: Any, agent_actor: Actor) -> None:
+    run = make_run()
+    calls: list[str] = []
+
+    def dispatch(args: dict[str, Any], key: str) -> DispatchResult:
+        calls.append(key)
+        return DispatchResult(receipt={"refund_id": "re_1"})
+
+    first = services.perform(run=run, tool="issue_refund", args={"amount": "14.95"}, dispatch=dispatch, turn=2, actor=agent_actor)
+    # The agent restarted and replays turn 3 with the same intent: the refund is not sent twice.
+    again = services.perform(run=run, tool="issue_refund", args={"amount": "14.95"}, dispatch=dispatch, turn=3, actor=agent_actor)
+    assert len(calls) == 1
+    assert again.replayed is True
+    assert again.intent.pk == first.intent.pk
+    assert again.intent.receipt == {"refund_id": "re_1"}
+
+
+def test_an_open_intent_found_again_is_not_resent(make_run: Any, agent_actor: Actor) -> None:
+    run = make_run()
+    services.intent_record(run=run, tool="issue_refund", args={"amount": "14.95"}, turn=2, actor=agent_actor)
+    calls: list[str] = []
+    with pytest.raises(services.IntentInDoubt):
+        services.perform(
+            run=run, tool="issue_refund", args={"amount": "14.95"},
+            dispatch=lambda args, key: calls.append(key) or DispatchResult(), turn=2, actor=agent_actor,
+        )
+    assert calls == []
+
+
+def test_a_classified_failure_settles_the_row_as_failed(make_run: Any, agent_actor: Actor) -> None:
+    run = make_run()
+
+    def dispatch(args: dict[str, Any], key: str) -> DispatchResult:
+        raise ToolError("permanent", "403 refund not allowed for this merchant", request_id="req-9")
+
+    with pytest.raises(ToolError):
+        services.perform(run=run, tool="issue_refund", args={"amount": "14.95"}, dispatch=dispatch, turn=1, actor=agent_actor)
+    row = Intent.objects.get(run=run)
+    assert (row.status, row.error_class, row.request_id) == ("failed", "permanent", "req-9")
+
+
+@pytest.mark.parametrize("raised", [ToolError("ambiguous", "timeout after sending"), ConnectionResetError("reset")])
+def test_an_ambiguous_dispatch_leaves_the_intent_open_with_evidence(
+    make_run: Any, agent_actor: Actor, raised: Exception
+) -> None:
+    run = make_run()
+
+    def dispatch(args: dict[str, Any], key: str) -> DispatchResult:
+        raise raised
+
+    with pytest.raises(type(raised)):
+        services.perform(run=run, tool="issue_refund", args={"amount": "14.95"}, dispatch=dispatch, turn=1, actor=agent_actor)
+    row = Intent.objects.get(run=run)
+    assert row.status == IntentStatus.INTENDED
+    event = JournalEvent.objects.get(intent=row, kind="dispatch_ambiguous")
+    assert event.data["error_class"] == "ambiguous"
+
+
+def test_the_same_outcome_twice_is_harmless_and_a_different_one_conflicts(make_run: Any, agent_actor: Actor) -> None:
+    run = make_run()
+    intent = services.intent_record(run=run, tool="start_return", args={"order_id": "SU-90317"}, turn=1, actor=agent_actor).intent
+    first = services.outcome_record(intent=intent, ok=True, summary="label", receipt={"label": "RL-1"}, actor=agent_actor)
+    again = services.outcome_record(intent=intent, ok=True, summary="label", receipt={"label": "RL-1"}, actor=agent_actor)
+    assert (first.changed, again.changed) == (True, False)
+    with pytest.raises(services.Conflict):
+        services.outcome_record(intent=intent, ok=False, summary="x", error_class="permanent", actor=agent_actor)
+    assert JournalEvent.objects.filter(intent=intent, kind="outcome_recorded").count() == 1
+    assert Intent.objects.get(pk=intent.pk).status == IntentStatus.PERFORMED
+
+
+def test_concurrent_identical_intents_from_separate_connections_make_one_row(make_run: Any) -> None:
+    run = make_run()
+    results: list[services.IntentRecorded] = []
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(8)
+
+    def record(n: int) -> None:
+        try:
+            barrier.wait()
+            results.append(
+                services.intent_record(
+                    run=run, tool="issue_refund", args={"amount": "14.95", "order_id": "SU-90317"},
+                    turn=2, actor=Actor.agent(f"agent-{n}"),
+                )
+            )
+        except BaseException as exc:  # collected and asserted below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=record, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert errors == []
+    assert Intent.objects.filter(run=run).count() == 1
+    assert sum(r.created for r in results) == 1
+    assert len({r.intent.pk for r in results}) == 1
+    assert JournalEvent.objects.filter(run=run, kind="intent_recorded").count() == 1
+
+
+def test_a_different_intent_in_a_taken_step_is_a_conflict(make_run: Any, agent_actor: Actor) -> None:
+    run = make_run()
+    services.intent_record(run=run, tool="issue_refund", args={"amount": "14.95"}, turn=2, actor=agent_actor)
+    with pytest.raises(services.Conflict) as refused:
+        services.intent_record(run=run, tool="issue_refund", args={"amount": "99.00"}, turn=2, actor=agent_actor)
+    assert refused.value.field == "args"
+    assert Intent.objects.filter(run=run).count() == 1
+
+
+def test_a_repeated_identical_effect_needs_its_own_occurrence(make_run: Any, agent_actor: Actor) -> None:
+    run = make_run()
+    first = services.intent_record(run=run, tool="notify_customer", args={"template": "update"}, turn=1, actor=agent_actor)
+    second = services.intent_record(
+        run=run, tool="notify_customer", args={"template": "update"}, turn=4, occurrence=1, actor=agent_actor
+    )
+    assert second.created and first.intent.idempotency_key != second.intent.idempotency_key
+
+
+def test_complete_refuses_while_a_call_is_in_doubt(make_run: Any, agent_actor: Actor) -> None:
+    run = make_run()
+    intent = services.intent_record(run=run, tool="start_return", args={}, turn=1, actor=agent_actor).intent
+    with pytest.raises(services.Conflict):
+        services.run_complete(run=run, actor=agent_actor)
+    services.outcome_record(intent=intent, ok=True, actor=agent_actor)
+    assert services.run_complete(run=run, actor=agent_actor).status == RunStatus.COMPLETED
+    with pytest.raises(services.Conflict):
+        services.intent_record(run=run, tool="issue_refund", args={}, turn=2, actor=agent_actor)
+
+
+def test_run_create_with_the_same_external_id_returns_the_first_run(tenant: Any, agent_actor: Actor) -> None:
+    from tests.factories import run_via_service
+
+    first = services.run_create(tenant=tenant, task_type="returns", versions={"schema": "1", "flow": "1", "policy": "1", "capability": "1"}, external_id="rt-77", actor=agent_actor)
+    again = services.run_create(tenant=tenant, task_type="returns", versions={"schema": "1", "flow": "1", "policy": "1", "capability": "1"}, external_id="rt-77", actor=agent_actor)
+    assert first.created and not again.created and first.run.pk == again.run.pk
+    assert run_via_service is not None
+
+
+def test_journal_events_cannot_be_updated_or_deleted_in_the_database(make_run: Any) -> None:
+    run = make_run()
+    from django.db.utils import DatabaseError
+
+    with pytest.raises(DatabaseError, match="append-only"):
+        JournalEvent.objects.filter(run=run).update(actor_name="someone else")
+    with pytest.raises(DatabaseError, match="append-only"):
+        JournalEvent.objects.filter(run=run).delete()
+    assert JournalEvent.objects.get(run=run).actor_name == "returns-bot"

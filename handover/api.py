@@ -102,7 +102,9 @@ class OutcomeSerializer(serializers.Serializer):
     ok = serializers.BooleanField()
     summary = serializers.CharField(required=False, allow_blank=True, default="", trim_whitespace=False)
     receipt = serializers.DictField(required=False, default=dict)
-    error_class = serializers.ChoiceField(choices=ErrorClass.choices, required=False, allow_blank=True, default="")
+    error_class = serializers.ChoiceField(
+        choices=ErrorClass.choices, required=False, allow_blank=True, default=""
+    )
     request_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
 
     def to_internal_value(self, data: Any) -> Any:
@@ -209,7 +211,9 @@ class RunListCreateApi(APIView):
         page = paginator.paginate_queryset(runs, request, view=self)
         return paginator.get_paginated_response(RunSerializer(page, many=True).data)
 
-    @extend_schema(request=RunCreateSerializer, responses={201: RunDetailSerializer, 200: RunDetailSerializer})
+    @extend_schema(
+        request=RunCreateSerializer, responses={201: RunDetailSerializer, 200: RunDetailSerializer}
+    )
     def post(self, request: Request) -> Response:
         data = RunCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -319,4 +323,3 @@ class CompleteApi(APIView):
     def post(self, request: Request, run_id: str) -> Response:
         run = services.run_complete(run=_run(request, run_id), actor=_actor(request))
         return Response(RunSerializer(run).data)
-

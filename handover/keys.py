@@ -38,9 +38,7 @@ def _normalise(value: Any, path: str) -> Any:
         return out
     if isinstance(value, (list, tuple)):
         return [_normalise(item, f"{path}[{i}]") for i, item in enumerate(value)]
-    raise NotCanonicalisable(
-        f"{path or 'args'} is a {type(value).__name__}; arguments must be JSON values"
-    )
+    raise NotCanonicalisable(f"{path or 'args'} is a {type(value).__name__}; arguments must be JSON values")
 
 
 def canonical_args(args: dict[str, Any]) -> dict[str, Any]:

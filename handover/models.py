@@ -30,9 +30,7 @@ class Tenant(models.Model):
 class Membership(models.Model):
     """Which tenant a staff user works for. One per user; a user without one sees no runs."""
 
-    user = models.OneToOneField(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="membership"
-    )
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="membership")
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="memberships")
 
     def __str__(self) -> str:
@@ -50,9 +48,7 @@ class AgentToken(models.Model):
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["tenant", "name"], name="agent_token_name_per_tenant")
-        ]
+        constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="agent_token_name_per_tenant")]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.tenant.slug})"
@@ -159,9 +155,7 @@ class Intent(models.Model):
     args = models.JSONField(help_text="Canonical arguments, as hashed into the key.")
     occurrence = models.PositiveIntegerField(default=0)
     idempotency_key = models.CharField(max_length=64, unique=True)
-    status = models.CharField(
-        max_length=20, choices=IntentStatus.choices, default=IntentStatus.INTENDED
-    )
+    status = models.CharField(max_length=20, choices=IntentStatus.choices, default=IntentStatus.INTENDED)
     error_class = models.CharField(max_length=20, choices=ErrorClass.choices, blank=True)
     outcome_summary = models.TextField(blank=True)
     receipt = models.JSONField(default=dict, blank=True)
@@ -237,15 +231,11 @@ class JournalEvent(models.Model):
         CUSTOMER_TOLD = "customer_told", "Customer told"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
-    intent = models.ForeignKey(
-        Intent, on_delete=models.CASCADE, null=True, blank=True, related_name="events"
-    )
+    intent = models.ForeignKey(Intent, on_delete=models.CASCADE, null=True, blank=True, related_name="events")
     kind = models.CharField(max_length=40, choices=Kind.choices)
     actor_kind = models.CharField(max_length=10, choices=ActorKind.choices)
     actor_name = models.CharField(max_length=150)
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True
-    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True)
     data = models.JSONField(default=dict, blank=True)
     at = models.DateTimeField()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -29,6 +29,7 @@ from .models import (
     RunStatus,
     Tenant,
 )
+from .tool_errors import DispatchResult, ToolError
 
 MAX_ARGS_BYTES = 64 * 1024
 MAX_RECEIPT_BYTES = 64 * 1024
@@ -111,20 +112,6 @@ class IntentInDoubt(Conflict):
         self.intent = intent
 
 
-class ToolError(Exception):
-    """What a dispatch raises when the downstream refused or failed, classified at the boundary
-    that knows: one of the six error classes. `ambiguous` means the request may have been
-    accepted; the intent stays open for reconciliation."""
-
-    def __init__(self, error_class: str, message: str, *, request_id: str = "") -> None:
-        if error_class not in ErrorClass.values:
-            raise ValueError(f"unknown error class {error_class!r}")
-        super().__init__(message)
-        self.error_class = error_class
-        self.message = message
-        self.request_id = request_id
-
-
 # --- durability -------------------------------------------------------------------------------
 
 
@@ -205,7 +192,9 @@ def _clean_tool(tool: Any, *, field: str = "tool") -> str:
 
 def _clean_versions(versions: Any) -> dict[str, str]:
     if not isinstance(versions, dict):
-        raise InvalidInput("versions must be an object with schema, flow, policy, capability", field="versions")
+        raise InvalidInput(
+            "versions must be an object with schema, flow, policy, capability", field="versions"
+        )
     cleaned = {}
     for name in VERSION_NAMES:
         value = versions.get(name)
@@ -247,7 +236,9 @@ def _clean_plan(plan: Any) -> list[dict[str, Any]]:
                 item[text_field] = value
         occurrence = step.get("occurrence", 0)
         if not isinstance(occurrence, int) or isinstance(occurrence, bool) or occurrence < 0:
-            raise InvalidInput(f"{where}.occurrence must be a non-negative integer", field=f"{where}.occurrence")
+            raise InvalidInput(
+                f"{where}.occurrence must be a non-negative integer", field=f"{where}.occurrence"
+            )
         if occurrence:
             item["occurrence"] = occurrence
         cleaned.append(item)
@@ -567,16 +558,6 @@ def dispatch_ambiguous_record(*, intent: Intent, error_class: str, message: str,
 # --- doing the call ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class DispatchResult:
-    """What a dispatch returns on success: a short summary and the downstream's receipt
-    (its own identifiers: label, reservation id, refund id...)."""
-
-    summary: str = ""
-    receipt: dict[str, Any] = field(default_factory=dict)
-    request_id: str = ""
-
-
 Dispatch = Callable[[dict[str, Any], str], DispatchResult]
 
 
@@ -612,7 +593,9 @@ def perform(
         result = dispatch(intent.args, intent.idempotency_key)
     except ToolError as exc:
         if exc.error_class == ErrorClass.AMBIGUOUS:
-            dispatch_ambiguous_record(intent=intent, error_class=exc.error_class, message=exc.message, actor=actor)
+            dispatch_ambiguous_record(
+                intent=intent, error_class=exc.error_class, message=exc.message, actor=actor
+            )
             raise
         outcome_record(
             intent=intent,

@@ -6,3 +6,7 @@ from .base import env
 
 DEBUG = env.bool("DJANGO_DEBUG", default=True)
 MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
+
+# Serve static files from the app and static/ folders directly; no collectstatic in development.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True

@@ -14,3 +14,7 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+
+# Serve static files from the app and static/ folders directly; no collectstatic in development.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True

@@ -11,7 +11,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--tenant", required=True, help="Tenant slug; created if it does not exist.")
-        parser.add_argument("--name", required=True, help="The runtime's name, shown as the actor in the journal.")
+        parser.add_argument(
+            "--name", required=True, help="The runtime's name, shown as the actor in the journal."
+        )
 
     def handle(self, *args: Any, tenant: str, name: str, **options: Any) -> None:
         owner, _ = Tenant.objects.get_or_create(slug=tenant, defaults={"name": tenant})

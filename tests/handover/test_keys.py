@@ -1,0 +1,80 @@
+"""handover.keys: the idempotency key is a function of the intent, not of its spelling or attempt."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from handover.keys import NotCanonicalisable, canonical_args, idempotency_key
+
+json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
+json_values = st.recursive(
+    json_scalars,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=12,
+)
+json_objects = st.dictionaries(st.text(max_size=10), json_values, max_size=6)
+
+BASE = {"tenant_slug": "sundry", "run_id": "6d1f0b1e-0000-4000-8000-000000000001", "tool": "issue_refund",
+        "policy_version": "2026-11", "occurrence": 0}
+
+
+def _shuffled(value: Any, rng: random.Random) -> Any:
+    """The same JSON value with every object's keys inserted in another order."""
+    if isinstance(value, dict):
+        items = list(value.items())
+        rng.shuffle(items)
+        return {k: _shuffled(v, rng) for k, v in items}
+    if isinstance(value, list):
+        return [_shuffled(v, rng) for v in value]
+    return value
+
+
+@settings(max_examples=200)
+@given(args=json_objects, seed=st.integers())
+def test_key_ignores_the_order_arguments_were_written_in(args: dict[str, Any], seed: int) -> None:
+    reordered = _shuffled(args, random.Random(seed))
+    assert idempotency_key(args=args, **BASE) == idempotency_key(args=reordered, **BASE)
+
+
+@settings(max_examples=200)
+@given(args=json_objects)
+def test_key_is_stable_across_calls(args: dict[str, Any]) -> None:
+    assert idempotency_key(args=args, **BASE) == idempotency_key(args=dict(args), **BASE)
+
+
+@settings(max_examples=200)
+@given(a=json_objects, b=json_objects)
+def test_different_arguments_give_different_keys(a: dict[str, Any], b: dict[str, Any]) -> None:
+    if canonical_args(a) != canonical_args(b):
+        assert idempotency_key(args=a, **BASE) != idempotency_key(args=b, **BASE)
+
+
+@pytest.mark.parametrize(
+    "field,other",
+    [("tenant_slug", "acme"), ("run_id", "6d1f0b1e-0000-4000-8000-000000000002"), ("tool", "reverse_refund"),
+     ("policy_version", "2026-12"), ("occurrence", 1)],
+)
+def test_every_part_of_the_intent_changes_the_key(field: str, other: Any) -> None:
+    args = {"order_id": "SU-90317", "amount": "14.95"}
+    assert idempotency_key(args=args, **BASE) != idempotency_key(args=args, **{**BASE, field: other})
+
+
+def test_integral_floats_and_integers_are_the_same_argument() -> None:
+    assert idempotency_key(args={"qty": 2}, **BASE) == idempotency_key(args={"qty": 2.0}, **BASE)
+    assert idempotency_key(args={"qty": 2}, **BASE) != idempotency_key(args={"qty": 2.5}, **BASE)
+
+
+def test_types_are_not_conflated() -> None:
+    keys = {idempotency_key(args={"v": v}, **BASE) for v in (1, "1", True, None, [1], {"1": 1})}
+    assert len(keys) == 6
+
+
+@pytest.mark.parametrize("bad", [{"x": float("nan")}, {"x": float("inf")}, {"x": {1, 2}}, {1: "int key"}, {"x": object()}])
+def test_values_json_cannot_carry_are_refused(bad: dict[Any, Any]) -> None:
+    with pytest.raises(NotCanonicalisable):
+        canonical_args(bad)

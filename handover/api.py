@@ -8,8 +8,10 @@ from typing import Any
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound as DRFNotFound
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import ParseError, PermissionDenied
 from rest_framework.pagination import PageNumberPagination
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import JSONParser as DRFJSONParser
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -38,6 +40,10 @@ class IsAgentForWrites(BasePermission):
     message = "Journal writes need an agent token (Authorization: Bearer ...)."
 
     def has_permission(self, request: Request, view: Any) -> bool:
+        # This replaces the default IsAuthenticated, so it must refuse anonymous callers itself
+        # (DRF then answers 401, not a 403 from the tenant lookup).
+        if not (request.user and request.user.is_authenticated):
+            return False
         if request.method in ("GET", "HEAD", "OPTIONS"):
             return True
         return isinstance(request.user, AgentPrincipal)
@@ -61,6 +67,22 @@ def _run(request: Request, run_id: str) -> Run:
     if run is None:
         raise DRFNotFound(f"Run {run_id} not found.")
     return run
+
+
+class JSONParser(DRFJSONParser):
+    """DRF's parser lets json's RecursionError on deeply nested input escape as a 500."""
+
+    def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError as exc:
+            raise ParseError("JSON parse error - nested too deeply") from exc
+
+
+PARSERS = [JSONParser, FormParser, MultiPartParser]
+
+# Intent.turn and Intent.occurrence are PostgreSQL integers; a larger number is a 500, not a row.
+MAX_DB_INT = 2**31 - 1
 
 
 # --- serializers ------------------------------------------------------------------------------
@@ -94,8 +116,8 @@ class RunCreateSerializer(serializers.Serializer):
 class IntentCreateSerializer(serializers.Serializer):
     tool = serializers.CharField(max_length=100)
     args = serializers.DictField()
-    turn = serializers.IntegerField(min_value=0)
-    occurrence = serializers.IntegerField(min_value=0, required=False, default=0)
+    turn = serializers.IntegerField(min_value=0, max_value=MAX_DB_INT)
+    occurrence = serializers.IntegerField(min_value=0, max_value=MAX_DB_INT, required=False, default=0)
 
 
 class OutcomeSerializer(serializers.Serializer):
@@ -184,6 +206,7 @@ class RunDetailSerializer(RunSerializer):
 
 class RunListCreateApi(APIView):
     permission_classes = [IsAgentForWrites]
+    parser_classes = PARSERS
 
     @extend_schema(
         parameters=[
@@ -201,6 +224,12 @@ class RunListCreateApi(APIView):
                 {"status": [f"must be one of {', '.join(RunStatus.values)}"]},
                 status=status.HTTP_400_BAD_REQUEST,
             )
+        for name in ("ticket_id", "order_id"):
+            # PostgreSQL text cannot hold NUL; filtering on one is a DataError (500), not "no runs".
+            if "\x00" in request.query_params.get(name, ""):
+                return Response(
+                    {name: ["Null characters are not allowed."]}, status=status.HTTP_400_BAD_REQUEST
+                )
         runs = selectors.runs_for_tenant(
             tenant=_tenant(request),
             ticket_id=request.query_params.get("ticket_id", ""),
@@ -246,6 +275,7 @@ class RunDetailApi(APIView):
 
 class IntentCreateApi(APIView):
     permission_classes = [IsAgentForWrites]
+    parser_classes = PARSERS
 
     @extend_schema(request=IntentCreateSerializer, responses={201: IntentSerializer, 200: IntentSerializer})
     def post(self, request: Request, run_id: str) -> Response:
@@ -269,13 +299,15 @@ class IntentCreateApi(APIView):
 
 class OutcomeApi(APIView):
     permission_classes = [IsAgentForWrites]
+    parser_classes = PARSERS
 
     @extend_schema(request=OutcomeSerializer, responses={200: IntentSerializer})
     def post(self, request: Request, run_id: str, step_id: str) -> Response:
         run = _run(request, run_id)
         data = OutcomeSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        intent = selectors.intent_get(run=run, step_id=step_id)
+        # No stored step id holds a NUL (PostgreSQL text cannot); looking one up would be a 500.
+        intent = None if "\x00" in step_id else selectors.intent_get(run=run, step_id=step_id)
         if intent is None:
             raise DRFNotFound(f"No intent {step_id} on run {run.pk}: record the intent before its outcome.")
         v = data.validated_data
@@ -293,6 +325,7 @@ class OutcomeApi(APIView):
 
 class CustomerMessageCreateApi(APIView):
     permission_classes = [IsAgentForWrites]
+    parser_classes = PARSERS
 
     @extend_schema(request=CustomerMessageCreateSerializer, responses={201: CustomerMessageSerializer})
     def post(self, request: Request, run_id: str) -> Response:

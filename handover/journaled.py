@@ -113,7 +113,7 @@ def journaled_tool(
             # Replayed: the function was not called again; hand back what it returned then.
             receipt = performed.intent.receipt
             stored: Any = receipt[VALUE_KEY] if set(receipt) == {VALUE_KEY} else receipt
-            return stored  # type: ignore[no-any-return]
+            return stored
 
         return journaled
 

@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django_htmx.middleware import HtmxDetails
 
 from . import selectors
 from .models import RunStatus
@@ -14,8 +15,12 @@ from .models import RunStatus
 RUNS_PER_PAGE = 50
 
 
+class HtmxHttpRequest(HttpRequest):
+    htmx: HtmxDetails
+
+
 @login_required
-def run_list(request: HttpRequest) -> HttpResponse:
+def run_list(request: HtmxHttpRequest) -> HttpResponse:
     tenant = selectors.tenant_for_user(request.user)
     runs = selectors.runs_with_counts(tenant=tenant) if tenant else None
     page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page")) if runs is not None else None

@@ -32,7 +32,9 @@ def reachable(url: str) -> bool:
 def main() -> int:
     missing = [(name, url, how) for name, (url, how) in SERVICES.items() if not reachable(url)]
     for name, url, how in missing:
-        print(f"ERROR: {name} is not reachable at {urlparse(url).netloc}. Start it with: {how}", file=sys.stderr)
+        print(
+            f"ERROR: {name} is not reachable at {urlparse(url).netloc}. Start it with: {how}", file=sys.stderr
+        )
     return 1 if missing else 0
 
 

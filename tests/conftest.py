@@ -58,6 +58,8 @@ def support_user(tenant: Tenant) -> Any:
 @pytest.fixture
 def make_run(tenant: Tenant, agent_actor: Actor) -> Callable[..., Any]:
     def make(**overrides: Any) -> Any:
-        return factories.run_via_service(tenant=overrides.pop("tenant", tenant), actor=agent_actor, **overrides)
+        return factories.run_via_service(
+            tenant=overrides.pop("tenant", tenant), actor=agent_actor, **overrides
+        )
 
     return make

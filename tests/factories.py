@@ -15,14 +15,30 @@ from handover.models import Membership, Run, Tenant
 VERSIONS = {"schema": "1", "flow": "returns-3", "policy": "2026-11", "capability": "1"}
 
 BENCH_PLAN = [
-    {"tool": "start_return", "args": {"order_id": "SU-90317"}, "phase": "act",
-     "detail": "return label and courier pickup"},
-    {"tool": "offer_replacement", "args": {"order_id": "SU-90317", "sku": "OAK-BENCH", "qty": 1},
-     "phase": "act", "detail": "1 x oak bench reserved"},
-    {"tool": "issue_refund", "args": {"order_id": "SU-90317", "amount": "14.95", "currency": "USD"},
-     "phase": "act", "detail": "$14.95 expedited delivery fee"},
-    {"tool": "notify_seller", "args": {"order_id": "SU-90317", "template": "return_started"},
-     "phase": "notify", "detail": "email Ashcombe Furniture"},
+    {
+        "tool": "start_return",
+        "args": {"order_id": "SU-90317"},
+        "phase": "act",
+        "detail": "return label and courier pickup",
+    },
+    {
+        "tool": "offer_replacement",
+        "args": {"order_id": "SU-90317", "sku": "OAK-BENCH", "qty": 1},
+        "phase": "act",
+        "detail": "1 x oak bench reserved",
+    },
+    {
+        "tool": "issue_refund",
+        "args": {"order_id": "SU-90317", "amount": "14.95", "currency": "USD"},
+        "phase": "act",
+        "detail": "$14.95 expedited delivery fee",
+    },
+    {
+        "tool": "notify_seller",
+        "args": {"order_id": "SU-90317", "template": "return_started"},
+        "phase": "notify",
+        "detail": "email Ashcombe Furniture",
+    },
 ]
 
 
@@ -43,9 +59,7 @@ class StaffUserFactory(factory.django.DjangoModelFactory):
 
     username = factory.Sequence(lambda n: f"staff-{n}")
     password = factory.django.Password("correct horse battery staple")
-    membership = factory.RelatedFactory(
-        "tests.factories.MembershipFactory", factory_related_name="user"
-    )
+    membership = factory.RelatedFactory("tests.factories.MembershipFactory", factory_related_name="user")
 
 
 class MembershipFactory(factory.django.DjangoModelFactory):

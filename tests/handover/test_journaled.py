@@ -17,7 +17,9 @@ refunds_sent: list[tuple[str, str]] = []
 
 
 @journaled_tool("issue_refund")
-def issue_refund(order_id: str, amount: str, currency: str = "USD", *, idempotency_key: str) -> dict[str, Any]:
+def issue_refund(
+    order_id: str, amount: str, currency: str = "USD", *, idempotency_key: str
+) -> dict[str, Any]:
     refunds_sent.append((order_id, idempotency_key))
     return {"refund_id": f"re_{len(refunds_sent)}", "amount": amount, "currency": currency}
 

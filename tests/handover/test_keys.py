@@ -11,16 +11,25 @@ from hypothesis import strategies as st
 
 from handover.keys import NotCanonicalisable, canonical_args, idempotency_key
 
-json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
+json_scalars = (
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
+)
 json_values = st.recursive(
     json_scalars,
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=12,
 )
 json_objects = st.dictionaries(st.text(max_size=10), json_values, max_size=6)
 
-BASE = {"tenant_slug": "sundry", "run_id": "6d1f0b1e-0000-4000-8000-000000000001", "tool": "issue_refund",
-        "policy_version": "2026-11", "occurrence": 0}
+BASE = {
+    "tenant_slug": "sundry",
+    "run_id": "6d1f0b1e-0000-4000-8000-000000000001",
+    "tool": "issue_refund",
+    "policy_version": "2026-11",
+    "occurrence": 0,
+}
 
 
 def _shuffled(value: Any, rng: random.Random) -> Any:
@@ -56,8 +65,13 @@ def test_different_arguments_give_different_keys(a: dict[str, Any], b: dict[str,
 
 @pytest.mark.parametrize(
     "field,other",
-    [("tenant_slug", "acme"), ("run_id", "6d1f0b1e-0000-4000-8000-000000000002"), ("tool", "reverse_refund"),
-     ("policy_version", "2026-12"), ("occurrence", 1)],
+    [
+        ("tenant_slug", "acme"),
+        ("run_id", "6d1f0b1e-0000-4000-8000-000000000002"),
+        ("tool", "reverse_refund"),
+        ("policy_version", "2026-12"),
+        ("occurrence", 1),
+    ],
 )
 def test_every_part_of_the_intent_changes_the_key(field: str, other: Any) -> None:
     args = {"order_id": "SU-90317", "amount": "14.95"}
@@ -74,7 +88,9 @@ def test_types_are_not_conflated() -> None:
     assert len(keys) == 6
 
 
-@pytest.mark.parametrize("bad", [{"x": float("nan")}, {"x": float("inf")}, {"x": {1, 2}}, {1: "int key"}, {"x": object()}])
+@pytest.mark.parametrize(
+    "bad", [{"x": float("nan")}, {"x": float("inf")}, {"x": {1, 2}}, {1: "int key"}, {"x": object()}]
+)
 def test_values_json_cannot_carry_are_refused(bad: dict[Any, Any]) -> None:
     with pytest.raises(NotCanonicalisable):
         canonical_args(bad)

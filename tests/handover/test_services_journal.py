@@ -37,7 +37,12 @@ def test_intent_is_committed_before_the_dispatch_leaves(make_run: Any, agent_act
         return DispatchResult(summary="label RL-7734", receipt={"label": "RL-7734"})
 
     result = services.perform(
-        run=run, tool="start_return", args={"order_id": "SU-90317"}, dispatch=dispatch, turn=1, actor=agent_actor
+        run=run,
+        tool="start_return",
+        args={"order_id": "SU-90317"},
+        dispatch=dispatch,
+        turn=1,
+        actor=agent_actor,
     )
 
     assert seen_from_outside == [("intended", result.intent.idempotency_key)]
@@ -79,8 +84,12 @@ def test_when_the_intent_cannot_be_committed_the_dispatch_never_happens(
     monkeypatch.setattr(Intent.objects, "create", broken_create)
     with pytest.raises(RuntimeError):
         services.perform(
-            run=run, tool="issue_refund", args={"amount": "14.95"},
-            dispatch=lambda args, key: calls.append(key) or DispatchResult(), turn=1, actor=agent_actor,
+            run=run,
+            tool="issue_refund",
+            args={"amount": "14.95"},
+            dispatch=lambda args, key: calls.append(key) or DispatchResult(),
+            turn=1,
+            actor=agent_actor,
         )
     assert calls == []
     assert not Intent.objects.filter(run=run).exists()
@@ -94,9 +103,13 @@ def test_a_settled_intent_is_replayed_not_resent(make_run: Any, agent_actor: Act
         calls.append(key)
         return DispatchResult(receipt={"refund_id": "re_1"})
 
-    first = services.perform(run=run, tool="issue_refund", args={"amount": "14.95"}, dispatch=dispatch, turn=2, actor=agent_actor)
+    first = services.perform(
+        run=run, tool="issue_refund", args={"amount": "14.95"}, dispatch=dispatch, turn=2, actor=agent_actor
+    )
     # The agent restarted and replays turn 3 with the same intent: the refund is not sent twice.
-    again = services.perform(run=run, tool="issue_refund", args={"amount": "14.95"}, dispatch=dispatch, turn=3, actor=agent_actor)
+    again = services.perform(
+        run=run, tool="issue_refund", args={"amount": "14.95"}, dispatch=dispatch, turn=3, actor=agent_actor
+    )
     assert len(calls) == 1
     assert again.replayed is True
     assert again.intent.pk == first.intent.pk
@@ -109,8 +122,12 @@ def test_an_open_intent_found_again_is_not_resent(make_run: Any, agent_actor: Ac
     calls: list[str] = []
     with pytest.raises(services.IntentInDoubt):
         services.perform(
-            run=run, tool="issue_refund", args={"amount": "14.95"},
-            dispatch=lambda args, key: calls.append(key) or DispatchResult(), turn=2, actor=agent_actor,
+            run=run,
+            tool="issue_refund",
+            args={"amount": "14.95"},
+            dispatch=lambda args, key: calls.append(key) or DispatchResult(),
+            turn=2,
+            actor=agent_actor,
         )
     assert calls == []
 
@@ -122,12 +139,21 @@ def test_a_classified_failure_settles_the_row_as_failed(make_run: Any, agent_act
         raise ToolError("permanent", "403 refund not allowed for this merchant", request_id="req-9")
 
     with pytest.raises(ToolError):
-        services.perform(run=run, tool="issue_refund", args={"amount": "14.95"}, dispatch=dispatch, turn=1, actor=agent_actor)
+        services.perform(
+            run=run,
+            tool="issue_refund",
+            args={"amount": "14.95"},
+            dispatch=dispatch,
+            turn=1,
+            actor=agent_actor,
+        )
     row = Intent.objects.get(run=run)
     assert (row.status, row.error_class, row.request_id) == ("failed", "permanent", "req-9")
 
 
-@pytest.mark.parametrize("raised", [ToolError("ambiguous", "timeout after sending"), ConnectionResetError("reset")])
+@pytest.mark.parametrize(
+    "raised", [ToolError("ambiguous", "timeout after sending"), ConnectionResetError("reset")]
+)
 def test_an_ambiguous_dispatch_leaves_the_intent_open_with_evidence(
     make_run: Any, agent_actor: Actor, raised: Exception
 ) -> None:
@@ -137,21 +163,38 @@ def test_an_ambiguous_dispatch_leaves_the_intent_open_with_evidence(
         raise raised
 
     with pytest.raises(type(raised)):
-        services.perform(run=run, tool="issue_refund", args={"amount": "14.95"}, dispatch=dispatch, turn=1, actor=agent_actor)
+        services.perform(
+            run=run,
+            tool="issue_refund",
+            args={"amount": "14.95"},
+            dispatch=dispatch,
+            turn=1,
+            actor=agent_actor,
+        )
     row = Intent.objects.get(run=run)
     assert row.status == IntentStatus.INTENDED
     event = JournalEvent.objects.get(intent=row, kind="dispatch_ambiguous")
     assert event.data["error_class"] == "ambiguous"
 
 
-def test_the_same_outcome_twice_is_harmless_and_a_different_one_conflicts(make_run: Any, agent_actor: Actor) -> None:
+def test_the_same_outcome_twice_is_harmless_and_a_different_one_conflicts(
+    make_run: Any, agent_actor: Actor
+) -> None:
     run = make_run()
-    intent = services.intent_record(run=run, tool="start_return", args={"order_id": "SU-90317"}, turn=1, actor=agent_actor).intent
-    first = services.outcome_record(intent=intent, ok=True, summary="label", receipt={"label": "RL-1"}, actor=agent_actor)
-    again = services.outcome_record(intent=intent, ok=True, summary="label", receipt={"label": "RL-1"}, actor=agent_actor)
+    intent = services.intent_record(
+        run=run, tool="start_return", args={"order_id": "SU-90317"}, turn=1, actor=agent_actor
+    ).intent
+    first = services.outcome_record(
+        intent=intent, ok=True, summary="label", receipt={"label": "RL-1"}, actor=agent_actor
+    )
+    again = services.outcome_record(
+        intent=intent, ok=True, summary="label", receipt={"label": "RL-1"}, actor=agent_actor
+    )
     assert (first.changed, again.changed) == (True, False)
     with pytest.raises(services.Conflict):
-        services.outcome_record(intent=intent, ok=False, summary="x", error_class="permanent", actor=agent_actor)
+        services.outcome_record(
+            intent=intent, ok=False, summary="x", error_class="permanent", actor=agent_actor
+        )
     assert JournalEvent.objects.filter(intent=intent, kind="outcome_recorded").count() == 1
     assert Intent.objects.get(pk=intent.pk).status == IntentStatus.PERFORMED
 
@@ -167,8 +210,11 @@ def test_concurrent_identical_intents_from_separate_connections_make_one_row(mak
             barrier.wait()
             results.append(
                 services.intent_record(
-                    run=run, tool="issue_refund", args={"amount": "14.95", "order_id": "SU-90317"},
-                    turn=2, actor=Actor.agent(f"agent-{n}"),
+                    run=run,
+                    tool="issue_refund",
+                    args={"amount": "14.95", "order_id": "SU-90317"},
+                    turn=2,
+                    actor=Actor.agent(f"agent-{n}"),
                 )
             )
         except BaseException as exc:  # collected and asserted below
@@ -193,14 +239,18 @@ def test_a_different_intent_in_a_taken_step_is_a_conflict(make_run: Any, agent_a
     run = make_run()
     services.intent_record(run=run, tool="issue_refund", args={"amount": "14.95"}, turn=2, actor=agent_actor)
     with pytest.raises(services.Conflict) as refused:
-        services.intent_record(run=run, tool="issue_refund", args={"amount": "99.00"}, turn=2, actor=agent_actor)
+        services.intent_record(
+            run=run, tool="issue_refund", args={"amount": "99.00"}, turn=2, actor=agent_actor
+        )
     assert refused.value.field == "args"
     assert Intent.objects.filter(run=run).count() == 1
 
 
 def test_a_repeated_identical_effect_needs_its_own_occurrence(make_run: Any, agent_actor: Actor) -> None:
     run = make_run()
-    first = services.intent_record(run=run, tool="notify_customer", args={"template": "update"}, turn=1, actor=agent_actor)
+    first = services.intent_record(
+        run=run, tool="notify_customer", args={"template": "update"}, turn=1, actor=agent_actor
+    )
     second = services.intent_record(
         run=run, tool="notify_customer", args={"template": "update"}, turn=4, occurrence=1, actor=agent_actor
     )
@@ -221,8 +271,20 @@ def test_complete_refuses_while_a_call_is_in_doubt(make_run: Any, agent_actor: A
 def test_run_create_with_the_same_external_id_returns_the_first_run(tenant: Any, agent_actor: Actor) -> None:
     from tests.factories import run_via_service
 
-    first = services.run_create(tenant=tenant, task_type="returns", versions={"schema": "1", "flow": "1", "policy": "1", "capability": "1"}, external_id="rt-77", actor=agent_actor)
-    again = services.run_create(tenant=tenant, task_type="returns", versions={"schema": "1", "flow": "1", "policy": "1", "capability": "1"}, external_id="rt-77", actor=agent_actor)
+    first = services.run_create(
+        tenant=tenant,
+        task_type="returns",
+        versions={"schema": "1", "flow": "1", "policy": "1", "capability": "1"},
+        external_id="rt-77",
+        actor=agent_actor,
+    )
+    again = services.run_create(
+        tenant=tenant,
+        task_type="returns",
+        versions={"schema": "1", "flow": "1", "policy": "1", "capability": "1"},
+        external_id="rt-77",
+        actor=agent_actor,
+    )
     assert first.created and not again.created and first.run.pk == again.run.pk
     assert run_via_service is not None
 

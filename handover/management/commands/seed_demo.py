@@ -4,6 +4,7 @@ below; the downstream sandbox (a later issue) replaces them with real provider c
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -39,20 +40,48 @@ DEMO_RUNS: list[dict[str, Any]] = [
         "ticket_id": "T-40912",
         "order_id": "SU-90317",
         "plan": [
-            {"tool": "start_return", "args": {"order_id": "SU-90317"}, "phase": "act",
-             "detail": "return label and courier pickup"},
-            {"tool": "offer_replacement", "args": {"order_id": "SU-90317", "sku": "OAK-BENCH", "qty": 1},
-             "phase": "act", "detail": "1 x oak bench reserved"},
-            {"tool": "issue_refund", "args": {"order_id": "SU-90317", "amount": "14.95", "currency": "USD"},
-             "phase": "act", "detail": "$14.95 expedited delivery fee"},
-            {"tool": "notify_seller", "args": {"order_id": "SU-90317", "template": "return_started"},
-             "phase": "notify", "detail": "email Ashcombe Furniture"},
+            {
+                "tool": "start_return",
+                "args": {"order_id": "SU-90317"},
+                "phase": "act",
+                "detail": "return label and courier pickup",
+            },
+            {
+                "tool": "offer_replacement",
+                "args": {"order_id": "SU-90317", "sku": "OAK-BENCH", "qty": 1},
+                "phase": "act",
+                "detail": "1 x oak bench reserved",
+            },
+            {
+                "tool": "issue_refund",
+                "args": {"order_id": "SU-90317", "amount": "14.95", "currency": "USD"},
+                "phase": "act",
+                "detail": "$14.95 expedited delivery fee",
+            },
+            {
+                "tool": "notify_seller",
+                "args": {"order_id": "SU-90317", "template": "return_started"},
+                "phase": "notify",
+                "detail": "email Ashcombe Furniture",
+            },
         ],
         "calls": [
-            ("start_return", {"order_id": "SU-90317"},
-             _receipt("label RL-7734, courier pickup booked Fri 20 Mar", label="RL-7734", pickup_date="2026-03-20")),
-            ("offer_replacement", {"order_id": "SU-90317", "sku": "OAK-BENCH", "qty": 1},
-             _receipt("1 x oak bench reserved, warehouse LDS-2", reservation_id="RSV-55120", warehouse="LDS-2")),
+            (
+                "start_return",
+                {"order_id": "SU-90317"},
+                _receipt(
+                    "label RL-7734, courier pickup booked Fri 20 Mar",
+                    label="RL-7734",
+                    pickup_date="2026-03-20",
+                ),
+            ),
+            (
+                "offer_replacement",
+                {"order_id": "SU-90317", "sku": "OAK-BENCH", "qty": 1},
+                _receipt(
+                    "1 x oak bench reserved, warehouse LDS-2", reservation_id="RSV-55120", warehouse="LDS-2"
+                ),
+            ),
         ],
         "told": [("email", "Return label sent. No refund was mentioned.")],
         "died_during": None,
@@ -63,14 +92,25 @@ DEMO_RUNS: list[dict[str, Any]] = [
         "ticket_id": "T-41207",
         "order_id": "SU-88410",
         "plan": [
-            {"tool": "issue_credit", "args": {"order_id": "SU-88410", "amount": "412.00"}, "phase": "act",
-             "detail": "$412 credit memo"},
-            {"tool": "reship", "args": {"order_id": "SU-88410", "sku": "SKU-4471", "qty": 4}, "phase": "act",
-             "detail": "reship 4 x SKU-4471"},
+            {
+                "tool": "issue_credit",
+                "args": {"order_id": "SU-88410", "amount": "412.00"},
+                "phase": "act",
+                "detail": "$412 credit memo",
+            },
+            {
+                "tool": "reship",
+                "args": {"order_id": "SU-88410", "sku": "SKU-4471", "qty": 4},
+                "phase": "act",
+                "detail": "reship 4 x SKU-4471",
+            },
         ],
         "calls": [
-            ("issue_credit", {"order_id": "SU-88410", "amount": "412.00"},
-             _fails("transient", "accounting API returned 503")),
+            (
+                "issue_credit",
+                {"order_id": "SU-88410", "amount": "412.00"},
+                _fails("transient", "accounting API returned 503"),
+            ),
         ],
         "told": [("chat", "We're sending the missing units and crediting your account.")],
         "died_during": ("reship", {"order_id": "SU-88410", "sku": "SKU-4471", "qty": 4}),
@@ -111,10 +151,11 @@ class Command(BaseCommand):
             ).run
             turn = 0
             for turn, (tool, tool_args, dispatch) in enumerate(spec["calls"], start=1):
-                try:
-                    services.perform(run=run, tool=tool, args=tool_args, dispatch=dispatch, turn=turn, actor=actor)
-                except ToolError:
-                    pass  # recorded as failed with its class; the run goes on
+                # A classified failure is recorded as failed with its class; the run goes on.
+                with contextlib.suppress(ToolError):
+                    services.perform(
+                        run=run, tool=tool, args=tool_args, dispatch=dispatch, turn=turn, actor=actor
+                    )
             for channel, body in spec["told"]:
                 services.customer_message_record(run=run, channel=channel, body=body, actor=actor)
             if spec["died_during"]:

@@ -1,0 +1,83 @@
+"""Staff pages of the journal: the landing page lists this tenant's runs, and only those."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from handover import services
+from handover.services import Actor
+from tests import factories
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _logged_in(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_anonymous_visitors_are_sent_to_log_in(client: Client) -> None:
+    response = client.get(reverse("handover:run_list"))
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("login"))
+
+
+def test_the_landing_page_lists_this_tenants_runs_with_open_calls(
+    make_run: Any, support_user: Any, agent_actor: Actor
+) -> None:
+    run = make_run(ticket_id="T-40912")
+    services.intent_record(run=run, tool="issue_refund", args={"amount": "14.95"}, turn=1, actor=agent_actor)
+    factories.run_via_service(
+        tenant=factories.TenantFactory(slug="acme"), actor=agent_actor, ticket_id="T-ACME-1"
+    )
+
+    response = _logged_in(support_user).get(reverse("handover:run_list"))
+
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "T-40912" in body
+    assert "1 without outcome" in body
+    assert "T-ACME-1" not in body
+
+
+def test_an_htmx_refresh_gets_only_the_runs_partial(make_run: Any, support_user: Any) -> None:
+    make_run(ticket_id="T-40912")
+    response = _logged_in(support_user).get(reverse("handover:run_list"), headers={"HX-Request": "true"})
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert body.lstrip().startswith('<div id="runs"')
+    assert "<html" not in body and "T-40912" in body
+
+
+def test_the_landing_page_runs_a_fixed_number_of_queries(
+    make_run: Any, support_user: Any, django_assert_max_num_queries: Any
+) -> None:
+    client = _logged_in(support_user)
+    make_run()
+    with django_assert_max_num_queries(8) as few:
+        client.get(reverse("handover:run_list"))
+    for n in range(20):
+        make_run(ticket_id=f"T-{n}")
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        client.get(reverse("handover:run_list"))
+
+
+def test_agent_text_is_escaped_on_the_run_page(make_run: Any, support_user: Any, agent_actor: Actor) -> None:
+    run = make_run(ticket_id="T-1")
+    services.customer_message_record(
+        run=run, channel="chat", body="<script>alert(1)</script>", actor=agent_actor
+    )
+    body = _logged_in(support_user).get(reverse("handover:run_detail", args=[run.pk])).content.decode()
+    assert "<script>alert(1)</script>" not in body
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+
+
+def test_another_tenants_run_page_is_not_found(support_user: Any, agent_actor: Actor) -> None:
+    foreign = factories.run_via_service(tenant=factories.TenantFactory(slug="acme"), actor=agent_actor)
+    response = _logged_in(support_user).get(reverse("handover:run_detail", args=[foreign.pk]))
+    assert response.status_code == 404

@@ -88,14 +88,28 @@ MAX_DB_INT = 2**31 - 1
 # --- serializers ------------------------------------------------------------------------------
 
 
-class VersionsSerializer(serializers.Serializer):
+class RefuseUnknownKeys:
+    """The service refuses unknown keys in versions and plan steps (a typo such as `ocurrence`
+    would change the plan); a serializer silently dropping them would hide that refusal."""
+
+    fields: Any
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(f"unknown keys: {unknown}")
+        return super().to_internal_value(data)  # type: ignore[misc]
+
+
+class VersionsSerializer(RefuseUnknownKeys, serializers.Serializer):
     schema = serializers.CharField(max_length=40)
     flow = serializers.CharField(max_length=40)
     policy = serializers.CharField(max_length=40)
     capability = serializers.CharField(max_length=40)
 
 
-class PlanStepSerializer(serializers.Serializer):
+class PlanStepSerializer(RefuseUnknownKeys, serializers.Serializer):
     tool = serializers.CharField(max_length=100)
     args = serializers.DictField(required=False, default=dict)
     phase = serializers.CharField(max_length=500, required=False, allow_blank=True)

@@ -13,14 +13,32 @@ import math
 from typing import Any
 
 KEY_SCHEME = "seam-v1"
+# Deeper than any real tool's arguments; bounds the recursion below (and PostgreSQL's jsonb).
+MAX_DEPTH = 64
 
 
 class NotCanonicalisable(ValueError):
     """The arguments hold something JSON cannot carry faithfully (NaN, a set, an object...)."""
 
 
-def _normalise(value: Any, path: str) -> Any:
-    if value is None or isinstance(value, (bool, str)):
+def _check_text(text: str, where: str) -> None:
+    # PostgreSQL's jsonb cannot store U+0000, and a lone surrogate (JSON's "\\ud800") is not
+    # text at all: refuse both here rather than fail at the insert or while hashing.
+    if "\x00" in text:
+        raise NotCanonicalisable(f"{where} contains a NUL character (U+0000)")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise NotCanonicalisable(f"{where} contains an unpaired surrogate ({exc.reason})") from None
+
+
+def _normalise(value: Any, path: str, depth: int = 0) -> Any:
+    if depth > MAX_DEPTH:
+        raise NotCanonicalisable(f"{path or 'args'} is nested more than {MAX_DEPTH} levels deep")
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        _check_text(value, path or "args")
         return value
     if isinstance(value, int):
         return value
@@ -34,10 +52,11 @@ def _normalise(value: Any, path: str) -> Any:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise NotCanonicalisable(f"{path or 'args'} has a non-string key {key!r}")
-            out[key] = _normalise(item, f"{path}.{key}" if path else key)
+            _check_text(key, f"a key of {path or 'args'}")
+            out[key] = _normalise(item, f"{path}.{key}" if path else key, depth + 1)
         return out
     if isinstance(value, (list, tuple)):
-        return [_normalise(item, f"{path}[{i}]") for i, item in enumerate(value)]
+        return [_normalise(item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value)]
     raise NotCanonicalisable(f"{path or 'args'} is a {type(value).__name__}; arguments must be JSON values")
 
 

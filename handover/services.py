@@ -38,6 +38,7 @@ MAX_SUMMARY_CHARS = 4000
 MAX_MESSAGE_CHARS = 10_000
 TOOL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]{0,99}$")
 VERSION_NAMES = ("schema", "flow", "policy", "capability")
+MAX_COUNTER = 2**31 - 1  # turn and occurrence are PostgreSQL integers
 
 
 # --- who acts ---------------------------------------------------------------------------------
@@ -235,10 +236,7 @@ def _clean_plan(plan: Any) -> list[dict[str, Any]]:
             if value:
                 item[text_field] = value
         occurrence = step.get("occurrence", 0)
-        if not isinstance(occurrence, int) or isinstance(occurrence, bool) or occurrence < 0:
-            raise InvalidInput(
-                f"{where}.occurrence must be a non-negative integer", field=f"{where}.occurrence"
-            )
+        _check_counter(occurrence, field=f"{where}.occurrence")
         if occurrence:
             item["occurrence"] = occurrence
         cleaned.append(item)
@@ -248,11 +246,18 @@ def _clean_plan(plan: Any) -> list[dict[str, Any]]:
     return cleaned
 
 
+def _check_counter(value: Any, *, field: str) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_COUNTER:
+        raise InvalidInput(f"{field} must be an integer from 0 to {MAX_COUNTER}", field=field)
+
+
 def _clean_text(value: Any, *, field: str, limit: int, required: bool = False) -> str:
     if value is None:
         value = ""
     if not isinstance(value, str):
         raise InvalidInput(f"{field} must be a string", field=field)
+    if "\x00" in value:
+        raise InvalidInput(f"{field} contains a NUL character (U+0000)", field=field)
     if required and not value.strip():
         raise InvalidInput(f"{field} is required", field=field)
     if len(value) > limit:
@@ -390,10 +395,8 @@ def intent_record(
     that is already taken is a conflict."""
     tool = _clean_tool(tool)
     clean = _clean_args(args)
-    if not isinstance(turn, int) or isinstance(turn, bool) or turn < 0:
-        raise InvalidInput("turn must be a non-negative integer", field="turn")
-    if not isinstance(occurrence, int) or isinstance(occurrence, bool) or occurrence < 0:
-        raise InvalidInput("occurrence must be a non-negative integer", field="occurrence")
+    _check_counter(turn, field="turn")
+    _check_counter(occurrence, field="occurrence")
     key = idempotency_key(
         tenant_slug=run.tenant.slug,
         run_id=str(run.pk),

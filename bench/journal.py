@@ -1,0 +1,701 @@
+"""What the journal costs per side-effecting call, against the two commits it cannot avoid.
+
+Every journaled call commits twice: the intent before the call leaves, the outcome after. The
+floor is therefore two durable commits on PostgreSQL, and the journal is worth its place only if
+it stays close to that floor. One run measures, against the same database:
+
+1. the floor: raw psycopg 3 in autocommit mode, per call an INSERT of an intent-like row and an
+   UPDATE of it to `performed`, on a scratch table of the same shape (unique text key, jsonb
+   arguments, status, timestamps) that the benchmark creates and drops;
+2. the journal in process: `handover.services.perform` with a dispatch that does nothing, so
+   what is timed is recording the intent and the outcome (each call has new arguments, so each
+   records a new intent);
+3. their ratio, printed beside the target (at most 1.3);
+4. the REST path: intent POST + outcome POST to a real gunicorn server on loopback, from one
+   client and from several concurrent clients (threads, each with its own HTTP session and its
+   own run), as latency per call and calls per second.
+
+Each measurement is warmed up first, then run in alternating rounds (floor, journal, REST...,
+the order reversed every other round) so that machine noise falls on all of them alike; the
+figures printed are medians over the rounds. Run it from the project root:
+
+    DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python bench/journal.py [--calls N] [--json]
+
+`--json` prints only a JSON object of the figures on stdout; progress always goes to stderr.
+`--profile` adds a cProfile of in-process calls (SQL statements per call, where the time goes).
+
+The database. The journal refuses to forget (a trigger on handover_journalevent refuses UPDATE
+and DELETE), so the benchmark keeps away from the suite's database: it uses one of its own,
+`seam_bench` unless `--database` says otherwise, on the server DATABASE_URL names (default
+postgres://postgres@127.0.0.1:5432/test). It creates that database if it is missing (connecting
+to `postgres`, or else to DATABASE_URL's own database, in autocommit), migrates it, and gives
+each run a tenant of its own. When the database's name contains "bench", every handover table
+(tenants, tokens, runs, intents, journal events) is emptied with TRUNCATE at the end, which the
+trigger does not cover (`--keep-rows` leaves them for inspection); any other database keeps the
+run's rows under their own tenant. Do not point two runs at the same bench database at once.
+
+The server is started with the same settings module, DEBUG off and a throwaway secret key, bound
+to a free port on 127.0.0.1, and stopped at the end whatever happens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import hashlib
+import io
+import itertools
+import json
+import os
+import pstats
+import secrets
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import requests
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+# Runnable as a plain script: the project's packages (config, handover) must be importable.
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+TARGET_RATIO = 1.3
+DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test"
+VERSIONS = {"schema": "1", "flow": "bench-1", "policy": "bench-1", "capability": "1"}
+TOOL = "bench_call"
+
+
+class BenchError(RuntimeError):
+    """The benchmark could not measure what it claims to (a refused request, a dead server)."""
+
+
+def progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# --- the database -----------------------------------------------------------------------------
+
+
+def _with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path="/" + name))
+
+
+def ensure_database(url: str, name: str) -> None:
+    """Create the bench database if it is missing. CREATE DATABASE cannot run in a transaction,
+    so this connects in autocommit to a database that already exists."""
+    parts = urlsplit(url)
+    candidates = ["postgres", parts.path.lstrip("/") or "postgres"]
+    last_error: Exception | None = None
+    for maintenance in dict.fromkeys(candidates):
+        try:
+            conn = psycopg.connect(_with_database(url, maintenance), autocommit=True)
+        except psycopg.OperationalError as exc:
+            last_error = exc
+            continue
+        with conn:
+            if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+                return
+            progress(f"creating database {name}")
+            with contextlib.suppress(psycopg.errors.DuplicateDatabase):  # another run was quicker
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+            return
+    raise BenchError(f"cannot reach PostgreSQL at {parts.hostname}:{parts.port}: {last_error}")
+
+
+def setup_django(database: str) -> str:
+    """Point Django at the bench database, start it and migrate. Returns the database URL the
+    server process must be given."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.test")
+    # The floor is measured without debugging overheads, so the journal must be too.
+    os.environ["DJANGO_DEBUG"] = "false"
+    url = _with_database(os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL), database)
+    if urlsplit(url).scheme not in ("postgres", "postgresql", "pgsql"):
+        raise BenchError("the benchmark measures PostgreSQL; DATABASE_URL names another database")
+    ensure_database(url, database)
+    os.environ["DATABASE_URL"] = url
+
+    import django
+    from django.conf import settings
+
+    settings.DATABASES["default"]["NAME"] = database
+    django.setup()
+    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+        raise BenchError(f"{os.environ['DJANGO_SETTINGS_MODULE']} does not use PostgreSQL")
+
+    from django.core.management import call_command
+
+    call_command("migrate", interactive=False, verbosity=0)
+    return url
+
+
+def raw_connection() -> psycopg.Connection[Any]:
+    """A plain psycopg connection to the same database, with the journal's session options
+    (synchronous_commit=on): the floor must commit as durably as the journal does."""
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    params: dict[str, Any] = {
+        "host": db.get("HOST") or None,
+        "port": db.get("PORT") or None,
+        "user": db.get("USER") or None,
+        "password": db.get("PASSWORD") or None,
+        "dbname": db["NAME"],
+        "options": db.get("OPTIONS", {}).get("options"),
+    }
+    return psycopg.connect(autocommit=True, **{k: v for k, v in params.items() if v})
+
+
+# --- measurements -----------------------------------------------------------------------------
+
+
+@dataclass
+class Sample:
+    """One round of one measurement: the latency of each call and the wall time of the round."""
+
+    latencies: list[float]
+    wall: float
+
+    @property
+    def calls(self) -> int:
+        return len(self.latencies)
+
+
+@dataclass
+class Series:
+    name: str
+    samples: list[Sample] = field(default_factory=list)
+
+    def per_round(self, figure: Callable[[Sample], float]) -> list[float]:
+        return [figure(s) for s in self.samples]
+
+    def summary(self) -> dict[str, float]:
+        def p99(s: Sample) -> float:
+            return statistics.quantiles(s.latencies, n=100, method="inclusive")[98]
+
+        return {
+            "mean_ms": statistics.median(self.per_round(lambda s: statistics.fmean(s.latencies))) * 1e3,
+            "p50_ms": statistics.median(self.per_round(lambda s: statistics.median(s.latencies))) * 1e3,
+            "p99_ms": statistics.median(self.per_round(p99)) * 1e3,
+            "calls_per_s": statistics.median(self.per_round(lambda s: s.calls / s.wall)),
+            "calls_per_round": self.samples[0].calls if self.samples else 0,
+            "rounds": len(self.samples),
+        }
+
+
+def ratio_of_means(numerator: Series, denominator: Series) -> float:
+    """Paired by round (they ran next to each other), then the median over rounds."""
+    return statistics.median(
+        statistics.fmean(a.latencies) / statistics.fmean(b.latencies)
+        for a, b in zip(numerator.samples, denominator.samples, strict=True)
+    )
+
+
+def timed_loop(calls: int, one_call: Callable[[], None]) -> Sample:
+    latencies = []
+    started = time.perf_counter()
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        one_call()
+        latencies.append(time.perf_counter() - t0)
+    return Sample(latencies=latencies, wall=time.perf_counter() - started)
+
+
+class Floor:
+    """Two autocommit statements per call on a scratch table shaped like the intent table."""
+
+    def __init__(self) -> None:
+        self.conn = raw_connection()
+        self.table = sql.Identifier(f"bench_journal_floor_{os.getpid()}")
+        self.counter = itertools.count()
+        self.conn.execute(
+            sql.SQL(
+                """
+                CREATE TABLE {} (
+                    id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+                    idempotency_key text NOT NULL UNIQUE,
+                    tool text NOT NULL,
+                    args jsonb NOT NULL,
+                    status text NOT NULL,
+                    intended_at timestamptz NOT NULL,
+                    settled_at timestamptz
+                )
+                """
+            ).format(self.table)
+        )
+        self.insert = sql.SQL(
+            "INSERT INTO {} (idempotency_key, tool, args, status, intended_at) "
+            "VALUES (%s, %s, %s, 'intended', now()) RETURNING id"
+        ).format(self.table)
+        self.update = sql.SQL(
+            "UPDATE {} SET status = 'performed', settled_at = now() WHERE id = %s AND status = 'intended'"
+        ).format(self.table)
+
+    def call(self) -> None:
+        n = next(self.counter)
+        # A hashed key, like the journal's, so both tables' unique indexes grow the same way.
+        key = hashlib.sha256(f"floor:{n}".encode()).hexdigest()
+        row = self.conn.execute(self.insert, (key, TOOL, Jsonb({"n": n}))).fetchone()
+        assert row is not None
+        self.conn.execute(self.update, (row[0],))
+
+    def run(self, calls: int) -> Sample:
+        return timed_loop(calls, self.call)
+
+    def close(self) -> None:
+        with contextlib.suppress(psycopg.Error):
+            self.conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(self.table))
+        self.conn.close()
+
+
+class InProcess:
+    """`services.perform` with a dispatch that does nothing, on one run of the bench tenant."""
+
+    def __init__(self, tenant: Any) -> None:
+        from handover import services
+
+        self.services = services
+        self.actor = services.Actor.agent("bench-in-process")
+        self.run_row = services.run_create(
+            tenant=tenant, task_type="bench", versions=VERSIONS, actor=self.actor
+        ).run
+        self.counter = itertools.count()
+
+    @staticmethod
+    def dispatch(args: dict[str, Any], key: str) -> Any:
+        from handover.services import DispatchResult
+
+        return DispatchResult()
+
+    def call(self) -> None:
+        n = next(self.counter)
+        performed = self.services.perform(
+            run=self.run_row, tool=TOOL, args={"n": n}, dispatch=self.dispatch, turn=n, actor=self.actor
+        )
+        if performed.replayed:
+            raise BenchError(f"call {n} replayed an earlier intent; the figures would be wrong")
+
+    def run(self, calls: int) -> Sample:
+        return timed_loop(calls, self.call)
+
+    def calls_made(self) -> int:
+        from handover.models import Intent, IntentStatus
+
+        return Intent.objects.filter(run=self.run_row, status=IntentStatus.PERFORMED).count()
+
+
+# --- the REST path ----------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def gunicorn_server(
+    *, database_url: str, workers: int, worker_class: str
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A real server process on loopback, stopped on the way out whatever happened."""
+    gunicorn = Path(sys.executable).with_name("gunicorn")
+    if not gunicorn.exists():
+        raise BenchError(f"{gunicorn} not found: install the project into the venv first")
+    port = free_port()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": os.environ["DJANGO_SETTINGS_MODULE"],
+        "DATABASE_URL": database_url,
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DJANGO_SECRET_KEY": secrets.token_urlsafe(64),
+        "DJANGO_SECURE_SSL_REDIRECT": "false",
+        "DJANGO_DEBUG": "false",
+        "DJANGO_LOG_LEVEL": "WARNING",
+    }
+    command = [
+        str(gunicorn),
+        "config.wsgi:application",
+        f"--bind=127.0.0.1:{port}",
+        f"--workers={workers}",
+        "--threads=1",
+        f"--worker-class={worker_class}",
+        "--log-level=warning",
+        "--timeout=30",
+    ]
+    with tempfile.TemporaryFile(mode="w+") as log:
+        server = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        progress(f"started gunicorn (pid {server.pid}, {workers} {worker_class} workers) on 127.0.0.1:{port}")
+        try:
+            yield f"http://127.0.0.1:{port}", server
+        except BaseException:
+            log.seek(0)
+            tail = log.read()[-3000:]
+            if tail.strip():
+                progress("--- gunicorn log (tail) ---\n" + tail)
+            raise
+        finally:
+            if server.poll() is None:
+                server.terminate()  # the master stops its workers before it exits
+                try:
+                    server.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    os.killpg(server.pid, signal.SIGKILL)  # its own session: only what it started
+                    server.wait()
+            progress(f"stopped gunicorn (pid {server.pid})")
+
+
+def wait_until_serving(
+    base: str, server: subprocess.Popen[bytes], *, secret: str, run_id: str, timeout: float = 30.0
+) -> None:
+    """Wait for the server to answer an authenticated read of a bench run: that proves it is up,
+    sees the bench database and accepts the token."""
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise BenchError(f"gunicorn exited with code {server.returncode} before serving")
+        try:
+            answer = requests.get(
+                f"{base}/api/v1/runs/{run_id}/", headers={"Authorization": f"Bearer {secret}"}, timeout=5
+            )
+        except requests.ConnectionError as exc:
+            last = str(exc)
+        else:
+            if answer.status_code == 200:
+                return
+            last = f"HTTP {answer.status_code}: {answer.text[:300]}"
+        time.sleep(0.2)
+    raise BenchError(f"server at {base} did not serve the bench run within {timeout:.0f}s ({last})")
+
+
+class RestClient:
+    """One agent runtime over HTTP: its own session (keep-alive where the server allows it) and
+    its own run, so concurrent clients never contend for one step slot."""
+
+    def __init__(self, base: str, secret: str, run_id: str) -> None:
+        self.session = requests.Session()
+        self.session.headers["Authorization"] = f"Bearer {secret}"
+        self.intents_url = f"{base}/api/v1/runs/{run_id}/intents/"
+        self.counter = itertools.count()
+
+    def call(self) -> None:
+        n = next(self.counter)
+        answer = self.session.post(
+            self.intents_url, json={"tool": TOOL, "args": {"n": n}, "turn": n}, timeout=30
+        )
+        if answer.status_code != 201:
+            raise BenchError(f"intent POST answered {answer.status_code}: {answer.text[:300]}")
+        step_id = answer.json()["step_id"]
+        answer = self.session.post(f"{self.intents_url}{step_id}/outcome/", json={"ok": True}, timeout=30)
+        if answer.status_code != 200:
+            raise BenchError(f"outcome POST answered {answer.status_code}: {answer.text[:300]}")
+
+    def close(self) -> None:
+        self.session.close()
+
+
+def rest_round(clients: list[RestClient], calls: int) -> Sample:
+    """`calls` calls shared out among the clients, all starting together; latency is per client
+    call, wall time from the first start to the last finish."""
+    shares = [calls // len(clients) + (1 if i < calls % len(clients) else 0) for i in range(len(clients))]
+    if len(clients) == 1:
+        return timed_loop(calls, clients[0].call)
+    barrier = threading.Barrier(len(clients))
+    results: list[tuple[float, float, list[float]] | BaseException] = [ValueError("not run")] * len(clients)
+
+    def work(index: int) -> None:
+        try:
+            barrier.wait()
+            sample = timed_loop(shares[index], clients[index].call)
+            finished = time.perf_counter()
+            results[index] = (finished - sample.wall, finished, sample.latencies)
+        except BaseException as exc:
+            results[index] = exc
+
+    threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(len(clients))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    latencies: list[float] = []
+    starts, ends = [], []
+    for result in results:
+        if isinstance(result, BaseException):
+            raise BenchError(f"a REST client failed: {result}") from result
+        starts.append(result[0])
+        ends.append(result[1])
+        latencies.extend(result[2])
+    return Sample(latencies=latencies, wall=max(ends) - min(starts))
+
+
+# --- profile ----------------------------------------------------------------------------------
+
+
+def profile_in_process(in_process: InProcess, calls: int) -> dict[str, Any]:
+    """Where an in-process call spends its time: the SQL it sends (Django's query log of one
+    call), and cProfile's view of many calls: round trips and time blocked on PostgreSQL, the
+    journal's own functions by cumulative time, and the busiest functions overall."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        in_process.call()
+    statements = [q["sql"].split()[0].upper() for q in captured.captured_queries]
+
+    profiler = cProfile.Profile()
+    started = time.perf_counter()
+    profiler.enable()
+    for _ in range(calls):
+        in_process.call()
+    profiler.disable()
+    wall = time.perf_counter() - started
+
+    rows = pstats.Stats(profiler).stats.items()  # type: ignore[attr-defined]
+    # psycopg blocks on the server inside Connection.wait (the C function it calls is not listed
+    # apart): one call per round trip, and its own time is the time spent waiting on PostgreSQL.
+    waits = [
+        row
+        for (path, _, name), row in rows
+        if name == "wait" and path.endswith(os.path.join("psycopg", "connection.py"))
+    ]
+    handover = sorted(
+        (
+            (row[3] / calls * 1e3, f"{Path(path).name}:{name}")
+            for (path, _, name), row in rows
+            if "handover" in Path(path).parts
+        ),
+        reverse=True,
+    )
+    listing = io.StringIO()
+    pstats.Stats(profiler, stream=listing).strip_dirs().sort_stats("tottime").print_stats(12)
+    top = listing.getvalue()
+    return {
+        "calls": calls,
+        "sql_statements_per_call": len(statements),
+        "sql_statements": statements,
+        "transactions_per_call": statements.count("BEGIN") or None,
+        "round_trips_per_call": sum(row[1] for row in waits) / calls,
+        "profiled_ms_per_call": wall / calls * 1e3,
+        "waiting_on_db_ms_per_call": sum(row[2] for row in waits) / calls * 1e3,
+        "handover_cumulative_ms_per_call": dict((name, ms) for ms, name in handover[:8]),
+        "top_by_tottime": top[top.index("   ncalls") :] if "   ncalls" in top else top,
+    }
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+
+def truncate_bench_tables(database: str) -> None:
+    from django.db import connection
+
+    from handover.models import AgentToken, CustomerMessage, Intent, JournalEvent, Membership, Run, Tenant
+
+    tables = [
+        m._meta.db_table for m in (JournalEvent, CustomerMessage, Intent, Run, AgentToken, Membership, Tenant)
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE " + ", ".join(connection.ops.quote_name(t) for t in tables))
+    progress(f"emptied the handover tables of {database}")
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    database_url = setup_django(args.database)
+
+    from django.db import connection
+
+    from handover import services
+    from handover.models import AgentToken, Tenant
+
+    slug = f"bench-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    tenant = Tenant.objects.create(slug=slug, name=f"Benchmark {slug}")
+    secret = AgentToken.new_secret()
+    AgentToken.objects.create(tenant=tenant, name="bench-rest", digest=AgentToken.digest_of(secret))
+    rest_actor = services.Actor.system("bench-setup")
+    rest_runs = [
+        str(services.run_create(tenant=tenant, task_type="bench", versions=VERSIONS, actor=rest_actor).run.pk)
+        for _ in range(args.clients + 1)  # one for the lone client, one per concurrent client
+    ]
+    server_version = connection.pg_version
+
+    floor = Floor()
+    in_process = InProcess(tenant)
+    series = {
+        "floor": Series("floor: raw psycopg, 2 commits"),
+        "journal": Series("journal: services.perform, in process"),
+        "rest_1": Series("REST: intent + outcome POST, 1 client"),
+        f"rest_{args.clients}": Series(f"REST: intent + outcome POST, {args.clients} clients"),
+    }
+    profile: dict[str, Any] | None = None
+    warmup = max(20, args.calls // 4)
+    try:
+        with gunicorn_server(
+            database_url=database_url, workers=args.workers, worker_class=args.worker_class
+        ) as (base, server):
+            wait_until_serving(base, server, secret=secret, run_id=rest_runs[0])
+            one = [RestClient(base, secret, rest_runs[0])]
+            many = [RestClient(base, secret, run_id) for run_id in rest_runs[1:]]
+            runners: dict[str, Callable[[], Sample]] = {
+                "floor": lambda: floor.run(args.calls),
+                "journal": lambda: in_process.run(args.calls),
+                "rest_1": lambda: rest_round(one, args.calls),
+                f"rest_{args.clients}": lambda: rest_round(many, args.calls),
+            }
+            progress(f"warming up ({warmup} calls each)")
+            floor.run(warmup)
+            in_process.run(warmup)
+            rest_round(one, warmup)
+            rest_round(many, max(warmup, 4 * args.clients))  # every worker, every client
+            order = list(runners)
+            for round_number in range(args.rounds):
+                this_round = order if round_number % 2 == 0 else order[::-1]
+                progress(f"round {round_number + 1}/{args.rounds}: {', '.join(this_round)}")
+                for name in this_round:
+                    series[name].samples.append(runners[name]())
+            for client in [*one, *many]:
+                client.close()
+        if args.profile:
+            progress("profiling in-process calls")
+            profile = profile_in_process(in_process, args.calls)
+        expected = next(in_process.counter)
+        if in_process.calls_made() != expected:
+            raise BenchError(f"{expected} in-process calls made, {in_process.calls_made()} intents performed")
+    finally:
+        floor.close()
+        if "bench" in args.database and not args.keep_rows:
+            try:
+                truncate_bench_tables(args.database)
+            except Exception as exc:  # never hide the error that brought us here
+                progress(f"could not empty the handover tables of {args.database}: {exc}")
+
+    summaries = {name: s.summary() for name, s in series.items()}
+    ratio = ratio_of_means(series["journal"], series["floor"])
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    return {
+        "database": f"{db.get('HOST') or 'localhost'}:{db.get('PORT') or 5432}/{db['NAME']}",
+        "postgresql": f"{server_version // 10000}.{server_version % 10000}",
+        "calls_per_round": args.calls,
+        "rounds": args.rounds,
+        "settings": os.environ["DJANGO_SETTINGS_MODULE"],
+        "server": {
+            "workers": args.workers,
+            "threads": 1,
+            "worker_class": args.worker_class,
+            # 0 means a new PostgreSQL connection for every request, which the REST figures pay.
+            "conn_max_age": db.get("CONN_MAX_AGE", 0),
+        },
+        "labels": {name: s.name for name, s in series.items()},
+        "figures": summaries,
+        "journal_over_floor": ratio,
+        "target": TARGET_RATIO,
+        "target_met": ratio <= TARGET_RATIO,
+        "rest_1_over_floor": ratio_of_means(series["rest_1"], series["floor"]),
+        "rest_1_over_journal": ratio_of_means(series["rest_1"], series["journal"]),
+        "profile": profile,
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    lines = [
+        f"Seam journal benchmark: PostgreSQL {result['postgresql']} at {result['database']}",
+        f"{result['rounds']} alternating rounds of {result['calls_per_round']} calls each; "
+        "figures are medians over the rounds",
+        "",
+        f"{'measurement':<46}{'mean ms':>9}{'p50 ms':>9}{'p99 ms':>9}{'calls/s':>10}",
+        "-" * 83,
+    ]
+    for name, figures in result["figures"].items():
+        lines.append(
+            f"{result['labels'][name]:<46}{figures['mean_ms']:>9.3f}{figures['p50_ms']:>9.3f}"
+            f"{figures['p99_ms']:>9.3f}{figures['calls_per_s']:>10.0f}"
+        )
+    met = "met" if result["target_met"] else "NOT met"
+    server = result["server"]
+    lines += [
+        "",
+        f"journal / floor (in process):  {result['journal_over_floor']:.2f}   "
+        f"target <= {result['target']:.1f}: {met}",
+        f"REST 1 client / floor:         {result['rest_1_over_floor']:.2f}",
+        f"REST 1 client / journal:       {result['rest_1_over_journal']:.2f}",
+        f"server: gunicorn, {server['workers']} {server['worker_class']} workers x {server['threads']} thread, "
+        f"{result['settings']}, CONN_MAX_AGE={server['conn_max_age']}"
+        + (" (a new database connection per request)" if not server["conn_max_age"] else ""),
+    ]
+    profile = result["profile"]
+    if profile:
+        waiting = profile["waiting_on_db_ms_per_call"]
+        journal_mean = result["figures"]["journal"]["mean_ms"]
+        lines += [
+            "",
+            f"profile of {profile['calls']} in-process calls:",
+            f"  SQL per call: {profile['sql_statements_per_call']} statements, "
+            f"{profile['transactions_per_call']} transactions: {' '.join(profile['sql_statements'])}",
+            f"  round trips to PostgreSQL per call: {profile['round_trips_per_call']:.1f} (the floor makes 2)",
+            f"  waiting on PostgreSQL: {waiting:.3f} ms per call; so of the {journal_mean:.3f} ms measured "
+            f"above, about {max(journal_mean - waiting, 0):.3f} ms is Python",
+            f"  under cProfile a call takes {profile['profiled_ms_per_call']:.3f} ms; "
+            "cumulative ms per call in handover/:",
+            *(f"    {ms:8.3f}  {name}" for name, ms in profile["handover_cumulative_ms_per_call"].items()),
+            "  busiest functions (own time):",
+            *(f"  {line}" for line in profile["top_by_tottime"].rstrip().splitlines()),
+        ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--calls", type=int, default=150, help="calls per round per measurement (default 150)"
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (default 5)")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent REST clients (default 8)")
+    parser.add_argument("--workers", type=int, default=4, help="gunicorn workers (default 4)")
+    parser.add_argument(
+        "--worker-class",
+        choices=["sync", "gthread"],
+        default="sync",
+        help="gunicorn worker class; sync closes the connection after each response (default sync)",
+    )
+    parser.add_argument("--database", default="seam_bench", help="database to use (default seam_bench)")
+    parser.add_argument("--keep-rows", action="store_true", help="leave the run's rows in a bench database")
+    parser.add_argument("--profile", action="store_true", help="also profile in-process calls with cProfile")
+    parser.add_argument("--json", action="store_true", help="print only a JSON object of the figures")
+    args = parser.parse_args(argv)
+    if args.calls < 10 or args.rounds < 1 or args.clients < 2 or args.workers < 1:
+        parser.error("need --calls >= 10, --rounds >= 1, --clients >= 2, --workers >= 1")
+    if args.calls > 100_000 or args.clients > 64 or args.workers > 32:
+        parser.error("counts are bounded: --calls <= 100000, --clients <= 64, --workers <= 32")
+    # A terminated benchmark still stops its server and drops its scratch table (`finally`).
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    try:
+        result = measure(args)
+    except BenchError as exc:
+        print(f"ERROR: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(render(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -146,6 +146,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "RunStatusEnum": "handover.models.RunStatus",
+        "IntentStatusEnum": "handover.models.IntentStatus",
+    },
 }
 
 # Celery. The embedded default is Kombu's filesystem transport (messages are files under

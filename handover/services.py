@@ -8,15 +8,18 @@ reconciliation and compensation workers all write through these functions."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from . import journal_sql
 from .keys import NotCanonicalisable, canonical_args, canonical_json, idempotency_key
 from .models import (
     ActorKind,
@@ -116,6 +119,18 @@ class IntentInDoubt(Conflict):
 # --- durability -------------------------------------------------------------------------------
 
 
+OPEN_TRANSACTION_MESSAGE = (
+    "refusing to record inside an open transaction: the row would not be committed before the "
+    "call leaves. Call this outside transaction.atomic()."
+)
+
+
+def _single_statement_journal() -> bool:
+    """Whether the hot writes use handover.journal_sql (PostgreSQL only; a setting lets the suite
+    run the portable ORM path on PostgreSQL too)."""
+    return connection.vendor == "postgresql" and settings.SEAM_JOURNAL_SINGLE_STATEMENT
+
+
 def _inside_open_transaction() -> bool:
     connection = transaction.get_connection()
     # Django's TestCase wraps each test in atomic blocks it marks as its own; durable blocks
@@ -129,10 +144,7 @@ def durable() -> Iterator[None]:
     """A transaction that is committed when the block exits, or an error if the caller already
     holds one open (then nothing inside would be durable when we return)."""
     if _inside_open_transaction():
-        raise OpenTransactionRefused(
-            "refusing to record inside an open transaction: the row would not be committed "
-            "before the call leaves. Call this outside transaction.atomic()."
-        )
+        raise OpenTransactionRefused(OPEN_TRANSACTION_MESSAGE)
     with transaction.atomic(durable=True):
         yield
 
@@ -406,6 +418,71 @@ def intent_record(
         occurrence=occurrence,
     )
     step_id = step_id_for(run=run, turn=turn, tool=tool, occurrence=occurrence)
+    now = timezone.now()
+    event_data = {"step_id": step_id, "tool": tool, "idempotency_key": key}
+    fields = {
+        "run": run,
+        "step_id": step_id,
+        "turn": turn,
+        "tool": tool,
+        "args": clean,
+        "occurrence": occurrence,
+        "idempotency_key": key,
+        "intended_at": now,
+    }
+    try:
+        run_status, new_id = _insert_intent(fields=fields, actor=actor, event_data=event_data)
+    except IntegrityError:
+        # The step slot is taken; whether by this same intent is decided below.
+        run_status, new_id = RunStatus.RUNNING, None
+    if new_id is not None:
+        intent = Intent(pk=new_id, **fields)
+        intent._state.adding = False
+        intent._state.db = connection.alias
+        return IntentRecorded(intent=intent, created=True)
+    if run_status is None:
+        raise NotFound("run not found", field="run")
+    existing = Intent.objects.filter(idempotency_key=key).select_related("run").first()
+    if existing is not None:
+        return IntentRecorded(intent=existing, created=False)
+    if run_status != RunStatus.RUNNING:
+        raise Conflict(f"run is {run_status}; no new intents are admitted", field="run")
+    taken = Intent.objects.filter(run=run, step_id=step_id).first()
+    raise Conflict(
+        f"step {step_id} is already recorded with different arguments"
+        f"{f' (key {taken.idempotency_key})' if taken else ''}; use another turn or occurrence for a new intent",
+        field="args",
+    )
+
+
+def _insert_intent(
+    *, fields: dict[str, Any], actor: Actor, event_data: dict[str, Any]
+) -> tuple[str | None, int | None]:
+    """Insert the intent row and its event, committed together, unless the run admits no
+    intents or the key is already recorded. Returns (run status or None, new intent id or None);
+    raises IntegrityError when the step slot holds another intent."""
+    run = fields["run"]
+    if _inside_open_transaction():
+        raise OpenTransactionRefused(OPEN_TRANSACTION_MESSAGE)
+    if _single_statement_journal():
+        # Inside Django's test transaction a failed statement would poison it; a savepoint
+        # contains the failure there. In production this runs in autocommit (checked above).
+        guard = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
+        with guard:
+            return journal_sql.insert_intent(
+                run_id=run.pk,
+                step_id=fields["step_id"],
+                turn=fields["turn"],
+                tool=fields["tool"],
+                args=fields["args"],
+                occurrence=fields["occurrence"],
+                key=fields["idempotency_key"],
+                now=fields["intended_at"],
+                actor_kind=actor.kind,
+                actor_name=actor.name,
+                user_id=actor.user_id,
+                event_data=event_data,
+            )
     with durable():
         # Lock the run row (without blocking foreign-key checks) so that an intent is never
         # admitted while the run is being completed or cancelled under us.
@@ -415,45 +492,24 @@ def intent_record(
             .values_list("status", flat=True)
             .first()
         )
-        if status is None:
-            raise NotFound("run not found", field="run")
-        existing = Intent.objects.filter(idempotency_key=key).first()
-        if existing is not None:
-            return IntentRecorded(intent=existing, created=False)
         if status != RunStatus.RUNNING:
-            raise Conflict(f"run is {status}; no new intents are admitted", field="run")
-        now = timezone.now()
+            return status, None
         try:
             with transaction.atomic():
-                intent = Intent.objects.create(
-                    run=run,
-                    step_id=step_id,
-                    turn=turn,
-                    tool=tool,
-                    args=clean,
-                    occurrence=occurrence,
-                    idempotency_key=key,
-                    intended_at=now,
-                )
+                intent = Intent.objects.create(**fields)
         except IntegrityError:
-            winner = Intent.objects.filter(idempotency_key=key).first()
-            if winner is not None:
-                return IntentRecorded(intent=winner, created=False)
-            taken = Intent.objects.get(run=run, step_id=step_id)
-            raise Conflict(
-                f"step {step_id} is already recorded with different arguments "
-                f"(key {taken.idempotency_key}); use another turn or occurrence for a new intent",
-                field="args",
-            ) from None
+            if Intent.objects.filter(idempotency_key=fields["idempotency_key"]).exists():
+                return status, None
+            raise
         _event(
             run=run,
             intent=intent,
             kind=JournalEvent.Kind.INTENT_RECORDED,
             actor=actor,
-            at=now,
-            data={"step_id": step_id, "tool": tool, "idempotency_key": key},
+            at=fields["intended_at"],
+            data=event_data,
         )
-    return IntentRecorded(intent=intent, created=True)
+    return status, intent.pk
 
 
 @dataclass(frozen=True)
@@ -519,9 +575,54 @@ def outcome_record(
         "receipt": receipt,
     }
     now = timezone.now()
+    event_data = {"status": new_status, "error_class": error_class, "receipt": receipt}
+    # Compare-and-swap: only an open row is settled, so two racing settlements (a retried
+    # acknowledgement, a worker and the runtime) produce one transition.
+    if _settle_intent(
+        intent=intent, wanted=wanted, request_id=request_id, now=now, actor=actor, event_data=event_data
+    ):
+        settled = copy.copy(intent)
+        for name, value in wanted.items():
+            setattr(settled, name, value)
+        settled.request_id = request_id
+        settled.settled_at = now
+        return OutcomeRecorded(intent=settled, changed=True)
+    fresh = Intent.objects.select_related("run").get(pk=intent.pk)
+    if _outcome_fields(fresh) != wanted:
+        raise Conflict(
+            f"intent {fresh.step_id} is already settled as {fresh.status}"
+            f"{' (' + fresh.error_class + ')' if fresh.error_class else ''} with a different outcome",
+            field="ok",
+        )
+    return OutcomeRecorded(intent=fresh, changed=False)
+
+
+def _settle_intent(
+    *,
+    intent: Intent,
+    wanted: dict[str, Any],
+    request_id: str,
+    now: datetime,
+    actor: Actor,
+    event_data: dict[str, Any],
+) -> bool:
+    if _inside_open_transaction():
+        raise OpenTransactionRefused(OPEN_TRANSACTION_MESSAGE)
+    if _single_statement_journal():
+        return journal_sql.settle_intent(
+            intent_id=intent.pk,
+            status=wanted["status"],
+            error_class=wanted["error_class"],
+            summary=wanted["outcome_summary"],
+            receipt=wanted["receipt"],
+            request_id=request_id,
+            now=now,
+            actor_kind=actor.kind,
+            actor_name=actor.name,
+            user_id=actor.user_id,
+            event_data=event_data,
+        )
     with durable():
-        # Compare-and-swap: only an open row is settled, so two racing settlements (a retried
-        # acknowledgement, a worker and the runtime) produce one transition.
         settled = Intent.objects.filter(pk=intent.pk, status=IntentStatus.INTENDED).update(
             request_id=request_id, settled_at=now, **wanted
         )
@@ -532,16 +633,9 @@ def outcome_record(
                 kind=JournalEvent.Kind.OUTCOME_RECORDED,
                 actor=actor,
                 at=now,
-                data={"status": new_status, "error_class": error_class, "receipt": receipt},
+                data=event_data,
             )
-    fresh = Intent.objects.select_related("run").get(pk=intent.pk)
-    if not settled and _outcome_fields(fresh) != wanted:
-        raise Conflict(
-            f"intent {fresh.step_id} is already settled as {fresh.status}"
-            f"{' (' + fresh.error_class + ')' if fresh.error_class else ''} with a different outcome",
-            field="ok",
-        )
-    return OutcomeRecorded(intent=fresh, changed=bool(settled))
+    return bool(settled)
 
 
 def dispatch_ambiguous_record(*, intent: Intent, error_class: str, message: str, actor: Actor) -> None:

@@ -120,6 +120,9 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
+# The journal's two hot writes run as single statements on PostgreSQL (handover/journal_sql.py).
+SEAM_JOURNAL_SINGLE_STATEMENT = _env_or_fail(env.bool, "SEAM_JOURNAL_SINGLE_STATEMENT", default=True)
+
 # Agents send arguments up to the journal's own limit (handover.services.MAX_ARGS_BYTES);
 # the request as a whole may carry a plan of several such steps.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024

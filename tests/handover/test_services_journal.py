@@ -8,13 +8,21 @@ from typing import Any
 import psycopg
 import pytest
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 
 from handover import services
 from handover.models import Intent, IntentStatus, JournalEvent, RunStatus
 from handover.services import Actor, DispatchResult, ToolError
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True, params=["single_statement", "orm"])
+def journal_path(request: pytest.FixtureRequest, settings: Any) -> str:
+    """Every test here runs on both write paths: PostgreSQL's single statements and the portable
+    ORM transactions that the SQLite demo uses."""
+    settings.SEAM_JOURNAL_SINGLE_STATEMENT = request.param == "single_statement"
+    return str(request.param)
 
 
 def _dsn() -> str:
@@ -73,24 +81,30 @@ def test_recording_inside_an_open_transaction_is_refused_and_writes_nothing(
 
 
 def test_when_the_intent_cannot_be_committed_the_dispatch_never_happens(
-    make_run: Any, agent_actor: Actor, monkeypatch: pytest.MonkeyPatch
+    make_run: Any, agent_actor: Actor
 ) -> None:
     run = make_run()
     calls: list[str] = []
-
-    def broken_create(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("database went away")
-
-    monkeypatch.setattr(Intent.objects, "create", broken_create)
-    with pytest.raises(RuntimeError):
-        services.perform(
-            run=run,
-            tool="issue_refund",
-            args={"amount": "14.95"},
-            dispatch=lambda args, key: calls.append(key) or DispatchResult(),
-            turn=1,
-            actor=agent_actor,
-        )
+    # Another session holds the run row locked, and ours gives up waiting: the database really
+    # refuses the intent, as it would when it is restarting or out of connections.
+    with psycopg.connect(_dsn()) as blocker:
+        blocker.execute("SELECT id FROM handover_run WHERE id = %s FOR UPDATE", (run.pk,))
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '200ms'")
+        try:
+            with pytest.raises(OperationalError):
+                services.perform(
+                    run=run,
+                    tool="issue_refund",
+                    args={"amount": "14.95"},
+                    dispatch=lambda args, key: calls.append(key) or DispatchResult(),
+                    turn=1,
+                    actor=agent_actor,
+                )
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET lock_timeout")
+        blocker.rollback()
     assert calls == []
     assert not Intent.objects.filter(run=run).exists()
 

@@ -1,0 +1,135 @@
+"""The journal's two hot writes as single PostgreSQL statements.
+
+Every side-effecting call an agent makes costs two commits in Seam, so these two writes are
+the product's hot path. On PostgreSQL each is one statement run in autocommit mode: the
+statement is its own transaction, committed (with synchronous_commit=on) before the driver
+returns, and the row change and its journal event are written together by a data-modifying
+CTE. That is one round trip per commit — the same as the raw-driver floor — instead of the
+BEGIN / statements / COMMIT exchange of an ORM transaction. The ORM path in services.py does
+the same work on other databases (the SQLite demo) and is kept behaviourally identical by
+tests/handover/test_services_journal.py, which runs against both."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+
+from .keys import canonical_json
+
+INSERT_INTENT = """
+WITH run AS (
+    -- FOR SHARE: intents of one run may be admitted side by side, but never while the run's
+    -- status is being changed (completed, cancelled) under them.
+    SELECT id, status FROM handover_run WHERE id = %(run_id)s FOR SHARE
+), inserted AS (
+    INSERT INTO handover_intent (
+        run_id, step_id, turn, tool, args, occurrence, idempotency_key, status,
+        error_class, outcome_summary, receipt, request_id, intended_at)
+    SELECT run.id, %(step_id)s, %(turn)s, %(tool)s, %(args)s::jsonb, %(occurrence)s, %(key)s,
+           'intended', '', '', '{}'::jsonb, '', %(now)s
+    FROM run
+    WHERE run.status = 'running'
+    ON CONFLICT (idempotency_key) DO NOTHING
+    RETURNING id
+), event AS (
+    INSERT INTO handover_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
+    SELECT %(run_id)s, inserted.id, 'intent_recorded', %(actor_kind)s, %(actor_name)s, %(user_id)s,
+           %(event_data)s::jsonb, %(now)s
+    FROM inserted
+)
+SELECT (SELECT status FROM run), (SELECT id FROM inserted)
+"""
+
+SETTLE_INTENT = """
+WITH settled AS (
+    UPDATE handover_intent
+    SET status = %(status)s, error_class = %(error_class)s, outcome_summary = %(summary)s,
+        receipt = %(receipt)s::jsonb, request_id = %(request_id)s, settled_at = %(now)s
+    WHERE id = %(intent_id)s AND status = 'intended'
+    RETURNING id, run_id
+), event AS (
+    INSERT INTO handover_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
+    SELECT settled.run_id, settled.id, 'outcome_recorded', %(actor_kind)s, %(actor_name)s, %(user_id)s,
+           %(event_data)s::jsonb, %(now)s
+    FROM settled
+)
+SELECT count(*) FROM settled
+"""
+
+
+def insert_intent(
+    *,
+    run_id: Any,
+    step_id: str,
+    turn: int,
+    tool: str,
+    args: dict[str, Any],
+    occurrence: int,
+    key: str,
+    now: datetime,
+    actor_kind: str,
+    actor_name: str,
+    user_id: int | None,
+    event_data: dict[str, Any],
+) -> tuple[str | None, int | None]:
+    """(the run's status, or None if there is no such run; the new intent's id, or None if the
+    run admits no intents or the key is already recorded). Raises IntegrityError when the step
+    slot is taken by a different intent."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            INSERT_INTENT,
+            {
+                "run_id": run_id,
+                "step_id": step_id,
+                "turn": turn,
+                "tool": tool,
+                "args": canonical_json(args),
+                "occurrence": occurrence,
+                "key": key,
+                "now": now,
+                "actor_kind": actor_kind,
+                "actor_name": actor_name,
+                "user_id": user_id,
+                "event_data": canonical_json(event_data),
+            },
+        )
+        status, intent_id = cursor.fetchone()
+    return status, intent_id
+
+
+def settle_intent(
+    *,
+    intent_id: int,
+    status: str,
+    error_class: str,
+    summary: str,
+    receipt: dict[str, Any],
+    request_id: str,
+    now: datetime,
+    actor_kind: str,
+    actor_name: str,
+    user_id: int | None,
+    event_data: dict[str, Any],
+) -> bool:
+    """Compare-and-swap an open intent to its outcome, with its event. False if it was not open."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            SETTLE_INTENT,
+            {
+                "intent_id": intent_id,
+                "status": status,
+                "error_class": error_class,
+                "summary": summary,
+                "receipt": canonical_json(receipt),
+                "request_id": request_id,
+                "now": now,
+                "actor_kind": actor_kind,
+                "actor_name": actor_name,
+                "user_id": user_id,
+                "event_data": canonical_json(event_data),
+            },
+        )
+        (count,) = cursor.fetchone()
+    return bool(count)

@@ -11,9 +11,12 @@ tests/handover/test_services_journal.py, which runs against both."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+import psycopg
 from django.db import connection
 
 from .keys import canonical_json
@@ -59,6 +62,16 @@ SELECT count(*) FROM settled
 """
 
 
+@contextlib.contextmanager
+def _prepared_cursor() -> Iterator[psycopg.Cursor[Any]]:
+    """A server-binding psycopg cursor on Django's connection. Django's own cursors bind
+    parameters client-side, so PostgreSQL would parse and plan these CTEs on every call;
+    prepared once per connection, they are only executed. Errors are wrapped as Django's."""
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        yield cursor
+
+
 def insert_intent(
     *,
     run_id: Any,
@@ -77,7 +90,7 @@ def insert_intent(
     """(the run's status, or None if there is no such run; the new intent's id, or None if the
     run admits no intents or the key is already recorded). Raises IntegrityError when the step
     slot is taken by a different intent."""
-    with connection.cursor() as cursor:
+    with _prepared_cursor() as cursor:
         cursor.execute(
             INSERT_INTENT,
             {
@@ -94,6 +107,7 @@ def insert_intent(
                 "user_id": user_id,
                 "event_data": canonical_json(event_data),
             },
+            prepare=True,
         )
         status, intent_id = cursor.fetchone()
     return status, intent_id
@@ -114,7 +128,7 @@ def settle_intent(
     event_data: dict[str, Any],
 ) -> bool:
     """Compare-and-swap an open intent to its outcome, with its event. False if it was not open."""
-    with connection.cursor() as cursor:
+    with _prepared_cursor() as cursor:
         cursor.execute(
             SETTLE_INTENT,
             {
@@ -130,6 +144,7 @@ def settle_intent(
                 "user_id": user_id,
                 "event_data": canonical_json(event_data),
             },
+            prepare=True,
         )
         (count,) = cursor.fetchone()
     return bool(count)

@@ -148,7 +148,8 @@ class Intent(models.Model):
     is evidence of a call that may or may not have happened, and names the key to ask about.
     Written by the agent runtime (in process or over REST), later by reconciliation."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="intents")
+    # No index of its own: the unique (run, step_id) constraint serves every lookup by run.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="intents", db_index=False)
     step_id = models.CharField(max_length=255, help_text="run:turn:tool[:occurrence]")
     turn = models.PositiveIntegerField()
     tool = models.CharField(max_length=100)
@@ -230,7 +231,8 @@ class JournalEvent(models.Model):
         DISPATCH_AMBIGUOUS = "dispatch_ambiguous", "Dispatch outcome unknown"
         CUSTOMER_TOLD = "customer_told", "Customer told"
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    # Indexed by journal_run_at_idx (run, at), which also serves lookups by run alone.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)
     intent = models.ForeignKey(Intent, on_delete=models.CASCADE, null=True, blank=True, related_name="events")
     kind = models.CharField(max_length=40, choices=Kind.choices)
     actor_kind = models.CharField(max_length=10, choices=ActorKind.choices)

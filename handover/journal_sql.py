@@ -109,7 +109,9 @@ def insert_intent(
             },
             prepare=True,
         )
-        status, intent_id = cursor.fetchone()
+        row = cursor.fetchone()
+    assert row is not None  # a SELECT of scalar subqueries always yields exactly one row
+    status, intent_id = row
     return status, intent_id
 
 
@@ -146,5 +148,7 @@ def settle_intent(
             },
             prepare=True,
         )
-        (count,) = cursor.fetchone()
+        row = cursor.fetchone()
+    assert row is not None  # count(*) always yields exactly one row
+    (count,) = row
     return bool(count)

@@ -5,7 +5,9 @@ from .base import *  # noqa: F403
 from .base import database_from_env, env
 
 DATABASES = {"default": database_from_env("postgres://postgres@127.0.0.1:5432/test")}
-DATABASES["default"]["CONN_MAX_AGE"] = 0
+# 0 (a new connection per request) keeps the suite's connections short-lived; a server run from
+# these settings (the benchmark's) may ask for persistent ones, as production has by default.
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DJANGO_CONN_MAX_AGE", default=0)
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/15")
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

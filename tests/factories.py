@@ -10,36 +10,12 @@ import factory
 from django.contrib.auth import get_user_model
 
 from handover import services
+from handover.management.commands import seed_demo
 from handover.models import Membership, Run, Tenant
 
-VERSIONS = {"schema": "1", "flow": "returns-3", "policy": "2026-11", "capability": "1"}
-
-BENCH_PLAN = [
-    {
-        "tool": "start_return",
-        "args": {"order_id": "SU-90317"},
-        "phase": "act",
-        "detail": "return label and courier pickup",
-    },
-    {
-        "tool": "offer_replacement",
-        "args": {"order_id": "SU-90317", "sku": "OAK-BENCH", "qty": 1},
-        "phase": "act",
-        "detail": "1 x oak bench reserved",
-    },
-    {
-        "tool": "issue_refund",
-        "args": {"order_id": "SU-90317", "amount": "14.95", "currency": "USD"},
-        "phase": "act",
-        "detail": "$14.95 expedited delivery fee",
-    },
-    {
-        "tool": "notify_seller",
-        "args": {"order_id": "SU-90317", "template": "return_started"},
-        "phase": "notify",
-        "detail": "email Ashcombe Furniture",
-    },
-]
+# The demo's T-40912 returns run (the split-slat bench of seed 000) is the suite's standard run too.
+VERSIONS = seed_demo.VERSIONS
+BENCH_PLAN = seed_demo.DEMO_RUNS[0]["plan"]
 
 
 class TenantFactory(factory.django.DjangoModelFactory):

@@ -82,6 +82,11 @@ def database_from_env(default_url: str) -> dict[str, Any]:
         # An intent row must survive a crash the moment its commit returns: never let a role or
         # database default of synchronous_commit=off loosen that for this application's sessions.
         options.setdefault("options", "-c synchronous_commit=on")
+        # Django's own cursors bind client-side and never prepare; the journal's hot statements
+        # (handover/journal_sql.py) use server-binding cursors, and with a threshold psycopg
+        # prepares them once per connection instead of parsing and planning every call.
+        # (Behind a transaction-pooling PgBouncer older than 1.21, turn this off.)
+        options.setdefault("prepare_threshold", 5)
         db.setdefault("CONN_MAX_AGE", 60)
         db["CONN_HEALTH_CHECKS"] = True
     elif engine.endswith("sqlite3"):

@@ -19,6 +19,8 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from tools.registry import ArgumentsRefused, UnknownTool, get_tool
+
 from . import journal_sql
 from .keys import NotCanonicalisable, canonical_args, canonical_json, idempotency_key
 from .models import (
@@ -258,6 +260,20 @@ def _clean_plan(plan: Any) -> list[dict[str, Any]]:
     return cleaned
 
 
+def _check_registered_arguments(tool: str, args: dict[str, Any]) -> None:
+    """A registered tool's arguments must satisfy its schema before any intent is recorded. An
+    unregistered tool is still journaled — the record matters most when nothing else knows the
+    call — but reconciliation cannot ask anyone about it and will hand it to a person."""
+    try:
+        spec = get_tool(tool)
+    except UnknownTool:
+        return
+    try:
+        spec.validate(args)
+    except ArgumentsRefused as exc:
+        raise InvalidInput(exc.message, field=exc.field) from exc
+
+
 def _check_counter(value: Any, *, field: str) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_COUNTER:
         raise InvalidInput(f"{field} must be an integer from 0 to {MAX_COUNTER}", field=field)
@@ -409,6 +425,7 @@ def intent_record(
     clean = _clean_args(args)
     _check_counter(turn, field="turn")
     _check_counter(occurrence, field="occurrence")
+    _check_registered_arguments(tool, clean)
     key = idempotency_key(
         tenant_slug=run.tenant.slug,
         run_id=str(run.pk),

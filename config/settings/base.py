@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "handover",
     "reconciliation",
     "compensations",
+    "tools",
 ]
 
 MIDDLEWARE = [
@@ -127,6 +128,11 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 
 # The journal's two hot writes run as single statements on PostgreSQL (handover/journal_sql.py).
 SEAM_JOURNAL_SINGLE_STATEMENT = _env_or_fail(env.bool, "SEAM_JOURNAL_SINGLE_STATEMENT", default=True)
+
+# Where tools are declared (each module has tools() -> list[ToolSpec]), and where the sandbox of
+# downstream systems listens (python manage.py runsandbox).
+SEAM_TOOL_MODULES = _env_or_fail(env.list, "SEAM_TOOL_MODULES", default=["tools.sandbox_tools"])
+SEAM_SANDBOX_URL = env("SEAM_SANDBOX_URL", default="http://127.0.0.1:8100")
 
 # Agents send arguments up to the journal's own limit (handover.services.MAX_ARGS_BYTES);
 # the request as a whole may carry a plan of several such steps.

@@ -20,3 +20,7 @@ STORAGES = {
 # Serve static files from the app and static/ folders directly; no collectstatic in development.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
+
+# The journal's own tests record arbitrary tool names and arguments; tests of tools, flows and
+# reconciliation opt in to the sandbox's tool catalogue with the `sandbox_tools` fixture.
+SEAM_TOOL_MODULES = env.list("SEAM_TOOL_MODULES", default=[])

@@ -1,0 +1,103 @@
+"""The tool registry: every tool Seam can call or ask about, with its kind (read or write), its
+connector, the JSON Schema its arguments must satisfy, and the receipt fields a success carries.
+Bad arguments are refused here, before any intent is recorded.
+
+Tools are declared in Python modules listed in settings.SEAM_TOOL_MODULES; each module exposes
+`tools() -> list[ToolSpec]`. A connector can also be named by dotted path (`connector_path`) and
+is then built from `connector_options`."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import jsonschema
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+from .connectors import Connector
+
+ToolKind = Literal["read", "write"]
+
+
+class UnknownTool(LookupError):
+    pass
+
+
+class ArgumentsRefused(ValueError):
+    """The arguments do not satisfy the tool's schema. `field` is the JSON path of the first
+    offending value (e.g. `args.amount`)."""
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    kind: ToolKind
+    args_schema: Mapping[str, Any]
+    connector: Connector | None = None
+    connector_path: str = ""
+    connector_options: Mapping[str, Any] = field(default_factory=dict)
+    receipt_fields: tuple[str, ...] = ()
+    description: str = ""
+
+    def get_connector(self) -> Connector:
+        if self.connector is not None:
+            return self.connector
+        return self._built_connector
+
+    @functools.cached_property
+    def _built_connector(self) -> Connector:
+        if not self.connector_path:
+            raise UnknownTool(f"tool {self.name} has no connector")
+        connector: Connector = import_string(self.connector_path)(**self.connector_options)
+        return connector
+
+    @functools.cached_property
+    def _validator(self) -> jsonschema.Draft202012Validator:
+        jsonschema.Draft202012Validator.check_schema(dict(self.args_schema))
+        return jsonschema.Draft202012Validator(dict(self.args_schema))
+
+    def validate(self, args: Mapping[str, Any]) -> None:
+        errors = sorted(self._validator.iter_errors(dict(args)), key=lambda e: list(e.absolute_path))
+        if errors:
+            first = errors[0]
+            path = ".".join(str(p) for p in first.absolute_path)
+            raise ArgumentsRefused(
+                f"{self.name}: {'args.' + path if path else 'args'}: {first.message}",
+                field=f"args.{path}" if path else "args",
+            )
+
+
+@functools.cache
+def _registry() -> dict[str, ToolSpec]:
+    specs: dict[str, ToolSpec] = {}
+    for module_path in settings.SEAM_TOOL_MODULES:
+        for spec in importlib.import_module(module_path).tools():
+            if spec.name in specs:
+                raise ValueError(f"tool {spec.name} is declared twice ({module_path})")
+            specs[spec.name] = spec
+    return specs
+
+
+def all_tools() -> dict[str, ToolSpec]:
+    return dict(_registry())
+
+
+def get_tool(name: str) -> ToolSpec:
+    try:
+        return _registry()[name]
+    except KeyError:
+        raise UnknownTool(f"no tool named {name!r} is registered") from None
+
+
+def reset_registry() -> None:
+    """Forget loaded tools (tests that change SEAM_TOOL_MODULES or the sandbox URL)."""
+    _registry.cache_clear()

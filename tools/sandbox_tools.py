@@ -1,0 +1,198 @@
+"""The tools of the sandbox's providers (docs/sandbox.md), as a deployment would declare its
+real ones: HTTP connectors configured per tool, arguments described by JSON Schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+from .connectors import BusinessIdHttpConnector, HttpConnector
+from .registry import ToolSpec
+
+API = "/sandbox/api/"
+
+
+def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+ORDER_ID = {"type": "string", "pattern": "^[A-Z]{2}-[0-9]{3,10}$"}
+MONEY = {"type": "string", "pattern": "^[0-9]{1,7}\\.[0-9]{2}$"}
+SKU = {"type": "string", "minLength": 1, "maxLength": 40}
+QTY = {"type": "integer", "minimum": 1, "maximum": 1000}
+TEXT = {"type": "string", "minLength": 1, "maxLength": 200}
+
+
+def _write(
+    name: str, path: str, lookup: str, schema: dict[str, Any], receipt: tuple[str, ...], description: str
+) -> ToolSpec:
+    base = settings.SEAM_SANDBOX_URL + API
+    return ToolSpec(
+        name=name,
+        kind="write",
+        args_schema=schema,
+        connector=HttpConnector(base_url=base, path=path, lookup_path=lookup, receipt_fields=receipt),
+        receipt_fields=receipt,
+        description=description,
+    )
+
+
+def tools() -> list[ToolSpec]:
+    base = settings.SEAM_SANDBOX_URL + API
+    return [
+        _write(
+            "start_return",
+            "returns/start_return",
+            "returns/lookup/{key}",
+            _schema({"order_id": ORDER_ID}, ["order_id"]),
+            ("label", "pickup_date"),
+            "Generate a return label and book the courier pickup.",
+        ),
+        _write(
+            "cancel_pickup",
+            "returns/cancel_pickup",
+            "returns/lookup/{key}",
+            _schema({"label": TEXT}, ["label"]),
+            ("label", "status"),
+            "Cancel a booked courier pickup (until the parcel is collected).",
+        ),
+        _write(
+            "offer_replacement",
+            "warehouse/reserve",
+            "warehouse/lookup/{key}",
+            _schema({"order_id": ORDER_ID, "sku": SKU, "qty": QTY}, ["order_id", "sku", "qty"]),
+            ("reservation_id", "warehouse"),
+            "Reserve replacement stock.",
+        ),
+        _write(
+            "release_reservation",
+            "warehouse/release",
+            "warehouse/lookup/{key}",
+            _schema({"reservation_id": TEXT}, ["reservation_id"]),
+            ("reservation_id", "status"),
+            "Release a stock reservation.",
+        ),
+        _write(
+            "issue_refund",
+            "payments/refund",
+            "payments/lookup/{key}",
+            _schema(
+                {"order_id": ORDER_ID, "amount": MONEY, "currency": {"enum": ["USD", "GBP", "EUR"]}},
+                ["order_id", "amount", "currency"],
+            ),
+            ("refund_id", "amount"),
+            "Refund money to the buyer.",
+        ),
+        _write(
+            "reverse_refund",
+            "payments/reverse",
+            "payments/lookup/{key}",
+            _schema({"refund_id": TEXT}, ["refund_id"]),
+            ("refund_id", "status"),
+            "Reverse a refund.",
+        ),
+        _write(
+            "issue_credit",
+            "accounting/credit",
+            "accounting/lookup/{key}",
+            _schema({"order_id": ORDER_ID, "amount": MONEY}, ["order_id", "amount"]),
+            ("credit_memo_id", "amount"),
+            "Issue a credit memo.",
+        ),
+        _write(
+            "reverse_credit",
+            "accounting/reverse_credit",
+            "accounting/lookup/{key}",
+            _schema({"credit_memo_id": TEXT}, ["credit_memo_id"]),
+            ("credit_memo_id", "status"),
+            "Reverse a credit memo with an accounting entry.",
+        ),
+        _write(
+            "reship",
+            "shipping/reship",
+            "shipping/lookup/{key}",
+            _schema({"order_id": ORDER_ID, "sku": SKU, "qty": QTY}, ["order_id", "sku", "qty"]),
+            ("shipment_id", "recall_cutoff"),
+            "Ship replacement units.",
+        ),
+        _write(
+            "cancel_shipment",
+            "shipping/cancel",
+            "shipping/lookup/{key}",
+            _schema({"shipment_id": TEXT}, ["shipment_id"]),
+            ("shipment_id", "status"),
+            "Cancel a shipment before its recall cutoff; after it, recall at a fee.",
+        ),
+        _write(
+            "notify_seller",
+            "email/notify_seller",
+            "email/lookup/{key}",
+            _schema({"order_id": ORDER_ID, "template": TEXT}, ["order_id", "template"]),
+            ("message_id",),
+            "Email the seller. Cannot be unsent.",
+        ),
+        _write(
+            "notify_customer",
+            "email/notify_customer",
+            "email/lookup/{key}",
+            _schema({"order_id": ORDER_ID, "template": TEXT}, ["order_id", "template"]),
+            ("message_id",),
+            "Email the customer. Cannot be unsent.",
+        ),
+        ToolSpec(
+            name="adjust_stock",
+            kind="write",
+            args_schema=_schema(
+                {
+                    "sku": SKU,
+                    "qty": {"type": "integer", "minimum": -1000, "maximum": 1000},
+                    "reference": TEXT,
+                },
+                ["sku", "qty", "reference"],
+            ),
+            connector=BusinessIdHttpConnector(
+                base_url=base,
+                path="erp/adjust_stock",
+                key_header="",
+                receipt_fields=("adjustment_id",),
+                search_path="erp/adjustments?reference={reference}",
+                match_args=("sku", "qty", "reference"),
+                result_key="adjustments",
+            ),
+            receipt_fields=("adjustment_id",),
+            description="Adjust stock in the legacy ERP (ignores idempotency keys; reconciled by reference).",
+        ),
+        ToolSpec(
+            name="order_status",
+            kind="read",
+            args_schema=_schema({"order_id": ORDER_ID}, ["order_id"]),
+            connector=HttpConnector(
+                base_url=base,
+                path="orders/{order_id}/status",
+                method="GET",
+                key_header="",
+                receipt_fields=("order_id", "status"),
+            ),
+            receipt_fields=("order_id", "status"),
+            description="Read an order's status.",
+        ),
+        ToolSpec(
+            name="warehouse_stock",
+            kind="read",
+            args_schema=_schema(
+                {"warehouse": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]$"}, "sku": SKU},
+                ["warehouse", "sku"],
+            ),
+            connector=HttpConnector(
+                base_url=base,
+                path="warehouse/{warehouse}/stock?sku={sku}",
+                method="GET",
+                key_header="",
+                timeout=3.0,
+                receipt_fields=("warehouse", "sku", "available"),
+            ),
+            receipt_fields=("warehouse", "sku", "available"),
+            description="Read one warehouse's stock of a SKU (slow, sometimes missing).",
+        ),
+    ]

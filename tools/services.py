@@ -1,0 +1,55 @@
+"""Calling registered tools through the journal, and asking their downstream about a key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from handover import services as journal
+from handover.models import Intent, Run
+
+from .connectors import LookupResult
+from .registry import ArgumentsRefused, UnknownTool, get_tool
+
+
+def tool_perform(
+    *, run: Run, tool: str, args: dict[str, Any], turn: int, occurrence: int = 0, actor: journal.Actor
+) -> journal.Performed:
+    """Perform a registered write tool: arguments checked against its schema, intent committed,
+    the connector called with the intent's key, outcome committed (handover.services.perform)."""
+    try:
+        spec = get_tool(tool)
+    except UnknownTool as exc:
+        raise journal.InvalidInput(str(exc), field="tool") from exc
+    if spec.kind != "write":
+        raise journal.InvalidInput(f"{tool} is a read; use tool_read", field="tool")
+    connector = spec.get_connector()
+    return journal.perform(
+        run=run,
+        tool=tool,
+        args=args,
+        dispatch=connector.perform,
+        turn=turn,
+        occurrence=occurrence,
+        actor=actor,
+    )
+
+
+def tool_read(*, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Call a read tool. Reads change nothing, so no intent is recorded."""
+    try:
+        spec = get_tool(tool)
+    except UnknownTool as exc:
+        raise journal.InvalidInput(str(exc), field="tool") from exc
+    if spec.kind != "read":
+        raise journal.InvalidInput(f"{tool} is a write; use tool_perform", field="tool")
+    try:
+        spec.validate(args)
+    except ArgumentsRefused as exc:
+        raise journal.InvalidInput(exc.message, field=exc.field) from exc
+    return spec.get_connector().perform(args, "").receipt
+
+
+def intent_lookup(*, intent: Intent) -> LookupResult:
+    """Ask the intent's downstream system what became of its key. Raises ToolError for a
+    failure to ask (transient: try again later); UnknownTool when nobody can be asked."""
+    return get_tool(intent.tool).get_connector().lookup(intent.idempotency_key, intent.args)

@@ -3,7 +3,7 @@
 # http://127.0.0.1:8000. Ctrl-C stops both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mkdir -p var/celery/out var/celery/processed
+mkdir -p var/celery/out var/celery/processed var/celery/control
 .venv/bin/celery -A config worker --loglevel=WARNING --concurrency=1 --pool=solo &
 worker=$!
 trap 'kill $worker 2>/dev/null || true' EXIT INT TERM

@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "reconciliation",
     "compensations",
     "tools",
+    "scenarios",
 ]
 
 MIDDLEWARE = [
@@ -175,6 +176,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = (
         "data_folder_in": str(_celery_dir / "out"),
         "data_folder_out": str(_celery_dir / "out"),
         "processed_folder": str(_celery_dir / "processed"),
+        "control_folder": str(_celery_dir / "control"),
         "store_processed": False,
     }
     if CELERY_BROKER_URL.startswith("filesystem")

@@ -1,0 +1,254 @@
+"""The flows agents run, declared as data: phases (gather / decide / act / notify), each step a
+tool whose arguments are taken from the ticket's facts. A run's plan is its flow's writes with
+their arguments, recorded when the run starts, so "not done" can be derived later.
+
+Argument values starting with "$" name a ticket fact; anything else is literal. Detail strings
+are formatted with the facts. Irreversible effects (email) come last in every flow, after the
+money has moved (seed 000), and the reversible credit comes before the pallet (seed 003)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Phase = Literal["gather", "decide", "act", "notify"]
+
+
+@dataclass(frozen=True)
+class Step:
+    tool: str
+    phase: Phase
+    args: dict[str, Any]
+    detail: str = ""
+    write: bool = True
+    # What the customer is told once this step has been performed, if anything.
+    tell_customer: str = ""
+
+    def bind(self, facts: dict[str, Any]) -> dict[str, Any]:
+        return {
+            name: facts[value[1:]] if isinstance(value, str) and value.startswith("$") else value
+            for name, value in self.args.items()
+        }
+
+    def describe(self, facts: dict[str, Any]) -> str:
+        return self.detail.format(**facts)
+
+
+@dataclass(frozen=True)
+class Flow:
+    task_type: str
+    version: str
+    steps: tuple[Step, ...]
+    description: str = ""
+    versions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def writes(self) -> tuple[Step, ...]:
+        return tuple(step for step in self.steps if step.write)
+
+    def plan(self, facts: dict[str, Any]) -> list[dict[str, Any]]:
+        return [
+            {"tool": s.tool, "args": s.bind(facts), "phase": s.phase, "detail": s.describe(facts)}
+            for s in self.writes
+        ]
+
+    def run_versions(self) -> dict[str, str]:
+        return {
+            "schema": "1",
+            "flow": f"{self.task_type}-{self.version}",
+            "policy": "2026-11",
+            "capability": "1",
+            **self.versions,
+        }
+
+
+def _read(tool: str, **args: Any) -> Step:
+    return Step(tool=tool, phase="gather", args=args, write=False)
+
+
+FLOWS: dict[str, Flow] = {
+    flow.task_type: flow
+    for flow in [
+        Flow(
+            task_type="order_status",
+            version="1",
+            description="Read-only: look the order up and answer. Recovery is a re-run.",
+            steps=(_read("order_status", order_id="$order_id"),),
+        ),
+        Flow(
+            task_type="returns",
+            version="3",
+            description="Return with a replacement and a fee refund; the seller is told last.",
+            steps=(
+                _read("order_status", order_id="$order_id"),
+                Step(
+                    "start_return",
+                    "act",
+                    {"order_id": "$order_id"},
+                    "return label and courier pickup",
+                    tell_customer="Return label sent.",
+                ),
+                Step(
+                    "offer_replacement",
+                    "act",
+                    {"order_id": "$order_id", "sku": "$sku", "qty": "$qty"},
+                    "{qty} x {item} reserved",
+                ),
+                Step(
+                    "issue_refund",
+                    "act",
+                    {"order_id": "$order_id", "amount": "$amount", "currency": "$currency"},
+                    "${amount} {refund_reason}",
+                ),
+                Step(
+                    "notify_seller",
+                    "notify",
+                    {"order_id": "$order_id", "template": "return_started"},
+                    "email {seller}",
+                ),
+            ),
+        ),
+        Flow(
+            task_type="damage_dispute",
+            version="2",
+            description="Credit the buyer for damage in transit and tell both sides.",
+            steps=(
+                _read("order_status", order_id="$order_id"),
+                Step(
+                    "issue_credit",
+                    "act",
+                    {"order_id": "$order_id", "amount": "$amount"},
+                    "${amount} damage credit",
+                    tell_customer="We have credited your account for the damage.",
+                ),
+                Step(
+                    "notify_seller",
+                    "notify",
+                    {"order_id": "$order_id", "template": "damage_claim"},
+                    "email {seller} about the claim",
+                ),
+                Step(
+                    "notify_customer",
+                    "notify",
+                    {"order_id": "$order_id", "template": "damage_credit"},
+                    "email the buyer the credit note",
+                ),
+            ),
+        ),
+        Flow(
+            task_type="shortage",
+            version="2",
+            description="Reship missing units; the credit (an accounting entry to undo) before the pallet (a truck).",
+            steps=(
+                _read("order_status", order_id="$order_id"),
+                Step(
+                    "issue_credit",
+                    "act",
+                    {"order_id": "$order_id", "amount": "$amount"},
+                    "${amount} credit memo",
+                ),
+                Step(
+                    "reship",
+                    "act",
+                    {"order_id": "$order_id", "sku": "$sku", "qty": "$qty"},
+                    "reship {qty} x {sku}",
+                    tell_customer="The missing units are on their way.",
+                ),
+                Step(
+                    "notify_customer",
+                    "notify",
+                    {"order_id": "$order_id", "template": "reship_sent"},
+                    "email the buyer the shipment",
+                ),
+            ),
+        ),
+        Flow(
+            task_type="expedited_fee_refund",
+            version="1",
+            description="Refund an expedited delivery fee the buyer should not have paid.",
+            steps=(
+                Step(
+                    "issue_refund",
+                    "act",
+                    {"order_id": "$order_id", "amount": "$amount", "currency": "$currency"},
+                    "${amount} expedited delivery fee",
+                    tell_customer="The expedited fee has been refunded.",
+                ),
+                Step(
+                    "notify_customer",
+                    "notify",
+                    {"order_id": "$order_id", "template": "fee_refunded"},
+                    "email the refund confirmation",
+                ),
+            ),
+        ),
+        Flow(
+            task_type="order_cancellation",
+            version="1",
+            description="Cancel an order: release its stock, refund it, confirm.",
+            steps=(
+                _read("order_status", order_id="$order_id"),
+                Step(
+                    "release_reservation",
+                    "act",
+                    {"reservation_id": "$reservation_id"},
+                    "release {reservation_id}",
+                ),
+                Step(
+                    "issue_refund",
+                    "act",
+                    {"order_id": "$order_id", "amount": "$amount", "currency": "$currency"},
+                    "${amount} order refund",
+                    tell_customer="Your order is cancelled and refunded.",
+                ),
+                Step(
+                    "notify_customer",
+                    "notify",
+                    {"order_id": "$order_id", "template": "order_cancelled"},
+                    "email the cancellation",
+                ),
+            ),
+        ),
+        Flow(
+            task_type="address_change",
+            version="1",
+            description="Stop the shipment to the old address and ship to the new one.",
+            steps=(
+                _read("order_status", order_id="$order_id"),
+                Step("cancel_shipment", "act", {"shipment_id": "$shipment_id"}, "stop {shipment_id}"),
+                Step(
+                    "reship",
+                    "act",
+                    {"order_id": "$order_id", "sku": "$sku", "qty": "$qty"},
+                    "ship {qty} x {sku} to the new address",
+                    tell_customer="We are shipping to your new address.",
+                ),
+                Step(
+                    "notify_customer",
+                    "notify",
+                    {"order_id": "$order_id", "template": "address_changed"},
+                    "email the new tracking",
+                ),
+            ),
+        ),
+        Flow(
+            task_type="stock_correction",
+            version="1",
+            description="Correct stock in the legacy ERP (no idempotency keys) and tell the seller.",
+            steps=(
+                Step(
+                    "adjust_stock",
+                    "act",
+                    {"sku": "$sku", "qty": "$qty", "reference": "$reference"},
+                    "adjust {sku} by {qty} ({reference})",
+                ),
+                Step(
+                    "notify_seller",
+                    "notify",
+                    {"order_id": "$order_id", "template": "stock_corrected"},
+                    "email {seller}",
+                ),
+            ),
+        ),
+    ]
+}

@@ -1,0 +1,187 @@
+"""Runs a scripted ticket the way an agent runtime would: a run with its plan, then each step
+through the real journal and the real connectors to the sandbox, in process or over REST, with
+what the customer was told recorded as it is said.
+
+The kill-point harness lives here too: `kill_after_writes=N` hard-kills this process (SIGKILL:
+no cleanup, no `finally`, no atexit) once N writes have been recorded as performed, and
+`kill_between_accept_and_record=N` kills it after the Nth write's provider accepted the call but
+before its outcome is committed — the ambiguity window of seed 002."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from handover import services as journal
+from handover.models import Run, Tenant
+from handover.tool_errors import DispatchResult
+from tools import services as tools
+from tools.registry import get_tool
+
+from .flows import FLOWS, Flow
+from .tickets import TICKETS, Ticket
+
+AGENT_NAME = "scripted-agent"
+
+
+def hard_kill() -> None:
+    """Die now, as a pod does on eviction: no exception handlers, no cleanup."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+@dataclass
+class KillPlan:
+    after_writes: int | None = None
+    between_accept_and_record: int | None = None
+    kill: Callable[[], None] = hard_kill
+
+
+@dataclass
+class RunReport:
+    run_id: str
+    writes_performed: list[str] = field(default_factory=list)
+    reads: list[str] = field(default_factory=list)
+
+
+def prepare_facts(ticket: Ticket) -> dict[str, Any]:
+    """The ticket's facts, completed by its preconditions' receipts."""
+    facts = dict(ticket.facts)
+    for pre in ticket.preconditions:
+        receipt = (
+            get_tool(pre.tool)
+            .get_connector()
+            .perform(pre.args, f"precondition:{ticket.ticket_id}:{pre.tool}")
+        )
+        facts.update({fact: receipt.receipt[name] for fact, name in pre.facts.items()})
+    return facts
+
+
+class _Journal:
+    """The two ways a runtime writes to Seam, behind one interface."""
+
+    def start(self, *, flow: Flow, ticket: Ticket, facts: dict[str, Any], external_id: str) -> str:
+        raise NotImplementedError
+
+    def perform(
+        self, run_id: str, tool: str, args: dict[str, Any], dispatch: Any, turn: int
+    ) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def tell(self, run_id: str, body: str) -> None:
+        raise NotImplementedError
+
+    def complete(self, run_id: str) -> None:
+        raise NotImplementedError
+
+
+class InProcessJournal(_Journal):
+    def __init__(self, tenant: Tenant) -> None:
+        self.tenant = tenant
+        self.actor = journal.Actor.agent(AGENT_NAME)
+        self.runs: dict[str, Run] = {}
+
+    def start(self, *, flow: Flow, ticket: Ticket, facts: dict[str, Any], external_id: str) -> str:
+        run = journal.run_create(
+            tenant=self.tenant,
+            task_type=flow.task_type,
+            versions=flow.run_versions(),
+            plan=flow.plan(facts),
+            ticket_id=ticket.ticket_id,
+            order_id=ticket.order_id,
+            external_id=external_id,
+            deadline=timezone.now() + timedelta(hours=4),
+            actor=self.actor,
+        ).run
+        self.runs[str(run.pk)] = run
+        return str(run.pk)
+
+    def perform(
+        self, run_id: str, tool: str, args: dict[str, Any], dispatch: Any, turn: int
+    ) -> dict[str, Any]:
+        done = journal.perform(
+            run=self.runs[run_id], tool=tool, args=args, dispatch=dispatch, turn=turn, actor=self.actor
+        )
+        return {"status": done.intent.status, "receipt": done.intent.receipt}
+
+    def tell(self, run_id: str, body: str) -> None:
+        journal.customer_message_record(run=self.runs[run_id], channel="chat", body=body, actor=self.actor)
+
+    def complete(self, run_id: str) -> None:
+        journal.run_complete(run=self.runs[run_id], actor=self.actor)
+
+
+class RestJournal(_Journal):
+    def __init__(self, base_url: str, token: str) -> None:
+        from handover.client import SeamClient
+
+        self.client = SeamClient(base_url, token)
+
+    def start(self, *, flow: Flow, ticket: Ticket, facts: dict[str, Any], external_id: str) -> str:
+        run = self.client.create_run(
+            task_type=flow.task_type,
+            versions=flow.run_versions(),
+            plan=flow.plan(facts),
+            ticket_id=ticket.ticket_id,
+            order_id=ticket.order_id,
+            external_id=external_id,
+            deadline=(timezone.now() + timedelta(hours=4)).isoformat(),
+        )
+        return str(run["id"])
+
+    def perform(
+        self, run_id: str, tool: str, args: dict[str, Any], dispatch: Any, turn: int
+    ) -> dict[str, Any]:
+        done = self.client.perform(run_id, tool, args, dispatch, turn=turn)
+        return {"status": done.intent["status"], "receipt": done.intent["receipt"]}
+
+    def tell(self, run_id: str, body: str) -> None:
+        self.client.tell_customer(run_id, channel="chat", body=body)
+
+    def complete(self, run_id: str) -> None:
+        self.client.complete(run_id)
+
+
+def run_ticket(
+    ticket_id: str, *, journal_writer: _Journal, kill: KillPlan | None = None, external_id: str = ""
+) -> RunReport:
+    ticket = TICKETS[ticket_id]
+    flow = FLOWS[ticket.task_type]
+    kill = kill or KillPlan()
+    facts = prepare_facts(ticket)
+    run_id = journal_writer.start(flow=flow, ticket=ticket, facts=facts, external_id=external_id)
+    report = RunReport(run_id=run_id)
+    writes = 0
+    if kill.after_writes == 0:
+        kill.kill()
+    for turn, step in enumerate(flow.steps, start=1):
+        args = step.bind(facts)
+        if not step.write:
+            tools.tool_read(tool=step.tool, args=args)
+            report.reads.append(step.tool)
+            continue
+        connector = get_tool(step.tool).get_connector()
+        number = writes + 1
+
+        def dispatch(
+            call_args: dict[str, Any], key: str, _number: int = number, _connector: Any = connector
+        ) -> DispatchResult:
+            result: DispatchResult = _connector.perform(call_args, key)
+            if kill.between_accept_and_record == _number:
+                kill.kill()  # the provider has it; our outcome row never will
+            return result
+
+        journal_writer.perform(run_id, step.tool, args, dispatch, turn)
+        writes = number
+        report.writes_performed.append(step.tool)
+        if step.tell_customer:
+            journal_writer.tell(run_id, step.tell_customer)
+        if kill.after_writes == writes:
+            kill.kill()
+    journal_writer.complete(run_id)
+    return report

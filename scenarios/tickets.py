@@ -71,17 +71,26 @@ TICKETS: dict[str, Ticket] = {
         Ticket(
             "T-41623",
             "order_cancellation",
-            {
-                "order_id": "SU-90833",
-                "reservation_id": "RSV-PRESEEDED-1",
-                "amount": "129.00",
-                "currency": "USD",
-            },
+            {"order_id": "SU-90833", "amount": "129.00", "currency": "USD"},
+            (
+                Precondition(
+                    "offer_replacement",
+                    {"order_id": "SU-90833", "sku": "WALNUT-SHELF", "qty": 1},
+                    {"reservation_id": "reservation_id"},
+                ),
+            ),
         ),
         Ticket(
             "T-41730",
             "address_change",
-            {"order_id": "SU-90941", "shipment_id": "SH-PRESEEDED-1", "sku": "LAMP-22", "qty": 1},
+            {"order_id": "SU-90941", "sku": "SKU-1001", "qty": 1},
+            (
+                Precondition(
+                    "reship",
+                    {"order_id": "SU-90941", "sku": "SKU-1001", "qty": 1},
+                    {"shipment_id": "shipment_id"},
+                ),
+            ),
         ),
         Ticket(
             "T-41844",

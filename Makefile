@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed
 .PHONY: help install demo test lint typecheck pytest worker beat bench services clean
 
 help:
-	@echo "make demo   install, migrate, create demo users, serve http://127.0.0.1:8000 (SQLite, filesystem broker)"
+	@echo "make demo   install, migrate, create demo users, start the sandbox, seed killed runs, serve http://127.0.0.1:8000"
 	@echo "make test   ruff, mypy and pytest against the machine's PostgreSQL and Redis"
 	@echo "make lint | worker | beat | bench"
 
@@ -28,7 +28,6 @@ install: $(STAMP)
 demo: install
 	DJANGO_SETTINGS_MODULE=config.settings.local $(BIN)/python manage.py migrate --noinput
 	DJANGO_SETTINGS_MODULE=config.settings.local $(BIN)/python manage.py create_demo_users
-	DJANGO_SETTINGS_MODULE=config.settings.local $(BIN)/python manage.py seed_demo
 	DJANGO_SETTINGS_MODULE=config.settings.local scripts/serve-demo.sh
 
 lint: install

@@ -11,4 +11,5 @@ urlpatterns = [
     path("api/v1/", include("handover.urls_api")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("sandbox/", include("sandbox.urls")),
 ]

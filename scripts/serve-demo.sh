@@ -1,11 +1,26 @@
 #!/usr/bin/env bash
-# Serve the demo: a Celery worker on the embedded filesystem broker, and the web server on
-# http://127.0.0.1:8000. Ctrl-C stops both.
+# Serve the demo: the sandbox of downstream systems on :8100, half-finished runs seeded by
+# replaying tickets with kills, a Celery worker on the embedded filesystem broker, and Seam on
+# http://127.0.0.1:8000. Ctrl-C stops everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mkdir -p var/celery/out var/celery/processed var/celery/control
-.venv/bin/celery -A config worker --loglevel=WARNING --concurrency=1 --pool=solo &
+mkdir -p var/celery/out var/celery/processed var/celery/control var/log
+export SEAM_SANDBOX_URL="${SEAM_SANDBOX_URL:-http://127.0.0.1:8100}"
+sandbox_port="${SEAM_SANDBOX_URL##*:}"
+
+.venv/bin/python manage.py runsandbox --port "$sandbox_port" > var/log/sandbox.log 2>&1 &
+sandbox=$!
+.venv/bin/celery -A config worker --loglevel=WARNING --concurrency=1 --pool=solo > var/log/worker.log 2>&1 &
 worker=$!
-trap 'kill $worker 2>/dev/null || true' EXIT INT TERM
-echo "Seam is at http://127.0.0.1:8000  (API docs: /api/docs/, admin: /admin/)"
+trap 'kill $sandbox $worker 2>/dev/null || true' EXIT INT TERM
+
+for _ in $(seq 60); do
+  curl -sf "$SEAM_SANDBOX_URL/sandbox/api/ledger/" > /dev/null && break
+  sleep 0.5
+done
+echo "Seeding half-finished runs (each runner is killed mid-flow on purpose):"
+.venv/bin/python manage.py seed_demo
+echo
+echo "Seam:    http://127.0.0.1:8000   (API docs: /api/docs/, admin: /admin/)"
+echo "Sandbox: $SEAM_SANDBOX_URL/sandbox/   (the downstream systems' own state)"
 .venv/bin/python manage.py runserver 127.0.0.1:8000

@@ -3,7 +3,7 @@ claims it); scripts/check_services.py refuses to start the run when either is mi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -63,3 +63,17 @@ def make_run(tenant: Tenant, agent_actor: Actor) -> Callable[..., Any]:
         )
 
     return make
+
+
+@pytest.fixture(scope="session")
+def sandbox_server(django_db_setup: None) -> Iterator[str]:
+    """Base URL (`http://127.0.0.1:<port>`, like settings.SEAM_SANDBOX_URL) of a real
+    `manage.py runsandbox` subprocess on the test database, shared by the session and killed at
+    its end. The subprocess commits through its own connections, so a test that reads what it
+    did must use `pytest.mark.django_db(transaction=True)`."""
+    from django.db import connection
+
+    from tests.sandbox.process import database_url, running_sandbox
+
+    with running_sandbox(database_url(connection.settings_dict)) as (base_url, _process):
+        yield base_url

@@ -10,12 +10,13 @@ import factory
 from django.contrib.auth import get_user_model
 
 from handover import services
-from handover.management.commands import seed_demo
 from handover.models import Membership, Run, Tenant
+from scenarios.flows import FLOWS
+from scenarios.tickets import TICKETS
 
-# The demo's T-40912 returns run (the split-slat bench of seed 000) is the suite's standard run too.
-VERSIONS = seed_demo.VERSIONS
-BENCH_PLAN = seed_demo.DEMO_RUNS[0]["plan"]
+# T-40912, the split-slat bench of seed 000, as the returns flow plans it, is the standard run.
+VERSIONS = FLOWS["returns"].run_versions()
+BENCH_PLAN = FLOWS["returns"].plan(TICKETS["T-40912"].facts)
 
 
 class TenantFactory(factory.django.DjangoModelFactory):

@@ -1,4 +1,5 @@
-"""The demo's embedded default: migrate and seed on SQLite (WAL), through the portable journal path."""
+"""The demo's embedded default end to end: migrate, demo users, the sandbox, and half-finished
+runs seeded by replaying tickets whose runners are SIGKILLed — all on SQLite in WAL mode."""
 
 from __future__ import annotations
 
@@ -8,33 +9,55 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.sandbox.process import running_sandbox
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _manage(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.local", "DATABASE_URL": f"sqlite:///{db}"}
+def _manage(*args: str, db: Path, sandbox_url: str = "") -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.local",
+        "DATABASE_URL": f"sqlite:///{db}",
+        "SEAM_SANDBOX_URL": sandbox_url,
+    }
+    env.pop("SEAM_TOOL_MODULES", None)
     return subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
     )
 
 
-def test_demo_seeds_half_finished_runs_on_sqlite_in_wal_mode(tmp_path: Path) -> None:
+def test_demo_seeds_killed_runs_on_sqlite_in_wal_mode(tmp_path: Path) -> None:
     db = tmp_path / "demo.sqlite3"
     _manage("migrate", "--noinput", db=db)
     users = _manage("create_demo_users", db=db).stdout
-    _manage("seed_demo", db=db)
-    _manage("seed_demo", db=db)  # running it again adds nothing
+    with running_sandbox(f"sqlite:///{db}") as (sandbox_url, _process):
+        seeded = _manage("seed_demo", db=db, sandbox_url=sandbox_url).stdout
+        _manage("seed_demo", db=db, sandbox_url=sandbox_url)  # running it again adds nothing
 
     assert "support" in users and "outsider" in users
+    assert "T-40912: the runner was killed (SIGKILL)" in seeded
+    assert "VIOLATION" not in seeded
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-        assert conn.execute("SELECT count(*) FROM handover_run").fetchone() == (3,)
-        statuses = dict(conn.execute("SELECT tool, status FROM handover_intent").fetchall())
-        events = conn.execute("SELECT count(*) FROM handover_journalevent").fetchone()[0]
-    assert statuses == {
-        "start_return": "performed",
-        "offer_replacement": "performed",
-        "issue_credit": "failed",
-        "reship": "intended",
-    }
-    assert events >= 3 + 4 + 3  # runs created, intents recorded, outcomes recorded
+        assert conn.execute("SELECT count(*) FROM handover_run").fetchone() == (6,)
+        bench = dict(
+            conn.execute(
+                "SELECT i.tool, i.status FROM handover_intent i JOIN handover_run r ON r.id = i.run_id "
+                "WHERE r.ticket_id = 'T-40912'"
+            ).fetchall()
+        )
+        in_doubt = conn.execute(
+            "SELECT tool FROM handover_intent WHERE status = 'intended' ORDER BY tool"
+        ).fetchall()
+        effects = conn.execute("SELECT count(*) FROM sandbox_effect").fetchone()[0]
+    # Seed 000 exactly: the return started and the bench reserved; the refund never happened.
+    assert bench == {"start_return": "performed", "offer_replacement": "performed"}
+    assert in_doubt == [("issue_refund",), ("reship",)]
+    assert effects >= 2 + 2 + 1 + 1 + 1

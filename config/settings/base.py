@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "handover",
     "reconciliation",
     "compensations",
+    "sandbox",
     "tools",
     "scenarios",
 ]

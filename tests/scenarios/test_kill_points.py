@@ -1,0 +1,110 @@
+"""The kill-point matrix: every scripted ticket, killed (SIGKILL, in a real child process) after
+every write and between every write's acceptance by the provider and its outcome commit; then,
+from the parent, the world (the sandbox ledger) is compared with the journal."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from handover.models import IntentStatus, Run, RunStatus
+from scenarios.flows import FLOWS
+from scenarios.invariants import check_run
+from scenarios.tickets import TICKETS
+from tests.sandbox.process import database_url
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def kill_points() -> list[Any]:
+    points = []
+    for ticket in TICKETS.values():
+        writes = len(FLOWS[ticket.task_type].writes)
+        for n in range(writes + 1):
+            points.append(pytest.param(ticket.ticket_id, "after", n, id=f"{ticket.ticket_id}-after-{n}"))
+        for n in range(1, writes + 1):
+            points.append(pytest.param(ticket.ticket_id, "between", n, id=f"{ticket.ticket_id}-between-{n}"))
+    return points
+
+
+KILL_POINTS = kill_points()
+
+
+def replay_in_child(ticket_id: str, sandbox_url: str, *flags: str) -> tuple[int, Run | None]:
+    external_id = f"kill-{uuid.uuid4().hex[:10]}"
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.test",
+        "DATABASE_URL": database_url(connection.settings_dict),
+        "SEAM_TOOL_MODULES": "tools.sandbox_tools",
+        "SEAM_SANDBOX_URL": sandbox_url,
+    }
+    child = subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "replay_ticket",
+            ticket_id,
+            "--child",
+            "--external-id",
+            external_id,
+            *flags,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if child.returncode not in (0, -9):
+        raise AssertionError(f"runner failed ({child.returncode}):\n{child.stderr[-3000:]}")
+    return child.returncode, Run.objects.filter(external_id=external_id).first()
+
+
+def test_the_matrix_covers_every_flow() -> None:
+    assert {TICKETS[p.values[0]].task_type for p in KILL_POINTS} == set(FLOWS)
+    assert len(KILL_POINTS) >= 31  # the design documents' team had 31 across 7 flows
+
+
+@pytest.mark.parametrize(("ticket_id", "mode", "n"), KILL_POINTS)
+def test_a_run_killed_at_any_point_leaves_exactly_the_evidence_reconciliation_needs(
+    sandbox_tools: str, ticket_id: str, mode: str, n: int
+) -> None:
+    flag = "--kill-after" if mode == "after" else "--kill-between-accept-and-record"
+    returncode, run = replay_in_child(ticket_id, sandbox_tools, flag, str(n))
+
+    assert returncode == -9, "the runner was not killed"
+    assert run is not None and run.status == RunStatus.RUNNING
+    world = check_run(run)
+    assert world.violations == ()
+    if mode == "after":
+        # Every write that happened is recorded as performed; nothing is in doubt.
+        assert (world.performed, world.open, world.effects) == (n, 0, n)
+    else:
+        # The provider accepted the Nth call, our outcome never landed: the row is open, and the
+        # ledger holds exactly one effect under its key, which a lookup will find.
+        assert (world.performed, world.open, world.effects) == (n - 1, 1, n)
+        open_row = run.intents.get(status=IntentStatus.INTENDED)
+        assert open_row.tool == FLOWS[TICKETS[ticket_id].task_type].writes[n - 1].tool
+
+
+@pytest.mark.parametrize("ticket_id", sorted(TICKETS))
+def test_an_unkilled_run_completes_with_every_planned_write_once(sandbox_tools: str, ticket_id: str) -> None:
+    returncode, run = replay_in_child(ticket_id, sandbox_tools)
+    assert returncode == 0
+    assert run is not None and run.status == RunStatus.COMPLETED
+    writes = len(FLOWS[TICKETS[ticket_id].task_type].writes)
+    world = check_run(run)
+    assert world.violations == ()
+    assert (world.performed, world.open, world.effects) == (writes, 0, writes)
+    assert len(run.plan) == writes

@@ -4,6 +4,7 @@ from the parent, the world (the sandbox ledger) is compared with the journal."""
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -12,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 
-from handover.models import IntentStatus, Run, RunStatus
+from handover.models import AgentToken, IntentStatus, Run, RunStatus, Tenant
 from scenarios.flows import FLOWS
 from scenarios.invariants import check_run
 from scenarios.tickets import TICKETS
@@ -108,3 +110,52 @@ def test_an_unkilled_run_completes_with_every_planned_write_once(sandbox_tools: 
     assert world.violations == ()
     assert (world.performed, world.open, world.effects) == (writes, 0, writes)
     assert len(run.plan) == writes
+
+
+REST_KILL_POINTS = [p for p in KILL_POINTS if p.values[0] in ("T-40912", "T-41207")]
+
+
+@pytest.mark.parametrize(("ticket_id", "mode", "n"), REST_KILL_POINTS)
+def test_a_rest_runtime_killed_at_any_point_leaves_the_same_evidence(
+    sandbox_tools: str, live_server: Any, tenant: Tenant, ticket_id: str, mode: str, n: int
+) -> None:
+    secret = AgentToken.new_secret()
+    AgentToken.objects.create(tenant=tenant, name="rest-runtime", digest=AgentToken.digest_of(secret))
+    flag = "--kill-after" if mode == "after" else "--kill-between-accept-and-record"
+
+    returncode, run = replay_in_child(
+        ticket_id,
+        sandbox_tools,
+        "--via",
+        "rest",
+        "--seam-url",
+        live_server.url,
+        "--token",
+        secret,
+        flag,
+        str(n),
+    )
+
+    assert returncode == -9
+    assert run is not None and run.tenant == tenant
+    world = check_run(run)
+    assert world.violations == ()
+    expected = (n, 0, n) if mode == "after" else (n - 1, 1, n)
+    assert (world.performed, world.open, world.effects) == expected
+
+
+def test_replay_ticket_reports_the_journal_beside_the_world(
+    sandbox_tools: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DATABASE_URL", database_url(connection.settings_dict))
+    monkeypatch.setenv("SEAM_TOOL_MODULES", "tools.sandbox_tools")
+    monkeypatch.setenv("SEAM_SANDBOX_URL", sandbox_tools)
+    out = io.StringIO()
+
+    call_command("replay_ticket", "T-40912", kill_between_accept_and_record=3, stdout=out)
+
+    report = out.getvalue()
+    assert "T-40912: the runner was killed (SIGKILL)" in report
+    assert "issue_refund" in report and "intended" in report
+    assert "world: 3 effect(s); journal: 2 performed, 1 open" in report
+    assert "VIOLATION" not in report

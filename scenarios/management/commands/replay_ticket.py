@@ -13,6 +13,7 @@ import sys
 import uuid
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from handover.models import Run, Tenant
@@ -51,7 +52,7 @@ class Command(BaseCommand):
         external_id = options["external_id"] or f"replay-{options['ticket']}-{uuid.uuid4().hex[:8]}"
         command = [
             sys.executable,
-            sys.argv[0],
+            str(settings.BASE_DIR / "manage.py"),
             "replay_ticket",
             options["ticket"],
             "--child",
@@ -69,7 +70,7 @@ class Command(BaseCommand):
         for flag in ("kill_after", "kill_between_accept_and_record"):
             if options[flag] is not None:
                 command += [f"--{flag.replace('_', '-')}", str(options[flag])]
-        child = subprocess.run(command, check=False, capture_output=True, text=True)
+        child = subprocess.run(command, check=False, capture_output=True, text=True, cwd=settings.BASE_DIR)
         how = "was killed (SIGKILL)" if child.returncode == -9 else f"exited with {child.returncode}"
         self.stdout.write(f"{options['ticket']}: the runner {how}")
         if child.returncode not in (0, -9):

@@ -1,0 +1,96 @@
+"""tools.registry and the status classification: declared tools, schemas, dotted-path connectors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+import requests
+from django.test import override_settings
+
+from handover.tool_errors import DispatchResult
+from tools.connectors import NotPerformed, classify_response
+from tools.registry import ArgumentsRefused, ToolSpec, UnknownTool, all_tools, get_tool
+
+
+class RecordingConnector:
+    """A Python connector class, named by dotted path in a tool declaration."""
+
+    def __init__(self, *, prefix: str) -> None:
+        self.prefix = prefix
+
+    def perform(self, args: Mapping[str, Any], idempotency_key: str) -> DispatchResult:
+        return DispatchResult(receipt={"ref": f"{self.prefix}-{idempotency_key}"})
+
+    def lookup(self, idempotency_key: str, args: Mapping[str, Any]) -> NotPerformed:
+        return NotPerformed()
+
+
+def tools() -> list[ToolSpec]:
+    return [
+        ToolSpec(
+            name="local_tool",
+            kind="write",
+            args_schema={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+            connector_path="tests.tools.test_registry.RecordingConnector",
+            connector_options={"prefix": "LT"},
+        )
+    ]
+
+
+def _response(status: int, body: bytes = b"{}") -> requests.Response:
+    response = requests.Response()
+    response.status_code = status
+    response._content = body
+    return response
+
+
+@pytest.mark.parametrize(
+    ("status", "error_class"),
+    [
+        (400, "invalid_input"),
+        (422, "invalid_input"),
+        (404, "invalid_input"),
+        (409, "conflict"),
+        (412, "conflict"),
+        (401, "permanent"),
+        (403, "permanent"),
+        (429, "transient"),
+        (503, "transient"),
+        (500, "ambiguous"),
+        (502, "ambiguous"),
+        (504, "ambiguous"),
+        (418, "invalid_input"),
+    ],
+)
+def test_every_status_maps_to_one_error_class(status: int, error_class: str) -> None:
+    assert classify_response(_response(status)).error_class == error_class
+
+
+def test_the_providers_message_is_kept_but_never_decides_the_class() -> None:
+    error = classify_response(_response(409, b'{"error": {"message": "please retry, temporary glitch"}}'))
+    assert error.error_class == "conflict"
+    assert "temporary glitch" in error.message
+
+
+@override_settings(SEAM_TOOL_MODULES=["tests.tools.test_registry"])
+def test_a_connector_class_by_dotted_path_is_built_with_its_options() -> None:
+    spec = get_tool("local_tool")
+    assert spec.get_connector().perform({"n": 1}, "k1").receipt == {"ref": "LT-k1"}
+    assert set(all_tools()) == {"local_tool"}
+    with pytest.raises(ArgumentsRefused) as refused:
+        spec.validate({"n": "one"})
+    assert refused.value.field == "args.n"
+    with pytest.raises(UnknownTool):
+        get_tool("issue_refund")
+
+
+@override_settings(SEAM_TOOL_MODULES=["tools.sandbox_tools"])
+def test_every_sandbox_write_declares_its_receipt_and_a_way_to_ask_about_it() -> None:
+    writes = {name: spec for name, spec in all_tools().items() if spec.kind == "write"}
+    assert len(writes) == 13
+    for spec in writes.values():
+        assert spec.receipt_fields, spec.name
+        connector: Any = spec.get_connector()
+        assert connector.lookup_path or getattr(connector, "search_path", ""), spec.name

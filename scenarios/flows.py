@@ -66,6 +66,20 @@ def _read(tool: str, **args: Any) -> Step:
     return Step(tool=tool, phase="gather", args=args, write=False)
 
 
+def _notify(tool: str, template: str, detail: str) -> Step:
+    return Step(tool, "notify", {"order_id": "$order_id", "template": template}, detail)
+
+
+def _refund(detail: str, tell_customer: str = "") -> Step:
+    return Step(
+        "issue_refund",
+        "act",
+        {"order_id": "$order_id", "amount": "$amount", "currency": "$currency"},
+        detail,
+        tell_customer=tell_customer,
+    )
+
+
 FLOWS: dict[str, Flow] = {
     flow.task_type: flow
     for flow in [
@@ -94,18 +108,8 @@ FLOWS: dict[str, Flow] = {
                     {"order_id": "$order_id", "sku": "$sku", "qty": "$qty"},
                     "{qty} x {item} reserved",
                 ),
-                Step(
-                    "issue_refund",
-                    "act",
-                    {"order_id": "$order_id", "amount": "$amount", "currency": "$currency"},
-                    "${amount} {refund_reason}",
-                ),
-                Step(
-                    "notify_seller",
-                    "notify",
-                    {"order_id": "$order_id", "template": "return_started"},
-                    "email {seller}",
-                ),
+                _refund("${amount} {refund_reason}"),
+                _notify("notify_seller", "return_started", "email {seller}"),
             ),
         ),
         Flow(
@@ -121,18 +125,8 @@ FLOWS: dict[str, Flow] = {
                     "${amount} damage credit",
                     tell_customer="We have credited your account for the damage.",
                 ),
-                Step(
-                    "notify_seller",
-                    "notify",
-                    {"order_id": "$order_id", "template": "damage_claim"},
-                    "email {seller} about the claim",
-                ),
-                Step(
-                    "notify_customer",
-                    "notify",
-                    {"order_id": "$order_id", "template": "damage_credit"},
-                    "email the buyer the credit note",
-                ),
+                _notify("notify_seller", "damage_claim", "email {seller} about the claim"),
+                _notify("notify_customer", "damage_credit", "email the buyer the credit note"),
             ),
         ),
         Flow(
@@ -154,12 +148,7 @@ FLOWS: dict[str, Flow] = {
                     "reship {qty} x {sku}",
                     tell_customer="The missing units are on their way.",
                 ),
-                Step(
-                    "notify_customer",
-                    "notify",
-                    {"order_id": "$order_id", "template": "reship_sent"},
-                    "email the buyer the shipment",
-                ),
+                _notify("notify_customer", "reship_sent", "email the buyer the shipment"),
             ),
         ),
         Flow(
@@ -167,19 +156,8 @@ FLOWS: dict[str, Flow] = {
             version="1",
             description="Refund an expedited delivery fee the buyer should not have paid.",
             steps=(
-                Step(
-                    "issue_refund",
-                    "act",
-                    {"order_id": "$order_id", "amount": "$amount", "currency": "$currency"},
-                    "${amount} expedited delivery fee",
-                    tell_customer="The expedited fee has been refunded.",
-                ),
-                Step(
-                    "notify_customer",
-                    "notify",
-                    {"order_id": "$order_id", "template": "fee_refunded"},
-                    "email the refund confirmation",
-                ),
+                _refund("${amount} expedited delivery fee", "The expedited fee has been refunded."),
+                _notify("notify_customer", "fee_refunded", "email the refund confirmation"),
             ),
         ),
         Flow(
@@ -194,19 +172,8 @@ FLOWS: dict[str, Flow] = {
                     {"reservation_id": "$reservation_id"},
                     "release {reservation_id}",
                 ),
-                Step(
-                    "issue_refund",
-                    "act",
-                    {"order_id": "$order_id", "amount": "$amount", "currency": "$currency"},
-                    "${amount} order refund",
-                    tell_customer="Your order is cancelled and refunded.",
-                ),
-                Step(
-                    "notify_customer",
-                    "notify",
-                    {"order_id": "$order_id", "template": "order_cancelled"},
-                    "email the cancellation",
-                ),
+                _refund("${amount} order refund", "Your order is cancelled and refunded."),
+                _notify("notify_customer", "order_cancelled", "email the cancellation"),
             ),
         ),
         Flow(
@@ -223,12 +190,7 @@ FLOWS: dict[str, Flow] = {
                     "ship {qty} x {sku} to the new address",
                     tell_customer="We are shipping to your new address.",
                 ),
-                Step(
-                    "notify_customer",
-                    "notify",
-                    {"order_id": "$order_id", "template": "address_changed"},
-                    "email the new tracking",
-                ),
+                _notify("notify_customer", "address_changed", "email the new tracking"),
             ),
         ),
         Flow(
@@ -242,12 +204,7 @@ FLOWS: dict[str, Flow] = {
                     {"sku": "$sku", "qty": "$qty", "reference": "$reference"},
                     "adjust {sku} by {qty} ({reference})",
                 ),
-                Step(
-                    "notify_seller",
-                    "notify",
-                    {"order_id": "$order_id", "template": "stock_corrected"},
-                    "email {seller}",
-                ),
+                _notify("notify_seller", "stock_corrected", "email {seller}"),
             ),
         ),
     ]

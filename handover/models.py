@@ -127,6 +127,10 @@ class IntentStatus(models.TextChoices):
     INTENDED = "intended", "Intended"
     PERFORMED = "performed", "Performed"
     FAILED = "failed", "Failed"
+    # Settled by reconciliation: the downstream says the call never happened.
+    NOT_PERFORMED = "not_performed", "Not performed"
+    # Reconciliation could not find out; a person must decide (see unknown_reason).
+    UNKNOWN = "unknown", "Unknown"
 
 
 class ErrorClass(models.TextChoices):
@@ -163,6 +167,18 @@ class Intent(models.Model):
     request_id = models.CharField(max_length=200, blank=True)
     intended_at = models.DateTimeField()
     settled_at = models.DateTimeField(null=True, blank=True)
+    # Reconciliation's bookkeeping while it asks the downstream about an open row.
+    # db_default too: journal_sql inserts rows without naming these columns.
+    lookup_attempts = models.PositiveIntegerField(default=0, db_default=0)
+    last_lookup_error = models.TextField(blank=True, default="", db_default="")
+    next_lookup_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Not asked again before this (jittered backoff after a failed lookup).",
+    )
+    unknown_reason = models.TextField(
+        blank=True, default="", db_default="", help_text="Why reconciliation could not settle the row."
+    )
 
     class Meta:
         ordering = ["intended_at", "id"]
@@ -230,6 +246,8 @@ class JournalEvent(models.Model):
         OUTCOME_RECORDED = "outcome_recorded", "Outcome recorded"
         DISPATCH_AMBIGUOUS = "dispatch_ambiguous", "Dispatch outcome unknown"
         CUSTOMER_TOLD = "customer_told", "Customer told"
+        INTENT_RECONCILED = "intent_reconciled", "Intent reconciled"
+        LOOKUP_FAILED = "lookup_failed", "Lookup failed"
 
     # Indexed by journal_run_at_idx (run, at), which also serves lookups by run alone.
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)

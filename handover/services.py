@@ -385,6 +385,16 @@ def run_complete(*, run: Run, actor: Actor) -> Run:
                 f"{len(open_steps)} intent(s) have no outcome yet: {', '.join(open_steps)}",
                 field="intents",
             )
+        # Reconciliation asked and the downstream could not say: a person must decide first.
+        unknown_steps = list(
+            locked.intents.filter(status=IntentStatus.UNKNOWN).values_list("step_id", flat=True)
+        )
+        if unknown_steps:
+            raise Conflict(
+                f"{len(unknown_steps)} intent(s) have an unknown outcome that a person must settle "
+                f"first: {', '.join(unknown_steps)}",
+                field="intents",
+            )
         now = timezone.now()
         locked.status = RunStatus.COMPLETED
         locked.version += 1

@@ -194,6 +194,29 @@ CELERY_TASK_SOFT_TIME_LIMIT = 240
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = TIME_ZONE
 
+# Reconciliation (reconciliation/): an intent row still `intended` this long after it was
+# recorded, with its run silent as long, is in doubt and its downstream is asked about its key.
+SEAM_STALE_AFTER_SECONDS = _env_or_fail(env.float, "SEAM_STALE_AFTER_SECONDS", default=60.0)
+# Per-tool overrides, e.g. SEAM_STALE_AFTER_BY_TOOL=issue_refund=120,adjust_stock=300
+SEAM_STALE_AFTER_BY_TOOL: dict[str, float] = {
+    tool: float(seconds)
+    for tool, seconds in _env_or_fail(env.dict, "SEAM_STALE_AFTER_BY_TOOL", default={}).items()
+}
+SEAM_LOOKUP_MAX_ATTEMPTS = _env_or_fail(env.int, "SEAM_LOOKUP_MAX_ATTEMPTS", default=5)
+SEAM_LOOKUP_BACKOFF_SECONDS = _env_or_fail(env.float, "SEAM_LOOKUP_BACKOFF_SECONDS", default=5.0)
+SEAM_LOOKUP_BACKOFF_MAX_SECONDS = _env_or_fail(env.float, "SEAM_LOOKUP_BACKOFF_MAX_SECONDS", default=600.0)
+# How long a sweeper's claim on a row lasts while it asks (longer than a lookup's timeouts).
+SEAM_LOOKUP_LEASE_SECONDS = _env_or_fail(env.float, "SEAM_LOOKUP_LEASE_SECONDS", default=60.0)
+SEAM_SWEEP_INTERVAL_SECONDS = _env_or_fail(env.float, "SEAM_SWEEP_INTERVAL_SECONDS", default=10.0)
+CELERY_BEAT_SCHEDULE = {
+    "reconciliation-sweep-stale-intents": {
+        "task": "reconciliation.sweep_stale_intents",
+        "schedule": SEAM_SWEEP_INTERVAL_SECONDS,
+        # A sweep not started within its interval is dropped: the next one re-finds the rows.
+        "options": {"expires": SEAM_SWEEP_INTERVAL_SECONDS},
+    },
+}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

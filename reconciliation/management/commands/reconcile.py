@@ -1,0 +1,51 @@
+"""`python manage.py reconcile [--older-than SECONDS] [--run ID]`: one sweep, now."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from handover.services import Actor
+from reconciliation.services import ReconcileOutcome, reconcile_sweep
+
+
+class Command(BaseCommand):
+    help = "Settle stale open intents now by asking their downstream systems, and print what was settled."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--older-than",
+            type=float,
+            default=None,
+            metavar="SECONDS",
+            help="Treat intents (and run heartbeats) older than this as stale; default: the settings.",
+        )
+        parser.add_argument("--run", default=None, metavar="ID", help="Only this run's intents.")
+        parser.add_argument("--limit", type=int, default=500)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        older_than = options["older_than"]
+        if older_than is not None and older_than < 0:
+            raise CommandError("--older-than must be 0 or more seconds")
+        run_id = options["run"]
+        if run_id is not None:
+            try:
+                run_id = uuid.UUID(str(run_id))
+            except ValueError as exc:
+                raise CommandError(f"--run must be a run id (a UUID); got {options['run']!r}") from exc
+        report = reconcile_sweep(
+            older_than=None if older_than is None else timedelta(seconds=older_than),
+            run_id=run_id,
+            limit=options["limit"],
+            actor=Actor.system("manage.py reconcile"),
+        )
+        for result in report.results:
+            if result.outcome == ReconcileOutcome.SKIPPED:
+                continue
+            line = f"intent {result.intent_id}: {result.outcome}"
+            self.stdout.write(f"{line} ({result.detail})" if result.detail else line)
+        summary = ", ".join(f"{n} {outcome}" for outcome, n in report.counts.items() if n)
+        self.stdout.write(f"reconciled {len(report.results)} stale intent(s): {summary or 'nothing to do'}")

@@ -1,0 +1,338 @@
+"""reconciliation.services against the real sandbox: each answer a lookup can give settles an
+open intent one way, failures to ask back off and are bounded, and nothing is settled twice."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+import requests
+from django.db import connection
+from django.test import override_settings
+from django.utils import timezone
+
+from handover import services as journal
+from handover.models import Intent, IntentStatus, JournalEvent, Run
+from reconciliation.selectors import stale_intents
+from reconciliation.services import ReconcileOutcome, intent_reconcile, reconcile_sweep
+from tools import services as tool_services
+from tools.registry import get_tool
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+REFUND = {"order_id": "SU-90317", "amount": "14.95", "currency": "USD"}
+SWEEPER = journal.Actor.system("test-sweeper")
+
+
+def _record(
+    run: Run, *, tool: str = "issue_refund", args: dict[str, Any] | None = None, occurrence: int = 0
+) -> Intent:
+    return journal.intent_record(
+        run=run,
+        tool=tool,
+        args=args or REFUND,
+        turn=1,
+        occurrence=occurrence,
+        actor=journal.Actor.agent("bot"),
+    ).intent
+
+
+def _go_stale(run: Run, *, ago: timedelta = timedelta(minutes=5)) -> None:
+    """The run died `ago`: its rows and its last heartbeat are that old."""
+    then = timezone.now() - ago
+    Run.objects.filter(pk=run.pk).update(last_heartbeat_at=then)
+    Intent.objects.filter(run=run).update(intended_at=then)
+
+
+def _fault(sandbox: str, **rule: Any) -> None:
+    response = requests.post(f"{sandbox}/sandbox/api/faults/", json=rule, timeout=5)
+    assert response.status_code == 201, response.text
+
+
+def test_a_call_the_provider_performed_is_settled_performed_with_its_receipt(
+    sandbox_tools: str, make_run: Callable[..., Run], ledger: Any
+) -> None:
+    run = make_run()
+    intent = _record(run)
+    get_tool("issue_refund").get_connector().perform(REFUND, intent.idempotency_key)
+
+    result = intent_reconcile(intent_id=intent.pk, actor=SWEEPER)
+
+    intent.refresh_from_db()
+    assert result.outcome == ReconcileOutcome.PERFORMED
+    assert intent.status == IntentStatus.PERFORMED
+    assert intent.receipt == ledger.get(idempotency_key=intent.idempotency_key).receipt
+    assert intent.settled_at is not None and intent.next_lookup_at is None
+    event = JournalEvent.objects.get(intent=intent, kind=JournalEvent.Kind.INTENT_RECONCILED)
+    assert (event.actor_kind, event.actor_name) == ("system", "test-sweeper")
+    assert event.data["receipt"] == intent.receipt
+
+
+def test_a_call_that_never_reached_the_provider_is_settled_not_performed(
+    sandbox_tools: str, make_run: Callable[..., Run], ledger: Any
+) -> None:
+    run = make_run()
+    intent = _record(run)
+
+    result = intent_reconcile(intent_id=intent.pk, actor=SWEEPER)
+
+    intent.refresh_from_db()
+    assert result.outcome == ReconcileOutcome.NOT_PERFORMED
+    assert intent.status == IntentStatus.NOT_PERFORMED
+    assert intent.receipt == {}
+    assert ledger.count() == 0
+
+
+def test_a_provider_that_cannot_say_leaves_the_row_unknown_with_its_reason(
+    sandbox_tools: str, make_run: Callable[..., Run]
+) -> None:
+    run = make_run()
+    intent = _record(run)
+    _fault(sandbox_tools, provider="payments", operation="lookup", fault="unknown_lookup")
+
+    result = intent_reconcile(intent_id=intent.pk, actor=SWEEPER)
+
+    intent.refresh_from_db()
+    assert result.outcome == ReconcileOutcome.UNKNOWN
+    assert intent.status == IntentStatus.UNKNOWN
+    assert intent.unknown_reason.startswith("the downstream cannot say:")
+    assert len(intent.unknown_reason) > len("the downstream cannot say: ")
+    event = JournalEvent.objects.get(intent=intent, kind=JournalEvent.Kind.INTENT_RECONCILED)
+    assert event.data["reason"] == intent.unknown_reason
+
+
+def test_an_unregistered_tool_is_unknown_because_no_connector_can_be_asked(
+    sandbox_tools: str, make_run: Callable[..., Run]
+) -> None:
+    run = make_run()
+    intent = _record(run, tool="fax_the_warehouse", args={"page": 1})
+
+    result = intent_reconcile(intent_id=intent.pk, actor=SWEEPER)
+
+    intent.refresh_from_db()
+    assert result.outcome == ReconcileOutcome.UNKNOWN
+    assert intent.status == IntentStatus.UNKNOWN
+    assert "no connector can be asked" in intent.unknown_reason
+
+
+def test_a_run_with_an_unknown_intent_cannot_be_completed(
+    sandbox_tools: str, make_run: Callable[..., Run]
+) -> None:
+    run = make_run()
+    intent = _record(run, tool="fax_the_warehouse", args={"page": 1})
+    intent_reconcile(intent_id=intent.pk, actor=SWEEPER)
+
+    with pytest.raises(journal.Conflict, match="unknown outcome that a person must settle"):
+        journal.run_complete(run=run, actor=journal.Actor.agent("bot"))
+
+
+def test_settling_twice_is_harmless(sandbox_tools: str, make_run: Callable[..., Run]) -> None:
+    run = make_run()
+    intent = _record(run)
+
+    first = intent_reconcile(intent_id=intent.pk, actor=SWEEPER)
+    second = intent_reconcile(intent_id=intent.pk, actor=SWEEPER)
+
+    assert first.outcome == ReconcileOutcome.NOT_PERFORMED
+    assert second.outcome == ReconcileOutcome.SKIPPED
+    assert JournalEvent.objects.filter(intent=intent, kind=JournalEvent.Kind.INTENT_RECONCILED).count() == 1
+
+
+def test_an_outcome_recorded_by_the_runtime_is_not_overwritten(
+    sandbox_tools: str, make_run: Callable[..., Run]
+) -> None:
+    run = make_run()
+    intent = _record(run)
+    journal.outcome_record(
+        intent=intent, ok=True, receipt={"refund_id": "re_x"}, actor=journal.Actor.agent("bot")
+    )
+
+    assert intent_reconcile(intent_id=intent.pk, actor=SWEEPER).outcome == ReconcileOutcome.SKIPPED
+    intent.refresh_from_db()
+    assert (intent.status, intent.receipt) == (IntentStatus.PERFORMED, {"refund_id": "re_x"})
+
+
+def test_a_heartbeating_run_and_a_young_intent_are_left_alone(
+    sandbox_tools: str, make_run: Callable[..., Run]
+) -> None:
+    alive = make_run(external_id="alive")
+    in_flight = _record(alive)
+    Intent.objects.filter(pk=in_flight.pk).update(intended_at=timezone.now() - timedelta(minutes=5))
+    journal.run_heartbeat(run=alive)
+    quiet = make_run(external_id="quiet")
+    young = _record(quiet)
+    Run.objects.filter(pk=quiet.pk).update(last_heartbeat_at=timezone.now() - timedelta(minutes=5))
+
+    report = reconcile_sweep(older_than=timedelta(seconds=60), actor=SWEEPER)
+
+    assert sum(report.counts.values()) == 0
+    assert set(Intent.objects.values_list("status", flat=True)) == {IntentStatus.INTENDED}
+    assert not JournalEvent.objects.filter(kind=JournalEvent.Kind.INTENT_RECONCILED).exists()
+    assert young.pk not in {i.pk for i in stale_intents(older_than=timedelta(seconds=60))}
+
+
+def test_the_default_threshold_comes_from_settings_with_a_per_tool_override(
+    sandbox_tools: str, make_run: Callable[..., Run]
+) -> None:
+    run = make_run()
+    refund = _record(run)
+    seller = _record(run, tool="notify_seller", args={"order_id": "SU-90317", "template": "return_started"})
+    _go_stale(run, ago=timedelta(seconds=90))
+
+    with override_settings(SEAM_STALE_AFTER_SECONDS=60, SEAM_STALE_AFTER_BY_TOOL={"notify_seller": 300}):
+        stale = [i.pk for i in stale_intents()]
+
+    assert stale == [refund.pk]
+    assert seller.pk not in stale
+
+
+@override_settings(SEAM_LOOKUP_MAX_ATTEMPTS=3)
+def test_transient_lookup_failures_back_off_and_end_unknown_past_the_budget(
+    sandbox_tools: str, make_run: Callable[..., Run]
+) -> None:
+    run = make_run()
+    intent = _record(run)
+    _go_stale(run)
+    _fault(sandbox_tools, provider="payments", operation="lookup", fault="fail_before", remaining=10)
+
+    first = reconcile_sweep(older_than=timedelta(0), actor=SWEEPER)
+
+    intent.refresh_from_db()
+    assert first.counts["retry_later"] == 1
+    assert intent.status == IntentStatus.INTENDED
+    assert intent.lookup_attempts == 1
+    assert intent.last_lookup_error.startswith("transient: HTTP 503")
+    assert intent.next_lookup_at is not None and intent.next_lookup_at > timezone.now()
+    # Backing off: the next sweep does not ask again yet.
+    assert sum(reconcile_sweep(older_than=timedelta(0), actor=SWEEPER).counts.values()) == 0
+
+    Intent.objects.filter(pk=intent.pk).update(next_lookup_at=None)  # the backoff has passed
+    assert intent_reconcile(intent_id=intent.pk, actor=SWEEPER).outcome == ReconcileOutcome.RETRY_LATER
+    Intent.objects.filter(pk=intent.pk).update(next_lookup_at=None)
+    last = intent_reconcile(intent_id=intent.pk, actor=SWEEPER)
+
+    intent.refresh_from_db()
+    assert last.outcome == ReconcileOutcome.UNKNOWN
+    assert intent.status == IntentStatus.UNKNOWN
+    assert intent.lookup_attempts == 3
+    assert "after 3 attempts" in intent.unknown_reason and "HTTP 503" in intent.unknown_reason
+    kinds = list(JournalEvent.objects.filter(intent=intent).values_list("kind", flat=True))
+    assert kinds.count(JournalEvent.Kind.LOOKUP_FAILED) == 2
+    assert kinds.count(JournalEvent.Kind.INTENT_RECONCILED) == 1
+
+
+def test_two_sweepers_at_once_settle_each_row_exactly_once(
+    sandbox_tools: str, make_run: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = make_run()
+    intents = [_record(run, occurrence=i) for i in range(50)]
+    connector = get_tool("issue_refund").get_connector()
+    for intent in intents[::2]:
+        connector.perform(REFUND, intent.idempotency_key)
+    _go_stale(run)
+    lookups: list[int] = []
+    real_lookup = tool_services.intent_lookup
+
+    def counting_lookup(*, intent: Intent) -> Any:
+        lookups.append(intent.pk)
+        return real_lookup(intent=intent)
+
+    monkeypatch.setattr(tool_services, "intent_lookup", counting_lookup)
+    start = threading.Barrier(2)
+    reports: list[Any] = []
+    errors: list[BaseException] = []
+
+    def sweep() -> None:
+        try:
+            start.wait()
+            reports.append(reconcile_sweep(older_than=timedelta(0), actor=SWEEPER))
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()  # each thread has its own connection
+
+    threads = [threading.Thread(target=sweep) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+
+    assert errors == []
+    assert len(reports) == 2
+    per_intent = {
+        i.pk: JournalEvent.objects.filter(intent=i, kind=JournalEvent.Kind.INTENT_RECONCILED).count()
+        for i in intents
+    }
+    assert set(per_intent.values()) == {1}
+    assert sorted(lookups) == sorted(i.pk for i in intents)  # each downstream asked once
+    settled = sum(r.counts["performed"] + r.counts["not_performed"] for r in reports)
+    assert settled == 50
+    assert Intent.objects.filter(status=IntentStatus.PERFORMED).count() == 25
+    assert Intent.objects.filter(status=IntentStatus.NOT_PERFORMED).count() == 25
+
+
+def test_the_reconcile_command_prints_what_it_settled(
+    sandbox_tools: str, make_run: Callable[..., Run]
+) -> None:
+    import io
+
+    from django.core.management import call_command
+
+    run = make_run()
+    intent = _record(run)
+    _go_stale(run)
+    out = io.StringIO()
+
+    call_command("reconcile", "--run", str(run.pk), stdout=out)
+
+    assert f"intent {intent.pk}: not_performed" in out.getvalue()
+    assert "1 not_performed" in out.getvalue()
+
+
+def test_the_periodic_task_sweeps_under_its_stable_name(
+    sandbox_tools: str, make_run: Callable[..., Run], settings: Any
+) -> None:
+    from config.celery import app
+    from reconciliation.tasks import sweep_stale_intents
+
+    run = make_run()
+    intent = _record(run)
+    _go_stale(run)
+
+    counts = sweep_stale_intents.apply().get()
+
+    assert counts["not_performed"] == 1
+    assert Intent.objects.get(pk=intent.pk).status == IntentStatus.NOT_PERFORMED
+    task = app.tasks["reconciliation.sweep_stale_intents"]
+    assert task.acks_late and task.reject_on_worker_lost and task.time_limit
+    schedule = settings.CELERY_BEAT_SCHEDULE["reconciliation-sweep-stale-intents"]
+    assert schedule["task"] == "reconciliation.sweep_stale_intents"
+
+
+@override_settings(SEAM_LOOKUP_MAX_ATTEMPTS=1)
+def test_a_connector_that_crashes_does_not_stop_the_sweep_and_ends_unknown(
+    sandbox_tools: str, make_run: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = make_run()
+    broken = _record(run, occurrence=0)
+    fine = _record(run, occurrence=1)
+    _go_stale(run)
+    real_lookup = tool_services.intent_lookup
+
+    def lookup(*, intent: Intent) -> Any:
+        if intent.pk == broken.pk:
+            raise RuntimeError("connector bug")
+        return real_lookup(intent=intent)
+
+    monkeypatch.setattr(tool_services, "intent_lookup", lookup)
+
+    report = reconcile_sweep(older_than=timedelta(0), actor=SWEEPER)
+
+    assert (report.counts["unknown"], report.counts["not_performed"]) == (1, 1)
+    broken.refresh_from_db()
+    assert broken.status == IntentStatus.UNKNOWN
+    assert "connector bug" in broken.unknown_reason
+    assert Intent.objects.get(pk=fine.pk).status == IntentStatus.NOT_PERFORMED

@@ -65,6 +65,21 @@ class AgentToken(models.Model):
 class RunStatus(models.TextChoices):
     RUNNING = "running", "Running"
     COMPLETED = "completed", "Completed"
+    # Stated outcomes after a run died, decided by reconciliation's written policy:
+    COMPENSATED = "compensated", "Compensated"
+    ESCALATED = "escalated", "Escalated"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class OutcomeReason(models.TextChoices):
+    """Why a run ended where a person must look (the handover's `reason`)."""
+
+    RUN_DIED_MID_SEQUENCE = "run_died_mid_sequence", "Run died mid-sequence"
+    UNKNOWN_OUTCOME = "unknown_outcome", "A call's outcome is unknown"
+    VERSION_MISMATCH = "version_mismatch", "Recorded versions differ from the running code"
+    DEADLINE_PASSED = "deadline_passed", "Deadline passed"
+    COMPENSATION_FAILED = "compensation_failed", "Compensation failed"
+    POLICY = "policy", "Policy says a person decides"
 
 
 class Run(models.Model):
@@ -94,6 +109,18 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     version = models.PositiveIntegerField(default=1)
+    # How the run ended when it did not simply complete: set by reconciliation's decision or
+    # by cancellation, with the detail a person needs.
+    outcome_reason = models.CharField(max_length=40, choices=OutcomeReason.choices, blank=True)
+    outcome_detail = models.TextField(blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    # Seed 002: retries, repairs, replans, reflections and escalations are counted apart, so
+    # "reasoned ten times about a 403" shows up as ten reflections, not as progress.
+    retries = models.PositiveIntegerField(default=0)
+    repairs = models.PositiveIntegerField(default=0)
+    replans = models.PositiveIntegerField(default=0)
+    reflections = models.PositiveIntegerField(default=0)
+    escalations = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at"]
@@ -245,6 +272,11 @@ class JournalEvent(models.Model):
         INTENT_RECORDED = "intent_recorded", "Intent recorded"
         OUTCOME_RECORDED = "outcome_recorded", "Outcome recorded"
         DISPATCH_AMBIGUOUS = "dispatch_ambiguous", "Dispatch outcome unknown"
+        RUN_RESUMED = "run_resumed", "Run resumed"
+        RUN_ESCALATED = "run_escalated", "Run escalated"
+        RUN_CANCELLED = "run_cancelled", "Run cancelled"
+        INTENT_READMITTED = "intent_readmitted", "Intent re-admitted for resumption"
+        COUNTED = "counted", "Retry, repair, replan or reflection counted"
         CUSTOMER_TOLD = "customer_told", "Customer told"
         INTENT_RECONCILED = "intent_reconciled", "Intent reconciled"
         LOOKUP_FAILED = "lookup_failed", "Lookup failed"
@@ -265,3 +297,28 @@ class JournalEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} by {self.actor_kind}:{self.actor_name}"
+
+
+class Escalation(models.Model):
+    """A run handed to a person: why, what the decision rested on, and — once someone acts —
+    who resolved it and how. Written by reconciliation's decision (and later by compensation
+    failures); the dashboard's queue lists the open ones."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="escalation_records")
+    reason = models.CharField(max_length=40, choices=OutcomeReason.choices)
+    detail = models.TextField(blank=True)
+    created_at = models.DateTimeField()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True)
+    resolution_note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [
+            models.Index(
+                fields=["created_at"], condition=Q(resolved_at__isnull=True), name="escalation_open_idx"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reason} ({self.run})"

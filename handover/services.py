@@ -17,6 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from tools.registry import ArgumentsRefused, UnknownTool, get_tool
@@ -133,7 +134,7 @@ def _single_statement_journal() -> bool:
     return connection.vendor == "postgresql" and settings.SEAM_JOURNAL_SINGLE_STATEMENT
 
 
-def _inside_open_transaction() -> bool:
+def inside_open_transaction() -> bool:
     connection = transaction.get_connection()
     # Django's TestCase wraps each test in atomic blocks it marks as its own; durable blocks
     # ignore those, and so do we. Any other open block means the caller holds a transaction.
@@ -145,13 +146,13 @@ def _inside_open_transaction() -> bool:
 def durable() -> Iterator[None]:
     """A transaction that is committed when the block exits, or an error if the caller already
     holds one open (then nothing inside would be durable when we return)."""
-    if _inside_open_transaction():
+    if inside_open_transaction():
         raise OpenTransactionRefused(OPEN_TRANSACTION_MESSAGE)
     with transaction.atomic(durable=True):
         yield
 
 
-def _event(
+def event_record(
     *,
     run: Run,
     kind: str,
@@ -347,7 +348,7 @@ def run_create(
                 plan=clean_plan,
                 last_heartbeat_at=now,
             )
-            _event(
+            event_record(
                 run=run,
                 kind=JournalEvent.Kind.RUN_CREATED,
                 actor=actor,
@@ -399,7 +400,7 @@ def run_complete(*, run: Run, actor: Actor) -> Run:
         locked.status = RunStatus.COMPLETED
         locked.version += 1
         locked.save(update_fields=["status", "version", "updated_at"])
-        _event(run=locked, kind=JournalEvent.Kind.RUN_COMPLETED, actor=actor, at=now)
+        event_record(run=locked, kind=JournalEvent.Kind.RUN_COMPLETED, actor=actor, at=now)
     return locked
 
 
@@ -489,7 +490,7 @@ def _insert_intent(
     intents or the key is already recorded. Returns (run status or None, new intent id or None);
     raises IntegrityError when the step slot holds another intent."""
     run = fields["run"]
-    if _inside_open_transaction():
+    if inside_open_transaction():
         raise OpenTransactionRefused(OPEN_TRANSACTION_MESSAGE)
     if _single_statement_journal():
         # Inside Django's test transaction a failed statement would poison it; a savepoint
@@ -528,7 +529,7 @@ def _insert_intent(
             if Intent.objects.filter(idempotency_key=fields["idempotency_key"]).exists():
                 return status, None
             raise
-        _event(
+        event_record(
             run=run,
             intent=intent,
             kind=JournalEvent.Kind.INTENT_RECORDED,
@@ -633,7 +634,7 @@ def _settle_intent(
     actor: Actor,
     event_data: dict[str, Any],
 ) -> bool:
-    if _inside_open_transaction():
+    if inside_open_transaction():
         raise OpenTransactionRefused(OPEN_TRANSACTION_MESSAGE)
     if _single_statement_journal():
         return journal_sql.settle_intent(
@@ -654,7 +655,7 @@ def _settle_intent(
             request_id=request_id, settled_at=now, **wanted
         )
         if settled:
-            _event(
+            event_record(
                 run=intent.run,
                 intent=intent,
                 kind=JournalEvent.Kind.OUTCOME_RECORDED,
@@ -665,11 +666,87 @@ def _settle_intent(
     return bool(settled)
 
 
+def intent_readmit(*, intent: Intent, actor: Actor) -> Intent:
+    """Open again, for resumption, a row that reconciliation proved `not_performed`: the call
+    never happened, so sending it now with the same key is the first time, not a repeat."""
+    now = timezone.now()
+    with durable():
+        reopened = Intent.objects.filter(pk=intent.pk, status=IntentStatus.NOT_PERFORMED).update(
+            status=IntentStatus.INTENDED, settled_at=None, intended_at=now
+        )
+        if not reopened:
+            raise Conflict(
+                f"intent {intent.step_id} is not `not_performed`; it cannot be re-admitted", field="status"
+            )
+        event_record(
+            run=intent.run,
+            intent=intent,
+            kind=JournalEvent.Kind.INTENT_READMITTED,
+            actor=actor,
+            at=now,
+            data={"idempotency_key": intent.idempotency_key},
+        )
+    return Intent.objects.select_related("run", "run__tenant").get(pk=intent.pk)
+
+
+COUNTERS = {"retry": "retries", "repair": "repairs", "replan": "replans", "reflection": "reflections"}
+
+
+def run_count(*, run: Run, kind: str, actor: Actor) -> Run:
+    """Count one retry, repair, replan or reflection of the run (seed 002 counts them apart)."""
+    column = COUNTERS.get(kind)
+    if column is None:
+        raise InvalidInput(f"kind must be one of {', '.join(COUNTERS)}", field="kind")
+    with durable():
+        Run.objects.filter(pk=run.pk).update(**{column: F(column) + 1})
+        event_record(
+            run=run, kind=JournalEvent.Kind.COUNTED, actor=actor, at=timezone.now(), data={"kind": kind}
+        )
+    return Run.objects.select_related("tenant").get(pk=run.pk)
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    run: Run
+    completed: list[Intent]
+    uncertain: list[Intent]
+    cleanup_scheduled: list[str]
+
+
+def run_cancel(*, run: Run, reason: str, actor: Actor) -> Cancelled:
+    """Stop admitting new steps. The run row is locked against the intent insert's share lock,
+    so no intent is admitted after this commits; a call already in flight stays `intended` and
+    is settled by reconciliation like any other. Cancelling twice returns the same answer."""
+    reason = _clean_text(reason, field="reason", limit=MAX_SUMMARY_CHARS, required=True)
+    now = timezone.now()
+    with durable():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        if locked.status == RunStatus.RUNNING:
+            locked.status = RunStatus.CANCELLED
+            locked.outcome_detail = reason
+            locked.ended_at = now
+            locked.version += 1
+            locked.save(update_fields=["status", "outcome_detail", "ended_at", "version", "updated_at"])
+            event_record(
+                run=locked, kind=JournalEvent.Kind.RUN_CANCELLED, actor=actor, at=now, data={"reason": reason}
+            )
+        elif locked.status != RunStatus.CANCELLED:
+            raise Conflict(f"run is {locked.status}; only a running run can be cancelled", field="status")
+    intents = list(locked.intents.order_by("intended_at", "id"))
+    return Cancelled(
+        run=locked,
+        completed=[i for i in intents if i.status == IntentStatus.PERFORMED],
+        uncertain=[i for i in intents if i.status in (IntentStatus.INTENDED, IntentStatus.UNKNOWN)],
+        # Compensations are scheduled by the compensations executor (a later issue): none yet.
+        cleanup_scheduled=[],
+    )
+
+
 def dispatch_ambiguous_record(*, intent: Intent, error_class: str, message: str, actor: Actor) -> None:
     """The call may or may not have reached the downstream (a timeout after sending, a crash in
     the tool). The row stays `intended`; the event keeps the evidence for whoever settles it."""
     with durable():
-        _event(
+        event_record(
             run=intent.run,
             intent=intent,
             kind=JournalEvent.Kind.DISPATCH_AMBIGUOUS,
@@ -764,7 +841,7 @@ def customer_message_record(
         raise InvalidInput("told_at must carry a time zone", field="told_at")
     with durable():
         message = CustomerMessage.objects.create(run=run, channel=channel, body=body, told_at=told_at)
-        _event(
+        event_record(
             run=run,
             kind=JournalEvent.Kind.CUSTOMER_TOLD,
             actor=actor,

@@ -25,7 +25,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from handover.models import ErrorClass, Intent, IntentStatus, JournalEvent
-from handover.services import OPEN_TRANSACTION_MESSAGE, Actor, OpenTransactionRefused
+from handover.services import OPEN_TRANSACTION_MESSAGE, Actor, OpenTransactionRefused, inside_open_transaction
 from handover.tool_errors import ToolError
 from tools import services as tools
 from tools.connectors import NotPerformed, Performed, Unknown
@@ -182,7 +182,7 @@ def intent_reconcile(*, intent_id: int, actor: Actor) -> Reconciled:
     reason, for a person. A transient failure counts an attempt and backs off; past
     settings.SEAM_LOOKUP_MAX_ATTEMPTS the row becomes `unknown`. A row that is not open, not due,
     or claimed by another sweeper is skipped untouched."""
-    if _inside_open_transaction():
+    if inside_open_transaction():
         raise OpenTransactionRefused(OPEN_TRANSACTION_MESSAGE)
     intent = _claim(intent_id=intent_id, now=timezone.now())
     if intent is None:
@@ -240,11 +240,6 @@ def _result(intent: Intent, settled: bool, outcome: ReconcileOutcome, detail: st
     if not settled:
         return Reconciled(intent_id=intent.pk, outcome=ReconcileOutcome.SKIPPED, detail="settled meanwhile")
     return Reconciled(intent_id=intent.pk, outcome=outcome, detail=detail)
-
-
-def _inside_open_transaction() -> bool:
-    connection = transaction.get_connection()
-    return any(not getattr(b, "_from_testcase", False) for b in connection.atomic_blocks)
 
 
 @dataclass(frozen=True)

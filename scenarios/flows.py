@@ -209,3 +209,8 @@ FLOWS: dict[str, Flow] = {
         ),
     ]
 }
+
+
+def running_versions() -> dict[str, dict[str, str]]:
+    """The versions this deployment's code runs each task type under (settings.SEAM_RUNNING_VERSIONS)."""
+    return {task_type: flow.run_versions() for task_type, flow in FLOWS.items()}

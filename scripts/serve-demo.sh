@@ -10,7 +10,7 @@ sandbox_port="${SEAM_SANDBOX_URL##*:}"
 
 .venv/bin/python manage.py runsandbox --port "$sandbox_port" > var/log/sandbox.log 2>&1 &
 sandbox=$!
-.venv/bin/celery -A config worker --loglevel=WARNING --concurrency=1 --pool=solo > var/log/worker.log 2>&1 &
+.venv/bin/celery -A config worker --beat --schedule var/celery/beat-schedule --loglevel=WARNING --concurrency=1 --pool=solo > var/log/worker.log 2>&1 &
 worker=$!
 trap 'kill $sandbox $worker 2>/dev/null || true' EXIT INT TERM
 

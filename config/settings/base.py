@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "simple_history",
     "handover",
     "reconciliation",
     "compensations",
@@ -55,6 +56,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "simple_history.middleware.HistoryRequestMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -135,6 +137,12 @@ SEAM_JOURNAL_SINGLE_STATEMENT = _env_or_fail(env.bool, "SEAM_JOURNAL_SINGLE_STAT
 # downstream systems listens (python manage.py runsandbox).
 SEAM_TOOL_MODULES = _env_or_fail(env.list, "SEAM_TOOL_MODULES", default=["tools.sandbox_tools"])
 SEAM_SANDBOX_URL = env("SEAM_SANDBOX_URL", default="http://127.0.0.1:8100")
+
+# What versions the running code has per task type (schema, flow, policy, capability): a dotted
+# path to a function returning {task_type: {...}}. A dead run recorded under other versions is not
+# resumed silently (reconciliation.decisions).
+SEAM_RUNNING_VERSIONS = env("SEAM_RUNNING_VERSIONS", default="scenarios.flows.running_versions")
+SEAM_RESUME_TRANSIENT_RETRIES = _env_or_fail(env.int, "SEAM_RESUME_TRANSIENT_RETRIES", default=3)
 
 # Agents send arguments up to the journal's own limit (handover.services.MAX_ARGS_BYTES);
 # the request as a whole may carry a plan of several such steps.

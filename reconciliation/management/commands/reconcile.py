@@ -1,4 +1,4 @@
-"""`python manage.py reconcile [--older-than SECONDS] [--run ID]`: one sweep, now."""
+"""`python manage.py reconcile [--older-than SECONDS] [--run ID] [--decide]`: one sweep, now."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from handover.services import Actor
+from reconciliation.decisions import dead_runs, run_decide
+from reconciliation.selectors import stale_after
 from reconciliation.services import ReconcileOutcome, reconcile_sweep
 
 
@@ -25,6 +27,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--run", default=None, metavar="ID", help="Only this run's intents.")
         parser.add_argument("--limit", type=int, default=500)
+        parser.add_argument(
+            "--decide",
+            action="store_true",
+            help="Then give every dead run whose calls are all settled its policy's outcome (resume or escalate).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         older_than = options["older_than"]
@@ -49,3 +56,15 @@ class Command(BaseCommand):
             self.stdout.write(f"{line} ({result.detail})" if result.detail else line)
         summary = ", ".join(f"{n} {outcome}" for outcome, n in report.counts.items() if n)
         self.stdout.write(f"reconciled {len(report.results)} stale intent(s): {summary or 'nothing to do'}")
+        if options["decide"]:
+            quiet_for = stale_after(None) if older_than is None else timedelta(seconds=older_than)
+            runs = dead_runs(quiet_for=quiet_for)
+            if run_id is not None:
+                runs = runs.filter(pk=run_id)
+            for run in runs[: options["limit"]]:
+                decision = run_decide(run=run, actor=Actor.system("manage.py reconcile"))
+                reason = f" {decision.reason}" if decision.reason else ""
+                detail = f": {decision.detail}" if decision.detail else ""
+                self.stdout.write(
+                    f"run {decision.run_id} ({run.ticket_id}): {decision.outcome}{reason}{detail}"
+                )

@@ -1,0 +1,333 @@
+"""What happens to a dead run once every call it made is settled: finished (resume), or handed
+to a person (escalate) — by its task type's written policy, never by accident.
+
+Resumption is allowed only when the policy allows it for the phase the run reached, the run's
+wall-clock deadline and the policy's maximum age have not passed, and the versions the run was
+recorded under match the running code (or a registered, tested upgrade exists). Resuming
+re-derives each remaining planned step's idempotency key, so a step that was in fact performed
+is found and never repeated. Until the compensations executor exists, a run that must be
+compensated is escalated with "compensation required"."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Exists, F, OuterRef
+from django.utils import timezone
+from django.utils.module_loading import import_string
+
+from handover import services as journal
+from handover.keys import idempotency_key
+from handover.models import Escalation, Intent, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
+from handover.tool_errors import ToolError
+from tools import services as tools
+from tools.registry import UnknownTool, get_tool
+
+from .models import PHASES, Strategy, TaskPolicy
+
+# --- version upgrades -------------------------------------------------------------------------
+
+Upgrade = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+UPGRADES: dict[tuple[str, str, str, str], Upgrade] = {}
+
+
+def register_upgrade(task_type: str, field: str, recorded: str, running: str) -> Callable[[Upgrade], Upgrade]:
+    """Declare a tested function that carries a run's plan from one recorded version of `field`
+    (schema, flow, policy or capability) to the running one. Without one, a mismatch escalates."""
+
+    def register(function: Upgrade) -> Upgrade:
+        UPGRADES[(task_type, field, recorded, running)] = function
+        return function
+
+    return register
+
+
+def running_versions(task_type: str) -> dict[str, str] | None:
+    versions: dict[str, dict[str, str]] = import_string(settings.SEAM_RUNNING_VERSIONS)()
+    return versions.get(task_type)
+
+
+# --- outcomes ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Decision:
+    run_id: str
+    outcome: str  # completed | escalated | waiting | skipped
+    reason: str = ""
+    detail: str = ""
+
+
+def _escalate(*, run: Run, reason: str, detail: str, actor: journal.Actor) -> Decision:
+    now = timezone.now()
+    with journal.durable():
+        ended = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
+            status=RunStatus.ESCALATED,
+            outcome_reason=reason,
+            outcome_detail=detail,
+            ended_at=now,
+            version=F("version") + 1,
+            escalations=F("escalations") + 1,
+        )
+        if not ended:
+            return Decision(run_id=str(run.pk), outcome="skipped", detail="the run already ended")
+        Escalation.objects.create(run=run, reason=reason, detail=detail, created_at=now)
+        journal.event_record(
+            run=run,
+            kind=JournalEvent.Kind.RUN_ESCALATED,
+            actor=actor,
+            at=now,
+            data={"reason": reason, "detail": detail},
+        )
+    return Decision(run_id=str(run.pk), outcome="escalated", reason=reason, detail=detail)
+
+
+def _completed_writes(run: Run, intents: list[Intent]) -> str:
+    done = [i.tool for i in intents if i.status == IntentStatus.PERFORMED]
+    return ", ".join(done) if done else "nothing"
+
+
+def _phase_index(phase: str) -> int:
+    return PHASES.index(phase) if phase in PHASES else len(PHASES)
+
+
+def _version_problem(run: Run) -> str:
+    """'' when the run may be resumed by the running code (applying registered upgrades to its
+    plan), else a sentence naming the mismatch."""
+    running = running_versions(run.task_type)
+    if running is None:
+        return f"the running code has no flow for task type {run.task_type}"
+    recorded = run.versions
+    plan = list(run.plan)
+    for field in ("schema", "flow", "policy", "capability"):
+        if recorded[field] == running[field]:
+            continue
+        upgrade = UPGRADES.get((run.task_type, field, recorded[field], running[field]))
+        if upgrade is None:
+            return f"{field} version {recorded[field]} was recorded; the running code has {running[field]}"
+        plan = upgrade(plan)
+    if plan != run.plan:
+        Run.objects.filter(pk=run.pk).update(plan=plan)
+        run.plan = plan
+    return ""
+
+
+# --- the decision -----------------------------------------------------------------------------
+
+
+def run_decide(*, run: Run, actor: journal.Actor) -> Decision:
+    """Decide a dead run whose calls are all settled. Waits (changes nothing) while a call is
+    still `intended`; escalates on an unknown outcome, a version mismatch, a passed deadline or
+    age, or when the policy says compensate; otherwise resumes it to completion."""
+    run = Run.objects.select_related("tenant").get(pk=run.pk)
+    if run.status != RunStatus.RUNNING:
+        return Decision(run_id=str(run.pk), outcome="skipped", detail=f"run is {run.status}")
+    # Claim the decision: a compare-and-swap on the heartbeat we saw. It also marks the run alive
+    # while we work on it, so a second sweeper (two beats, two workers) leaves it alone.
+    if not _heartbeat(run, expected=run.last_heartbeat_at):
+        return Decision(run_id=str(run.pk), outcome="skipped", detail="another sweeper is deciding this run")
+    intents = list(run.intents.all())
+    if any(i.status == IntentStatus.INTENDED for i in intents):
+        return Decision(run_id=str(run.pk), outcome="waiting", detail="a call is still in doubt")
+    unknown = [i for i in intents if i.status == IntentStatus.UNKNOWN]
+    if unknown:
+        detail = "; ".join(f"{i.tool} (key {i.idempotency_key}): {i.unknown_reason}" for i in unknown)
+        return _escalate(run=run, reason=OutcomeReason.UNKNOWN_OUTCOME, detail=detail, actor=actor)
+    policy = TaskPolicy.objects.filter(task_type=run.task_type).first()
+    if policy is None:
+        return _escalate(
+            run=run,
+            reason=OutcomeReason.POLICY,
+            detail=f"no recovery policy for task type {run.task_type}",
+            actor=actor,
+        )
+    problem = _version_problem(run)
+    if problem:
+        return _escalate(run=run, reason=OutcomeReason.VERSION_MISMATCH, detail=problem, actor=actor)
+    now = timezone.now()
+    done = _completed_writes(run, intents)
+    if run.deadline is not None and run.deadline < now:
+        return _escalate(
+            run=run,
+            reason=OutcomeReason.DEADLINE_PASSED,
+            detail=f"deadline {run.deadline:%Y-%m-%d %H:%M} passed; compensation required for: {done}",
+            actor=actor,
+        )
+    if policy.strategy == Strategy.COMPENSATE_AND_ESCALATE:
+        return _escalate(
+            run=run,
+            reason=OutcomeReason.POLICY,
+            detail=f"policy v{policy.version}: always compensate and escalate; compensation required for: {done}",
+            actor=actor,
+        )
+    if now - run.created_at > policy.max_resume_age:
+        return _escalate(
+            run=run,
+            reason=OutcomeReason.POLICY,
+            detail=f"older than the policy's {policy.max_resume_age} for resuming; compensation required for: {done}",
+            actor=actor,
+        )
+    if policy.strategy == Strategy.RESUME_UNTIL_PHASE:
+        limit = _phase_index(policy.phase)
+        performed = {i.idempotency_key for i in intents if i.status == IntentStatus.PERFORMED}
+        acted = [
+            s
+            for s in _plan_with_keys(run)
+            if s["key"] in performed and _phase_index(s.get("phase", "")) >= limit
+        ]
+        if acted:
+            return _escalate(
+                run=run,
+                reason=OutcomeReason.RUN_DIED_MID_SEQUENCE,
+                detail=f"the run had entered the {policy.phase} phase ({', '.join(s['tool'] for s in acted)}); "
+                f"compensation required for: {done}",
+                actor=actor,
+            )
+    return run_resume(run=run, actor=actor)
+
+
+def _heartbeat(run: Run, *, expected: Any) -> bool:
+    now = timezone.now()
+    claimed = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING, last_heartbeat_at=expected).update(
+        last_heartbeat_at=now
+    )
+    if claimed:
+        run.last_heartbeat_at = now
+    return bool(claimed)
+
+
+def _plan_with_keys(run: Run) -> list[dict[str, Any]]:
+    return [
+        {
+            **step,
+            "key": idempotency_key(
+                tenant_slug=run.tenant.slug,
+                run_id=str(run.pk),
+                tool=step["tool"],
+                args=step.get("args", {}),
+                policy_version=run.policy_version,
+                occurrence=step.get("occurrence", 0),
+            ),
+        }
+        for step in run.plan
+    ]
+
+
+def _perform_step(*, run: Run, step: dict[str, Any], turn: int, actor: journal.Actor) -> journal.Performed:
+    return tools.tool_perform(
+        run=run,
+        tool=step["tool"],
+        args=step.get("args", {}),
+        turn=turn,
+        occurrence=step.get("occurrence", 0),
+        actor=actor,
+    )
+
+
+def _send_readmitted(*, intent: Intent, tool: str, actor: journal.Actor) -> None:
+    """Send, with its own key, a call reconciliation proved never happened."""
+    reopened = journal.intent_readmit(intent=intent, actor=actor)
+    connector = get_tool(tool).get_connector()
+    try:
+        result = _send_with_retries(partial(connector.perform, reopened.args, reopened.idempotency_key))
+    except ToolError as exc:
+        if exc.error_class != "ambiguous":
+            journal.outcome_record(
+                intent=reopened, ok=False, summary=exc.message, error_class=exc.error_class, actor=actor
+            )
+        raise
+    journal.outcome_record(
+        intent=reopened,
+        ok=True,
+        summary=result.summary,
+        receipt=result.receipt,
+        request_id=result.request_id,
+        actor=actor,
+    )
+
+
+def _send_with_retries(call: Callable[[], Any]) -> Any:
+    """Seed 002: only a transient failure is retried, boundedly and with jitter."""
+    attempts = settings.SEAM_RESUME_TRANSIENT_RETRIES
+    for attempt in range(attempts + 1):
+        try:
+            return call()
+        except ToolError as exc:
+            if exc.error_class != "transient" or attempt == attempts:
+                raise
+            time.sleep(random.uniform(0.5, 1.0) * 0.2 * 2**attempt)
+    raise AssertionError("unreachable")
+
+
+def run_resume(*, run: Run, actor: journal.Actor) -> Decision:
+    """Finish the run's remaining planned writes, in order, with the keys the runtime would have
+    used. A performed step is skipped; a `not_performed` one is re-admitted and sent with its
+    own key; a missing one is recorded and sent. Any failure other than a transient one stops
+    and escalates (ambiguous: waits for reconciliation)."""
+    with journal.durable():
+        journal.event_record(
+            run=run, kind=JournalEvent.Kind.RUN_RESUMED, actor=actor, at=timezone.now(), data={}
+        )
+    by_key = {i.idempotency_key: i for i in run.intents.all()}
+    next_turn = max((i.turn for i in by_key.values()), default=0) + 1
+    for step in _plan_with_keys(run):
+        intent = by_key.get(step["key"])
+        _heartbeat(run, expected=run.last_heartbeat_at)
+        try:
+            if intent is not None and intent.status == IntentStatus.PERFORMED:
+                continue
+            if intent is not None and intent.status == IntentStatus.FAILED:
+                return _escalate(
+                    run=run,
+                    reason=OutcomeReason.RUN_DIED_MID_SEQUENCE,
+                    detail=f"{step['tool']} failed ({intent.error_class}): {intent.outcome_summary}",
+                    actor=actor,
+                )
+            if intent is not None and intent.status == IntentStatus.NOT_PERFORMED:
+                _send_readmitted(intent=intent, tool=step["tool"], actor=actor)
+                continue
+            _send_with_retries(partial(_perform_step, run=run, step=step, turn=next_turn, actor=actor))
+            next_turn += 1
+        except ToolError as exc:
+            if exc.error_class == "ambiguous":
+                return Decision(
+                    run_id=str(run.pk),
+                    outcome="waiting",
+                    detail=f"{step['tool']} is in doubt again; reconciliation will settle it",
+                )
+            return _escalate(
+                run=run,
+                reason=OutcomeReason.RUN_DIED_MID_SEQUENCE,
+                detail=f"resuming {step['tool']} failed ({exc.error_class}): {exc.message}",
+                actor=actor,
+            )
+        except (UnknownTool, journal.JournalError) as exc:
+            return _escalate(
+                run=run,
+                reason=OutcomeReason.RUN_DIED_MID_SEQUENCE,
+                detail=f"resuming {step['tool']} is impossible: {exc}",
+                actor=actor,
+            )
+    journal.run_complete(run=run, actor=actor)
+    return Decision(run_id=str(run.pk), outcome="completed")
+
+
+def dead_runs(*, quiet_for: timedelta) -> Any:
+    """Running runs with no heartbeat for `quiet_for` and no call still in doubt."""
+    open_calls = Intent.objects.filter(run=OuterRef("pk"), status=IntentStatus.INTENDED)
+    return (
+        Run.objects.filter(status=RunStatus.RUNNING, last_heartbeat_at__lt=timezone.now() - quiet_for)
+        .exclude(Exists(open_calls))
+        .order_by("created_at")
+    )
+
+
+def decide_dead_runs(*, quiet_for: timedelta, actor: journal.Actor, limit: int = 200) -> list[Decision]:
+    return [run_decide(run=run, actor=actor) for run in dead_runs(quiet_for=quiet_for)[:limit]]

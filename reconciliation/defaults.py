@@ -1,0 +1,60 @@
+"""The recovery policy of each task type the scripted flows use, with the reasoning of seed 000.
+Seeded by migration 0002 and by `policies_seed_defaults` (tests flush tables between cases)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+DEFAULT_POLICIES: list[tuple[str, str, str, timedelta, str]] = [
+    (
+        "order_status",
+        "resume",
+        "",
+        timedelta(days=1),
+        "Read-only: nothing to reconcile; recovery is a re-run.",
+    ),
+    (
+        "returns",
+        "resume_until_phase",
+        "act",
+        timedelta(minutes=30),
+        "Resume up to the act phase; once it has acted, compensate: the decision rested on a policy "
+        "passage and a stock level read minutes earlier.",
+    ),
+    (
+        "damage_dispute",
+        "compensate_and_escalate",
+        "",
+        timedelta(0),
+        "Always compensate and escalate: a judgement about a seller's liability is not re-derived from a record.",
+    ),
+    (
+        "shortage",
+        "resume_until_phase",
+        "act",
+        timedelta(minutes=30),
+        "Like returns: availability read minutes ago is still fresh only before acting.",
+    ),
+    ("expedited_fee_refund", "resume", "", timedelta(hours=4), "A refund owed stays owed; finish it."),
+    ("order_cancellation", "resume", "", timedelta(hours=1), "The buyer asked to cancel; finish it."),
+    (
+        "address_change",
+        "resume_until_phase",
+        "act",
+        timedelta(minutes=15),
+        "Parcels move: once a shipment was stopped, a person checks where it is.",
+    ),
+    ("stock_correction", "resume", "", timedelta(hours=1), "A stock correction is idempotent by reference."),
+]
+
+
+def policies_seed_defaults(task_policy_model: Any = None) -> None:
+    """Create the default policy of each task type that has none; edited policies are kept."""
+    if task_policy_model is None:
+        from .models import TaskPolicy as task_policy_model
+    for task_type, strategy, phase, max_age, notes in DEFAULT_POLICIES:
+        task_policy_model.objects.get_or_create(
+            task_type=task_type,
+            defaults={"strategy": strategy, "phase": phase, "max_resume_age": max_age, "notes": notes},
+        )

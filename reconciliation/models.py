@@ -1,0 +1,42 @@
+"""The written policy that decides, per task type, what happens to a run that died once its
+calls are settled: finish it (resume), finish it only if it had not yet started acting, or
+undo what can be undone and hand it to a person. Admins edit it; every change is kept."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db import models
+from simple_history.models import HistoricalRecords
+
+PHASES = ("gather", "decide", "act", "notify")
+
+
+class Strategy(models.TextChoices):
+    RESUME = "resume", "Resume: finish the remaining steps"
+    RESUME_UNTIL_PHASE = "resume_until_phase", "Resume until a phase was entered, then compensate"
+    COMPENSATE_AND_ESCALATE = "compensate_and_escalate", "Always compensate and escalate"
+
+
+class TaskPolicy(models.Model):
+    """One task type's recovery policy. `phase` (for resume_until_phase) is the first phase
+    whose writes make a run no longer resumable: a returns run that died before it began acting
+    is re-run; one that had already acted is compensated. `max_resume_age` bounds how old the
+    information a resumption would act on may be. `version` increases with every edit."""
+
+    task_type = models.SlugField(max_length=64, unique=True)
+    strategy = models.CharField(max_length=30, choices=Strategy.choices)
+    phase = models.CharField(
+        max_length=20, blank=True, choices=[(p, p) for p in PHASES], help_text="For resume_until_phase."
+    )
+    max_resume_age = models.DurationField(default=timedelta(hours=1))
+    notes = models.TextField(blank=True, help_text="Why this task type recovers this way.")
+    version = models.PositiveIntegerField(default=1)
+    updated_at = models.DateTimeField(auto_now=True)
+    history = HistoricalRecords()
+
+    class Meta:
+        verbose_name_plural = "task policies"
+
+    def __str__(self) -> str:
+        return f"{self.task_type}: {self.strategy} (v{self.version})"

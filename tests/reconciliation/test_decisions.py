@@ -1,0 +1,191 @@
+"""reconciliation.decisions: after every kill point of every flow, one sweep settles the calls
+and the run ends in its task type's policy outcome — resumed to completion with the same keys,
+or escalated with a reason — while the sandbox ledger shows every effect exactly once."""
+
+from __future__ import annotations
+
+import io
+import threading
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.utils import timezone
+
+from handover import services as journal
+from handover.models import Escalation, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
+from reconciliation import decisions
+from reconciliation.defaults import policies_seed_defaults
+from reconciliation.models import Strategy, TaskPolicy
+from scenarios.flows import FLOWS
+from scenarios.invariants import check_run
+from scenarios.tickets import TICKETS
+from tests.scenarios.test_kill_points import KILL_POINTS, replay_in_child
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SYSTEM = journal.Actor.system("test-sweeper")
+
+
+@pytest.fixture(autouse=True)
+def _written_policies() -> None:
+    # Transactional tests empty every table between cases, the migration's seed included.
+    policies_seed_defaults()
+
+
+def expected_outcome(ticket_id: str, mode: str, n: int) -> tuple[str, str]:
+    """(run status, reason) that the written policies (migration 0002) prescribe."""
+    flow = FLOWS[TICKETS[ticket_id].task_type]
+    policy = TaskPolicy.objects.get(task_type=flow.task_type)
+    if policy.strategy == Strategy.COMPENSATE_AND_ESCALATE:
+        return RunStatus.ESCALATED, OutcomeReason.POLICY
+    if policy.strategy == Strategy.RESUME_UNTIL_PHASE:
+        # Writes the world has after the kill: n of them (a between-kill's nth was accepted).
+        done = flow.writes[:n]
+        if any(decisions._phase_index(step.phase) >= decisions._phase_index(policy.phase) for step in done):
+            return RunStatus.ESCALATED, OutcomeReason.RUN_DIED_MID_SEQUENCE
+    return RunStatus.COMPLETED, ""
+
+
+def sweep_and_decide() -> str:
+    out = io.StringIO()
+    call_command("reconcile", older_than=0, decide=True, stdout=out)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(("ticket_id", "mode", "n"), KILL_POINTS)
+def test_every_kill_point_ends_in_its_policys_outcome_with_each_effect_once(
+    sandbox_tools: str, ticket_id: str, mode: str, n: int
+) -> None:
+    flag = "--kill-after" if mode == "after" else "--kill-between-accept-and-record"
+    returncode, run = replay_in_child(ticket_id, sandbox_tools, flag, str(n))
+    assert returncode == -9 and run is not None
+    Run.objects.filter(pk=run.pk).update(last_heartbeat_at=timezone.now() - timedelta(minutes=5))
+
+    sweep_and_decide()
+
+    run.refresh_from_db()
+    status, reason = expected_outcome(ticket_id, mode, n)
+    assert (run.status, run.outcome_reason) == (status, reason), run.outcome_detail
+    assert not run.intents.filter(status=IntentStatus.INTENDED).exists()
+    world = check_run(run)
+    assert world.violations == ()
+    writes = len(FLOWS[TICKETS[ticket_id].task_type].writes)
+    if status == RunStatus.COMPLETED:
+        assert (world.performed, world.effects) == (writes, writes)
+    else:
+        # Nothing more was sent: the world holds exactly what the runner had done.
+        assert (world.performed, world.effects) == (n, n)
+        assert Escalation.objects.filter(run=run, reason=reason, resolved_at__isnull=True).count() == 1
+        assert "compensation required" in run.outcome_detail
+
+
+def _dead_run(make_run: Any, **fields: Any) -> Run:
+    run = make_run(**fields)
+    Run.objects.filter(pk=run.pk).update(last_heartbeat_at=timezone.now() - timedelta(minutes=5))
+    run.refresh_from_db()
+    return run
+
+
+def test_a_passed_deadline_escalates_instead_of_resuming(make_run: Any) -> None:
+    run = _dead_run(
+        make_run,
+        task_type="expedited_fee_refund",
+        deadline=timezone.now() - timedelta(minutes=1),
+        versions=FLOWS["expedited_fee_refund"].run_versions(),
+        plan=[],
+    )
+    decision = decisions.run_decide(run=run, actor=SYSTEM)
+    run.refresh_from_db()
+    assert (decision.outcome, run.status, run.outcome_reason) == ("escalated", "escalated", "deadline_passed")
+
+
+def test_a_version_mismatch_is_escalated_naming_it(make_run: Any) -> None:
+    versions = {**FLOWS["expedited_fee_refund"].run_versions(), "flow": "expedited_fee_refund-0"}
+    run = _dead_run(make_run, task_type="expedited_fee_refund", versions=versions, plan=[])
+    decisions.run_decide(run=run, actor=SYSTEM)
+    run.refresh_from_db()
+    assert run.outcome_reason == OutcomeReason.VERSION_MISMATCH
+    assert "flow version expedited_fee_refund-0 was recorded" in run.outcome_detail
+
+
+def test_a_registered_upgrade_lets_an_old_run_resume(make_run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    versions = {**FLOWS["expedited_fee_refund"].run_versions(), "flow": "expedited_fee_refund-0"}
+    run = _dead_run(
+        make_run,
+        task_type="expedited_fee_refund",
+        versions=versions,
+        plan=[{"tool": "obsolete_step", "args": {}}],
+    )
+    monkeypatch.setattr(decisions, "UPGRADES", {})
+    decisions.register_upgrade(
+        "expedited_fee_refund", "flow", "expedited_fee_refund-0", "expedited_fee_refund-1"
+    )(lambda plan: [step for step in plan if step["tool"] != "obsolete_step"])
+    decision = decisions.run_decide(run=run, actor=SYSTEM)
+    run.refresh_from_db()
+    assert (decision.outcome, run.status, run.plan) == ("completed", "completed", [])
+
+
+def test_an_unknown_outcome_is_escalated_for_a_person(make_run: Any, agent_actor: journal.Actor) -> None:
+    run = _dead_run(
+        make_run, task_type="expedited_fee_refund", versions=FLOWS["expedited_fee_refund"].run_versions()
+    )
+    intent = journal.intent_record(
+        run=run, tool="issue_refund", args={"amount": "9.99"}, turn=1, actor=agent_actor
+    ).intent
+    from handover.models import Intent
+
+    Intent.objects.filter(pk=intent.pk).update(
+        status=IntentStatus.UNKNOWN, unknown_reason="the provider cannot say"
+    )
+    decisions.run_decide(run=run, actor=SYSTEM)
+    run.refresh_from_db()
+    assert run.outcome_reason == OutcomeReason.UNKNOWN_OUTCOME
+    assert intent.idempotency_key in run.outcome_detail
+
+
+def test_a_task_type_without_a_policy_is_escalated(make_run: Any) -> None:
+    run = _dead_run(make_run, task_type="mystery", plan=[])
+    decisions.run_decide(run=run, actor=SYSTEM)
+    run.refresh_from_db()
+    assert (run.status, run.outcome_reason) == ("escalated", "policy")
+
+
+def test_a_live_or_undecided_run_is_left_alone(make_run: Any, agent_actor: journal.Actor) -> None:
+    alive = make_run(task_type="expedited_fee_refund", versions=FLOWS["expedited_fee_refund"].run_versions())
+    assert alive not in decisions.dead_runs(quiet_for=timedelta(seconds=60))
+    in_doubt = _dead_run(
+        make_run, task_type="expedited_fee_refund", versions=FLOWS["expedited_fee_refund"].run_versions()
+    )
+    journal.intent_record(
+        run=in_doubt, tool="issue_refund", args={"amount": "9.99"}, turn=1, actor=agent_actor
+    )
+    assert decisions.run_decide(run=in_doubt, actor=SYSTEM).outcome == "waiting"
+    assert Run.objects.get(pk=in_doubt.pk).status == RunStatus.RUNNING
+
+
+def test_two_deciders_at_once_resume_a_run_once(sandbox_tools: str) -> None:
+    returncode, run = replay_in_child("T-41518", sandbox_tools, "--kill-after", "1")
+    assert returncode == -9 and run is not None
+    Run.objects.filter(pk=run.pk).update(last_heartbeat_at=timezone.now() - timedelta(minutes=5))
+    results: list[str] = []
+    barrier = threading.Barrier(2)
+
+    def decide() -> None:
+        try:
+            barrier.wait()
+            results.append(decisions.run_decide(run=Run.objects.get(pk=run.pk), actor=SYSTEM).outcome)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=decide) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == ["completed", "skipped"]
+    assert JournalEvent.objects.filter(run=run, kind="run_resumed").count() == 1
+    world = check_run(run)
+    assert world.violations == () and world.effects == 2

@@ -201,6 +201,14 @@ class RunSerializer(serializers.ModelSerializer):
             "created_at",
             "updated_at",
             "version",
+            "outcome_reason",
+            "outcome_detail",
+            "ended_at",
+            "retries",
+            "repairs",
+            "replans",
+            "reflections",
+            "escalations",
         ]
 
     def get_versions(self, run: Run) -> dict[str, str]:
@@ -370,3 +378,44 @@ class CompleteApi(APIView):
     def post(self, request: Request, run_id: str) -> Response:
         run = services.run_complete(run=_run(request, run_id), actor=_actor(request))
         return Response(RunSerializer(run).data)
+
+
+class CancelSerializer(serializers.Serializer):
+    reason = serializers.CharField(max_length=services.MAX_SUMMARY_CHARS)
+
+
+class CancelledSerializer(serializers.Serializer):
+    run = RunSerializer()
+    completed = IntentSerializer(many=True)
+    uncertain = IntentSerializer(many=True)
+    cleanup_scheduled = serializers.ListField(child=serializers.CharField())
+
+
+class CancelApi(APIView):
+    permission_classes = [IsAgentForWrites]
+    parser_classes = PARSERS
+
+    @extend_schema(request=CancelSerializer, responses={200: CancelledSerializer})
+    def post(self, request: Request, run_id: str) -> Response:
+        run = _run(request, run_id)
+        data = CancelSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        cancelled = services.run_cancel(run=run, reason=data.validated_data["reason"], actor=_actor(request))
+        return Response(CancelledSerializer(cancelled).data)
+
+
+class CountSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=sorted(services.COUNTERS))
+
+
+class CountApi(APIView):
+    permission_classes = [IsAgentForWrites]
+    parser_classes = PARSERS
+
+    @extend_schema(request=CountSerializer, responses={200: RunSerializer})
+    def post(self, request: Request, run_id: str) -> Response:
+        run = _run(request, run_id)
+        data = CountSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        counted = services.run_count(run=run, kind=data.validated_data["kind"], actor=_actor(request))
+        return Response(RunSerializer(counted).data)

@@ -20,4 +20,6 @@ urlpatterns = [
     ),
     path("runs/<str:run_id>/heartbeat/", api.HeartbeatApi.as_view(), name="heartbeat"),
     path("runs/<str:run_id>/complete/", api.CompleteApi.as_view(), name="complete"),
+    path("runs/<str:run_id>/cancel/", api.CancelApi.as_view(), name="cancel"),
+    path("runs/<str:run_id>/counters/", api.CountApi.as_view(), name="counters"),
 ]

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import AgentToken, CustomerMessage, Intent, JournalEvent, Membership, Run, Tenant
+from .models import AgentToken, CustomerMessage, Escalation, Intent, JournalEvent, Membership, Run, Tenant
 
 
 @admin.register(Tenant)
@@ -56,3 +56,9 @@ class CustomerMessageAdmin(ReadOnlyAdmin):
 class JournalEventAdmin(ReadOnlyAdmin):
     list_display = ["at", "kind", "actor_kind", "actor_name", "run"]
     list_filter = ["kind", "actor_kind"]
+
+
+@admin.register(Escalation)
+class EscalationAdmin(ReadOnlyAdmin):
+    list_display = ["run", "reason", "created_at", "resolved_at", "resolved_by"]
+    list_filter = ["reason"]

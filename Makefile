@@ -53,6 +53,7 @@ beat: install
 
 bench: install services
 	DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python bench/journal.py
+	DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python bench/reconcile.py
 
 clean:
 	rm -rf $(VENV) var db.sqlite3* .pytest_cache .mypy_cache .ruff_cache

@@ -33,7 +33,8 @@ WITH run AS (
     SELECT run.id, %(step_id)s, %(turn)s, %(tool)s, %(args)s::jsonb, %(occurrence)s, %(key)s,
            'intended', '', '', '{}'::jsonb, '', %(now)s
     FROM run
-    WHERE run.status = 'running'
+    -- A run admits new intents while running; a compensation is admitted on any run.
+    WHERE run.status = 'running' OR %(any_run_status)s
     ON CONFLICT (idempotency_key) DO NOTHING
     RETURNING id
 ), event AS (
@@ -86,6 +87,7 @@ def insert_intent(
     actor_name: str,
     user_id: int | None,
     event_data: dict[str, Any],
+    any_run_status: bool = False,
 ) -> tuple[str | None, int | None]:
     """(the run's status, or None if there is no such run; the new intent's id, or None if the
     run admits no intents or the key is already recorded). Raises IntegrityError when the step
@@ -106,6 +108,7 @@ def insert_intent(
                 "actor_name": actor_name,
                 "user_id": user_id,
                 "event_data": canonical_json(event_data),
+                "any_run_status": any_run_status,
             },
             prepare=True,
         )

@@ -274,6 +274,7 @@ class JournalEvent(models.Model):
         DISPATCH_AMBIGUOUS = "dispatch_ambiguous", "Dispatch outcome unknown"
         RUN_RESUMED = "run_resumed", "Run resumed"
         RUN_ESCALATED = "run_escalated", "Run escalated"
+        RUN_COMPENSATED = "run_compensated", "Run compensated"
         RUN_CANCELLED = "run_cancelled", "Run cancelled"
         INTENT_READMITTED = "intent_readmitted", "Intent re-admitted for resumption"
         COUNTED = "counted", "Retry, repair, replan or reflection counted"

@@ -426,6 +426,7 @@ def intent_record(
     turn: int,
     occurrence: int = 0,
     actor: Actor,
+    compensation: bool = False,
 ) -> IntentRecorded:
     """Commit the intent row for one side-effecting call, before the call is made.
 
@@ -447,7 +448,7 @@ def intent_record(
     )
     step_id = step_id_for(run=run, turn=turn, tool=tool, occurrence=occurrence)
     now = timezone.now()
-    event_data = {"step_id": step_id, "tool": tool, "idempotency_key": key}
+    event_data: dict[str, Any] = {"step_id": step_id, "tool": tool, "idempotency_key": key}
     fields = {
         "run": run,
         "step_id": step_id,
@@ -458,8 +459,12 @@ def intent_record(
         "idempotency_key": key,
         "intended_at": now,
     }
+    if compensation:
+        event_data["compensation"] = True
     try:
-        run_status, new_id = _insert_intent(fields=fields, actor=actor, event_data=event_data)
+        run_status, new_id = _insert_intent(
+            fields=fields, actor=actor, event_data=event_data, any_run_status=compensation
+        )
     except IntegrityError:
         # The step slot is taken; whether by this same intent is decided below.
         run_status, new_id = RunStatus.RUNNING, None
@@ -473,7 +478,7 @@ def intent_record(
     existing = Intent.objects.filter(idempotency_key=key).select_related("run").first()
     if existing is not None:
         return IntentRecorded(intent=existing, created=False)
-    if run_status != RunStatus.RUNNING:
+    if run_status != RunStatus.RUNNING and not compensation:
         raise Conflict(f"run is {run_status}; no new intents are admitted", field="run")
     taken = Intent.objects.filter(run=run, step_id=step_id).first()
     raise Conflict(
@@ -484,7 +489,7 @@ def intent_record(
 
 
 def _insert_intent(
-    *, fields: dict[str, Any], actor: Actor, event_data: dict[str, Any]
+    *, fields: dict[str, Any], actor: Actor, event_data: dict[str, Any], any_run_status: bool = False
 ) -> tuple[str | None, int | None]:
     """Insert the intent row and its event, committed together, unless the run admits no
     intents or the key is already recorded. Returns (run status or None, new intent id or None);
@@ -510,6 +515,7 @@ def _insert_intent(
                 actor_name=actor.name,
                 user_id=actor.user_id,
                 event_data=event_data,
+                any_run_status=any_run_status,
             )
     with durable():
         # Lock the run row (without blocking foreign-key checks) so that an intent is never
@@ -520,7 +526,7 @@ def _insert_intent(
             .values_list("status", flat=True)
             .first()
         )
-        if status != RunStatus.RUNNING:
+        if status is None or (status != RunStatus.RUNNING and not any_run_status):
             return status, None
         try:
             with transaction.atomic():
@@ -777,6 +783,7 @@ def perform(
     turn: int,
     occurrence: int = 0,
     actor: Actor,
+    compensation: bool = False,
 ) -> Performed:
     """Record the intent (committed), make the call with its idempotency key, record the outcome.
 
@@ -784,7 +791,15 @@ def perform(
     is recorded but open (another process is on it, or died on it), IntentInDoubt is raised and
     nothing is sent. A ToolError settles the row as failed with its class, except `ambiguous`,
     which leaves the row open; any other exception also leaves it open and is re-raised."""
-    recorded = intent_record(run=run, tool=tool, args=args, turn=turn, occurrence=occurrence, actor=actor)
+    recorded = intent_record(
+        run=run,
+        tool=tool,
+        args=args,
+        turn=turn,
+        occurrence=occurrence,
+        actor=actor,
+        compensation=compensation,
+    )
     intent = recorded.intent
     if intent.is_settled:
         return Performed(intent=intent, replayed=True)

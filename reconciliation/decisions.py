@@ -5,8 +5,8 @@ Resumption is allowed only when the policy allows it for the phase the run reach
 wall-clock deadline and the policy's maximum age have not passed, and the versions the run was
 recorded under match the running code (or a registered, tested upgrade exists). Resuming
 re-derives each remaining planned step's idempotency key, so a step that was in fact performed
-is found and never repeated. Until the compensations executor exists, a run that must be
-compensated is escalated with "compensation required"."""
+is found and never repeated. A run that must be compensated is
+unwound by the compensations executor and handed to a person unless every write was undone."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Exists, F, OuterRef
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
@@ -31,6 +31,7 @@ from tools import services as tools
 from tools.registry import UnknownTool, get_tool
 
 from .models import PHASES, Strategy, TaskPolicy
+from .selectors import stale_after
 
 # --- version upgrades -------------------------------------------------------------------------
 
@@ -65,11 +66,34 @@ class Decision:
     detail: str = ""
 
 
-def _escalate(*, run: Run, reason: str, detail: str, actor: journal.Actor) -> Decision:
+def _escalate(
+    *,
+    run: Run,
+    reason: str,
+    detail: str,
+    actor: journal.Actor,
+    compensate: bool = False,
+    always_escalate: bool = False,
+) -> Decision:
+    """Hand the run to a person. With `compensate`, first undo what the catalogue can undo (in
+    reverse order, through the executor) and say what could not be undone. A run whose every
+    write was undone ends `compensated` — the world is as before — and is still handed over
+    (an open escalation), because the customer's request was not done; otherwise `escalated`."""
+    if compensate:
+        from compensations.services import run_compensate
+
+        undone = run_compensate(run=run, actor=actor)
+        detail = f"{detail}; {undone.summary()}"
+        if not always_escalate and undone.complete:
+            return _end(run=run, status=RunStatus.COMPENSATED, reason=reason, detail=detail, actor=actor)
+    return _end(run=run, status=RunStatus.ESCALATED, reason=reason, detail=detail, actor=actor)
+
+
+def _end(*, run: Run, status: str, reason: str, detail: str, actor: journal.Actor) -> Decision:
     now = timezone.now()
     with journal.durable():
         ended = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
-            status=RunStatus.ESCALATED,
+            status=status,
             outcome_reason=reason,
             outcome_detail=detail,
             ended_at=now,
@@ -81,17 +105,14 @@ def _escalate(*, run: Run, reason: str, detail: str, actor: journal.Actor) -> De
         Escalation.objects.create(run=run, reason=reason, detail=detail, created_at=now)
         journal.event_record(
             run=run,
-            kind=JournalEvent.Kind.RUN_ESCALATED,
+            kind=JournalEvent.Kind.RUN_ESCALATED
+            if status == RunStatus.ESCALATED
+            else JournalEvent.Kind.RUN_COMPENSATED,
             actor=actor,
             at=now,
             data={"reason": reason, "detail": detail},
         )
-    return Decision(run_id=str(run.pk), outcome="escalated", reason=reason, detail=detail)
-
-
-def _completed_writes(run: Run, intents: list[Intent]) -> str:
-    done = [i.tool for i in intents if i.status == IntentStatus.PERFORMED]
-    return ", ".join(done) if done else "nothing"
+    return Decision(run_id=str(run.pk), outcome=str(status), reason=reason, detail=detail)
 
 
 def _phase_index(phase: str) -> int:
@@ -122,7 +143,7 @@ def _version_problem(run: Run) -> str:
 # --- the decision -----------------------------------------------------------------------------
 
 
-def run_decide(*, run: Run, actor: journal.Actor) -> Decision:
+def run_decide(*, run: Run, actor: journal.Actor, quiet_for: timedelta | None = None) -> Decision:
     """Decide a dead run whose calls are all settled. Waits (changes nothing) while a call is
     still `intended`; escalates on an unknown outcome, a version mismatch, a passed deadline or
     age, or when the policy says compensate; otherwise resumes it to completion."""
@@ -131,8 +152,11 @@ def run_decide(*, run: Run, actor: journal.Actor) -> Decision:
         return Decision(run_id=str(run.pk), outcome="skipped", detail=f"run is {run.status}")
     # Claim the decision: a compare-and-swap on the heartbeat we saw. It also marks the run alive
     # while we work on it, so a second sweeper (two beats, two workers) leaves it alone.
-    if not _heartbeat(run, expected=run.last_heartbeat_at):
-        return Decision(run_id=str(run.pk), outcome="skipped", detail="another sweeper is deciding this run")
+    # Only a run that still looks dead is claimed: the first claimant's heartbeat makes it look
+    # alive to everyone else.
+    quiet = stale_after(None) if quiet_for is None else quiet_for
+    if not _heartbeat(run, expected=run.last_heartbeat_at, dead_since=timezone.now() - quiet):
+        return Decision(run_id=str(run.pk), outcome="skipped", detail="the run is alive or being decided")
     intents = list(run.intents.all())
     if any(i.status == IntentStatus.INTENDED for i in intents):
         return Decision(run_id=str(run.pk), outcome="waiting", detail="a call is still in doubt")
@@ -152,27 +176,30 @@ def run_decide(*, run: Run, actor: journal.Actor) -> Decision:
     if problem:
         return _escalate(run=run, reason=OutcomeReason.VERSION_MISMATCH, detail=problem, actor=actor)
     now = timezone.now()
-    done = _completed_writes(run, intents)
     if run.deadline is not None and run.deadline < now:
         return _escalate(
             run=run,
             reason=OutcomeReason.DEADLINE_PASSED,
-            detail=f"deadline {run.deadline:%Y-%m-%d %H:%M} passed; compensation required for: {done}",
+            detail=f"deadline {run.deadline:%Y-%m-%d %H:%M} passed",
             actor=actor,
+            compensate=True,
         )
     if policy.strategy == Strategy.COMPENSATE_AND_ESCALATE:
         return _escalate(
             run=run,
             reason=OutcomeReason.POLICY,
-            detail=f"policy v{policy.version}: always compensate and escalate; compensation required for: {done}",
+            detail=f"policy v{policy.version}: always compensate and escalate",
             actor=actor,
+            compensate=True,
+            always_escalate=True,
         )
     if now - run.created_at > policy.max_resume_age:
         return _escalate(
             run=run,
             reason=OutcomeReason.POLICY,
-            detail=f"older than the policy's {policy.max_resume_age} for resuming; compensation required for: {done}",
+            detail=f"older than the policy's {policy.max_resume_age} for resuming",
             actor=actor,
+            compensate=True,
         )
     if policy.strategy == Strategy.RESUME_UNTIL_PHASE:
         limit = _phase_index(policy.phase)
@@ -186,18 +213,19 @@ def run_decide(*, run: Run, actor: journal.Actor) -> Decision:
             return _escalate(
                 run=run,
                 reason=OutcomeReason.RUN_DIED_MID_SEQUENCE,
-                detail=f"the run had entered the {policy.phase} phase ({', '.join(s['tool'] for s in acted)}); "
-                f"compensation required for: {done}",
+                detail=f"the run had entered the {policy.phase} phase ({', '.join(s['tool'] for s in acted)})",
                 actor=actor,
+                compensate=True,
             )
     return run_resume(run=run, actor=actor)
 
 
-def _heartbeat(run: Run, *, expected: Any) -> bool:
+def _heartbeat(run: Run, *, expected: Any, dead_since: Any = None) -> bool:
     now = timezone.now()
-    claimed = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING, last_heartbeat_at=expected).update(
-        last_heartbeat_at=now
-    )
+    runs = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING, last_heartbeat_at=expected)
+    if dead_since is not None:
+        runs = runs.filter(Q(last_heartbeat_at__isnull=True) | Q(last_heartbeat_at__lt=dead_since))
+    claimed = runs.update(last_heartbeat_at=now)
     if claimed:
         run.last_heartbeat_at = now
     return bool(claimed)
@@ -330,4 +358,7 @@ def dead_runs(*, quiet_for: timedelta) -> Any:
 
 
 def decide_dead_runs(*, quiet_for: timedelta, actor: journal.Actor, limit: int = 200) -> list[Decision]:
-    return [run_decide(run=run, actor=actor) for run in dead_runs(quiet_for=quiet_for)[:limit]]
+    return [
+        run_decide(run=run, actor=actor, quiet_for=quiet_for)
+        for run in dead_runs(quiet_for=quiet_for)[:limit]
+    ]

@@ -49,12 +49,29 @@ DEFAULT_POLICIES: list[tuple[str, str, str, timedelta, str]] = [
 ]
 
 
-def policies_seed_defaults(task_policy_model: Any = None) -> None:
-    """Create the default policy of each task type that has none; edited policies are kept."""
+def policies_seed_defaults(task_policy_model: Any = None, history_model: Any = None) -> None:
+    """Create the default policy of each task type that has none; edited policies are kept.
+    At run time django-simple-history records each creation itself; a migration, whose
+    historical models have no such hook, passes `history_model` so that the first edit still has
+    an "old" version to compare with."""
     if task_policy_model is None:
         from .models import TaskPolicy as task_policy_model
     for task_type, strategy, phase, max_age, notes in DEFAULT_POLICIES:
-        task_policy_model.objects.get_or_create(
+        policy, created = task_policy_model.objects.get_or_create(
             task_type=task_type,
             defaults={"strategy": strategy, "phase": phase, "max_resume_age": max_age, "notes": notes},
         )
+        if created and history_model is not None:
+            history_model.objects.create(
+                id=policy.id,
+                task_type=policy.task_type,
+                strategy=policy.strategy,
+                phase=policy.phase,
+                max_resume_age=policy.max_resume_age,
+                notes=policy.notes,
+                version=policy.version,
+                updated_at=policy.updated_at,
+                history_date=policy.updated_at,
+                history_type="+",
+                history_change_reason="default policy",
+            )

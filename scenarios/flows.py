@@ -41,6 +41,9 @@ class Flow:
     steps: tuple[Step, ...]
     description: str = ""
     versions: dict[str, str] = field(default_factory=dict)
+    # Why this flow performs an irreversible write (catalogue reversibility "none") before a
+    # reversible one. Empty: it must not (system check compensations.E003).
+    irreversible_first: str = ""
 
     @property
     def writes(self) -> tuple[Step, ...]:
@@ -164,6 +167,9 @@ FLOWS: dict[str, Flow] = {
             task_type="order_cancellation",
             version="1",
             description="Cancel an order: release its stock, refund it, confirm.",
+            irreversible_first="Releasing the reservation is what cancelling means, and it comes before the "
+            "refund so money is never paid back for stock still held. Re-reserving after a failed "
+            "refund is a new decision for a person, not an undo.",
             steps=(
                 _read("order_status", order_id="$order_id"),
                 Step(
@@ -180,6 +186,8 @@ FLOWS: dict[str, Flow] = {
             task_type="address_change",
             version="1",
             description="Stop the shipment to the old address and ship to the new one.",
+            irreversible_first="The old shipment is stopped before the new one leaves, or the buyer gets two "
+            "parcels. Restarting a stopped shipment to the old address is a new decision for a person.",
             steps=(
                 _read("order_status", order_id="$order_id"),
                 Step("cancel_shipment", "act", {"shipment_id": "$shipment_id"}, "stop {shipment_id}"),

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from django.test import override_settings
 from rest_framework.test import APIClient
 
 from handover.models import AgentToken, Tenant
@@ -77,3 +78,18 @@ def sandbox_server(django_db_setup: None) -> Iterator[str]:
 
     with running_sandbox(database_url(connection.settings_dict)) as (base_url, _process):
         yield base_url
+
+
+@pytest.fixture
+def sandbox_tools(sandbox_server: str) -> Iterator[str]:
+    """The sandbox's tool catalogue, pointed at the running sandbox subprocess."""
+    with override_settings(SEAM_TOOL_MODULES=["tools.sandbox_tools"], SEAM_SANDBOX_URL=sandbox_server):
+        yield sandbox_server
+
+
+@pytest.fixture
+def ledger() -> Any:
+    """The sandbox's ledger of effects: the truth about the world."""
+    from sandbox.models import Effect
+
+    return Effect.objects

@@ -12,7 +12,14 @@ from .registry import ArgumentsRefused, UnknownTool, get_tool
 
 
 def tool_perform(
-    *, run: Run, tool: str, args: dict[str, Any], turn: int, occurrence: int = 0, actor: journal.Actor
+    *,
+    run: Run,
+    tool: str,
+    args: dict[str, Any],
+    turn: int,
+    occurrence: int = 0,
+    actor: journal.Actor,
+    compensation: bool = False,
 ) -> journal.Performed:
     """Perform a registered write tool: arguments checked against its schema, intent committed,
     the connector called with the intent's key, outcome committed (handover.services.perform)."""

@@ -142,7 +142,15 @@ SEAM_SANDBOX_URL = env("SEAM_SANDBOX_URL", default="http://127.0.0.1:8100")
 # path to a function returning {task_type: {...}}. A dead run recorded under other versions is not
 # resumed silently (reconciliation.decisions).
 SEAM_RUNNING_VERSIONS = env("SEAM_RUNNING_VERSIONS", default="scenarios.flows.running_versions")
+# The flows agents run (a dotted path to {task_type: Flow}); the compensations system checks
+# read it to refuse a flow that does something irreversible before something reversible.
+SEAM_FLOWS = env("SEAM_FLOWS", default="scenarios.flows.FLOWS")
 SEAM_RESUME_TRANSIENT_RETRIES = _env_or_fail(env.int, "SEAM_RESUME_TRANSIENT_RETRIES", default=3)
+
+# Compensations: transient failures are retried this many times before the dead-letter queue;
+# a dead letter's owner is this user if set, else the tenant's first team lead, else a superuser.
+SEAM_COMPENSATION_MAX_ATTEMPTS = _env_or_fail(env.int, "SEAM_COMPENSATION_MAX_ATTEMPTS", default=5)
+SEAM_DEAD_LETTER_DEFAULT_OWNER = env("SEAM_DEAD_LETTER_DEFAULT_OWNER", default="")
 
 # Agents send arguments up to the journal's own limit (handover.services.MAX_ARGS_BYTES);
 # the request as a whole may carry a plan of several such steps.

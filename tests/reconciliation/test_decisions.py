@@ -14,6 +14,8 @@ from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
+from compensations.defaults import catalogue_seed_defaults
+from compensations.models import CatalogueEntry, Reversibility
 from handover import services as journal
 from handover.models import Escalation, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
 from reconciliation import decisions
@@ -31,22 +33,37 @@ SYSTEM = journal.Actor.system("test-sweeper")
 
 @pytest.fixture(autouse=True)
 def _written_policies() -> None:
-    # Transactional tests empty every table between cases, the migration's seed included.
+    # Transactional tests empty every table between cases, the migrations' seeds included.
     policies_seed_defaults()
+    catalogue_seed_defaults()
 
 
-def expected_outcome(ticket_id: str, mode: str, n: int) -> tuple[str, str]:
-    """(run status, reason) that the written policies (migration 0002) prescribe."""
+def expected_outcome(ticket_id: str, mode: str, n: int) -> tuple[str, str, int]:
+    """(run status, reason, writes undone) that the written policies (reconciliation.defaults)
+    and the catalogue (compensations.defaults) prescribe."""
     flow = FLOWS[TICKETS[ticket_id].task_type]
     policy = TaskPolicy.objects.get(task_type=flow.task_type)
+    done = flow.writes[:n]  # what the world has after the kill (a between-kill's nth was accepted)
+    undoable = [
+        s for s in done if CatalogueEntry.objects.get(tool=s.tool).reversibility != Reversibility.NONE
+    ]
+    everything_undone = len(undoable) == len(done)
     if policy.strategy == Strategy.COMPENSATE_AND_ESCALATE:
-        return RunStatus.ESCALATED, OutcomeReason.POLICY
-    if policy.strategy == Strategy.RESUME_UNTIL_PHASE:
-        # Writes the world has after the kill: n of them (a between-kill's nth was accepted).
-        done = flow.writes[:n]
-        if any(decisions._phase_index(step.phase) >= decisions._phase_index(policy.phase) for step in done):
-            return RunStatus.ESCALATED, OutcomeReason.RUN_DIED_MID_SEQUENCE
-    return RunStatus.COMPLETED, ""
+        return RunStatus.ESCALATED, OutcomeReason.POLICY, len(undoable)
+    if policy.strategy == Strategy.RESUME_UNTIL_PHASE and any(
+        decisions._phase_index(step.phase) >= decisions._phase_index(policy.phase) for step in done
+    ):
+        status = RunStatus.COMPENSATED if everything_undone else RunStatus.ESCALATED
+        return status, OutcomeReason.RUN_DIED_MID_SEQUENCE, len(undoable)
+    return RunStatus.COMPLETED, "", 0
+
+
+def ledger_undos(run: Run) -> int:
+    """Effects in the world that undo one of this run's own effects."""
+    from sandbox.models import Effect
+
+    keys = list(run.intents.values_list("idempotency_key", flat=True))
+    return Effect.objects.filter(undoes__idempotency_key__in=keys).count()
 
 
 def sweep_and_decide() -> str:
@@ -67,7 +84,7 @@ def test_every_kill_point_ends_in_its_policys_outcome_with_each_effect_once(
     sweep_and_decide()
 
     run.refresh_from_db()
-    status, reason = expected_outcome(ticket_id, mode, n)
+    status, reason, undone = expected_outcome(ticket_id, mode, n)
     assert (run.status, run.outcome_reason) == (status, reason), run.outcome_detail
     assert not run.intents.filter(status=IntentStatus.INTENDED).exists()
     world = check_run(run)
@@ -76,10 +93,11 @@ def test_every_kill_point_ends_in_its_policys_outcome_with_each_effect_once(
     if status == RunStatus.COMPLETED:
         assert (world.performed, world.effects) == (writes, writes)
     else:
-        # Nothing more was sent: the world holds exactly what the runner had done.
-        assert (world.performed, world.effects) == (n, n)
+        # No remaining step was sent; each undoable write was undone once, by its own action.
+        assert (world.performed, world.effects) == (n + undone, n + undone)
+        assert ledger_undos(run) == undone
         assert Escalation.objects.filter(run=run, reason=reason, resolved_at__isnull=True).count() == 1
-        assert "compensation required" in run.outcome_detail
+        assert "undone:" in run.outcome_detail
 
 
 def _dead_run(make_run: Any, **fields: Any) -> Run:
@@ -99,7 +117,13 @@ def test_a_passed_deadline_escalates_instead_of_resuming(make_run: Any) -> None:
     )
     decision = decisions.run_decide(run=run, actor=SYSTEM)
     run.refresh_from_db()
-    assert (decision.outcome, run.status, run.outcome_reason) == ("escalated", "escalated", "deadline_passed")
+    # Nothing was done, so nothing needed undoing: compensated, and handed to a person.
+    assert (decision.outcome, run.status, run.outcome_reason) == (
+        "compensated",
+        "compensated",
+        "deadline_passed",
+    )
+    assert Escalation.objects.filter(run=run, resolved_at__isnull=True).exists()
 
 
 def test_a_version_mismatch_is_escalated_naming_it(make_run: Any) -> None:

@@ -62,7 +62,7 @@ class Command(BaseCommand):
             if run_id is not None:
                 runs = runs.filter(pk=run_id)
             for run in runs[: options["limit"]]:
-                decision = run_decide(run=run, actor=Actor.system("manage.py reconcile"))
+                decision = run_decide(run=run, actor=Actor.system("manage.py reconcile"), quiet_for=quiet_for)
                 reason = f" {decision.reason}" if decision.reason else ""
                 detail = f": {decision.detail}" if decision.detail else ""
                 self.stdout.write(

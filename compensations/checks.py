@@ -1,0 +1,201 @@
+"""System checks that keep the compensation catalogue honest against the code it describes.
+
+- compensations.E001: a registered write tool has no catalogue entry (nothing says what undoes it).
+- compensations.E002: an entry's undo cannot be built: its mapping names a receipt field the tool's
+  receipt does not carry (the release that needed a reservation id the state row never stored),
+  or an argument the tool does not take, or the compensating tool is not a registered write
+  tool, or does not take (or is not given) an argument, or the deadline field is not in the receipt.
+- compensations.E003: a flow performs an irreversible write before a reversible one, with no
+  documented reason (Flow.irreversible_first).
+
+The catalogue is a table, so these are database checks: they run with
+`manage.py check --database default` and before `migrate`, and say nothing until the catalogue
+table exists and its defaults are seeded (a first `migrate` must be able to create it)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from django.apps import AppConfig
+from django.conf import settings
+from django.core.checks import CheckMessage, Error, Tags, register
+from django.db import DatabaseError, connections, router
+from django.db.migrations.recorder import MigrationRecorder
+from django.utils.module_loading import import_string
+
+from tools.registry import ToolSpec, all_tools
+
+from .mapping import MappingError, parse_source
+
+# The migration that seeds the defaults; before it has run, an empty catalogue is expected.
+SEED_MIGRATION = ("compensations", "0002_default_catalogue")
+
+
+class EntryLike(Protocol):
+    @property
+    def tool(self) -> str: ...
+
+    @property
+    def compensating_tool(self) -> str: ...
+
+    @property
+    def argument_mapping(self) -> Any: ...
+
+    @property
+    def reversibility(self) -> str: ...
+
+    @property
+    def deadline_field(self) -> str: ...
+
+
+class StepLike(Protocol):
+    @property
+    def tool(self) -> str: ...
+
+    @property
+    def write(self) -> bool: ...
+
+
+class FlowLike(Protocol):
+    @property
+    def task_type(self) -> str: ...
+
+    @property
+    def writes(self) -> Sequence[StepLike]: ...
+
+    @property
+    def irreversible_first(self) -> str: ...
+
+
+def missing_entries(entries: Mapping[str, EntryLike], tools: Mapping[str, ToolSpec]) -> list[CheckMessage]:
+    return [
+        Error(
+            f"write tool {name} has no compensation catalogue entry",
+            hint="Add one in the admin (or compensations/defaults.py): what undoes it, or reversibility "
+            "'none' with a staff note saying why nothing can.",
+            obj=name,
+            id="compensations.E001",
+        )
+        for name, spec in sorted(tools.items())
+        if spec.kind == "write" and name not in entries
+    ]
+
+
+def _properties(spec: ToolSpec) -> Mapping[str, Any]:
+    properties = spec.args_schema.get("properties", {})
+    return properties if isinstance(properties, Mapping) else {}
+
+
+def broken_mappings(entries: Mapping[str, EntryLike], tools: Mapping[str, ToolSpec]) -> list[CheckMessage]:
+    errors: list[CheckMessage] = []
+
+    def error(entry: EntryLike, message: str) -> None:
+        errors.append(
+            Error(f"catalogue entry {entry.tool}: {message}", obj=entry.tool, id="compensations.E002")
+        )
+
+    for name, entry in sorted(entries.items()):
+        spec = tools.get(name)
+        if spec is None or entry.reversibility == "none":
+            # An entry for a tool this deployment does not register is harmless; "none" undoes nothing.
+            continue
+        if entry.deadline_field and entry.deadline_field not in spec.receipt_fields:
+            error(
+                entry,
+                f"deadline field {entry.deadline_field} is not in {name}'s receipt {spec.receipt_fields}",
+            )
+        undo = tools.get(entry.compensating_tool)
+        if undo is None or undo.kind != "write":
+            error(entry, f"compensating tool {entry.compensating_tool!r} is not a registered write tool")
+        mapping = entry.argument_mapping
+        if not isinstance(mapping, Mapping):
+            error(entry, f"argument_mapping must be an object, not {mapping!r}")
+            continue
+        for argument, text in mapping.items():
+            try:
+                source = parse_source(text)
+            except MappingError as exc:
+                error(entry, f"argument {argument}: {exc}")
+                continue
+            if source.origin == "receipt" and source.field not in spec.receipt_fields:
+                error(
+                    entry,
+                    f"argument {argument} comes from {text}, but {name}'s receipt carries only "
+                    f"{', '.join(spec.receipt_fields) or 'nothing'}: the undo needs a field that is never stored",
+                )
+            if source.origin == "args" and source.field not in _properties(spec):
+                error(
+                    entry,
+                    f"argument {argument} comes from {text}, but {name} takes no argument {source.field}",
+                )
+            if undo is not None and argument not in _properties(undo):
+                error(entry, f"{undo.name} takes no argument {argument}")
+        if undo is not None:
+            required = undo.args_schema.get("required", [])
+            for argument in required if isinstance(required, list) else []:
+                if argument not in mapping:
+                    error(entry, f"{undo.name} requires {argument}, which the mapping does not give")
+    return errors
+
+
+def irreversible_first(entries: Mapping[str, EntryLike], flows: Iterable[FlowLike]) -> list[CheckMessage]:
+    errors: list[CheckMessage] = []
+    for flow in flows:
+        if flow.irreversible_first.strip():
+            continue
+        first_irreversible: str | None = None
+        for step in flow.writes:
+            entry = entries.get(step.tool)
+            if entry is None:
+                continue  # E001's business
+            if entry.reversibility == "none":
+                first_irreversible = first_irreversible or step.tool
+            elif first_irreversible is not None:
+                errors.append(
+                    Error(
+                        f"flow {flow.task_type} performs {first_irreversible} (not reversible) before "
+                        f"{step.tool} (reversible): if {step.tool} fails, {first_irreversible} cannot be undone",
+                        hint="Reorder the flow so irreversible writes come last, or give the Flow an "
+                        "irreversible_first reason.",
+                        obj=flow.task_type,
+                        id="compensations.E003",
+                    )
+                )
+                break
+    return errors
+
+
+def _flows() -> list[FlowLike]:
+    flows = import_string(settings.SEAM_FLOWS)
+    return list(flows.values() if isinstance(flows, Mapping) else flows)
+
+
+def _catalogue_ready(alias: str) -> bool:
+    from .models import CatalogueEntry
+
+    connection = connections[alias]
+    try:
+        if CatalogueEntry._meta.db_table not in connection.introspection.table_names():
+            return False
+        return SEED_MIGRATION in MigrationRecorder(connection).applied_migrations()
+    except DatabaseError:
+        return False
+
+
+@register(Tags.database)
+def check_catalogue(
+    app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    from .models import CatalogueEntry
+
+    alias = router.db_for_read(CatalogueEntry)
+    if not databases or alias not in databases or not _catalogue_ready(alias):
+        return []
+    entries: dict[str, EntryLike] = {entry.tool: entry for entry in CatalogueEntry.objects.using(alias)}
+    tools = all_tools()
+    return [
+        *missing_entries(entries, tools),
+        *broken_mappings(entries, tools),
+        *irreversible_first(entries, _flows()),
+    ]

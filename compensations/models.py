@@ -1,0 +1,123 @@
+"""The compensation catalogue and the record of every compensation run.
+
+For every write tool the catalogue says what undoes it — a compensating tool and how its
+arguments come from the original step's arguments and receipt — and how honestly reversible it
+is: fully, until a condition or a deadline read from the receipt, partially (and what is lost),
+or not at all. Admins edit it; every change is kept (django-simple-history)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from simple_history.models import HistoricalRecords
+
+from handover.models import Intent
+
+
+class Reversibility(models.TextChoices):
+    REVERSIBLE = "reversible", "Reversible"
+    REVERSIBLE_UNTIL = "reversible_until", "Reversible until a condition or deadline"
+    PARTIAL = "partial", "Partially reversible"
+    NONE = "none", "Not reversible"
+
+
+class CatalogueEntry(models.Model):
+    """One write tool's undo, written by the defaults (compensations.defaults) and edited by admins.
+
+    `argument_mapping` maps each argument of the compensating tool to a source (resolved by
+    compensations.mapping.compensation_args):
+      - "args.<name>": the original step's argument, as it was sent;
+      - "receipt.<name>": a field of the original step's receipt (which must be one of the
+        tool's ToolSpec.receipt_fields, or the undo cannot be built from what was stored);
+      - "negate:args.<name>" / "negate:receipt.<name>": the same, numerically negated (an
+        opposite adjustment: the ERP's adjust_stock is undone by adjusting by -qty).
+    e.g. {"reservation_id": "receipt.reservation_id"}.
+
+    Reversibility: `reversible` — the compensating tool undoes it completely. `reversible_until`
+    — completely, until `until_condition` ("until collection") or the deadline in the receipt
+    field `deadline_field` ("recall_cutoff"); if `loss` is set, undoing after that point still
+    works but loses `loss` (a shipment recalled after its cutoff costs a recall fee), if blank,
+    after that point it cannot be undone. `partial` — always loses `loss`. `none` — nothing
+    undoes it (no compensating tool); `staff_notes` says what a person does instead."""
+
+    tool = models.CharField(max_length=100, unique=True)
+    description = models.CharField(max_length=300)
+    compensating_tool = models.CharField(max_length=100, blank=True)
+    argument_mapping = models.JSONField(default=dict, blank=True)
+    reversibility = models.CharField(max_length=20, choices=Reversibility.choices)
+    until_condition = models.CharField(max_length=200, blank=True)
+    deadline_field = models.CharField(max_length=100, blank=True)
+    loss = models.CharField(max_length=200, blank=True)
+    staff_notes = models.TextField(blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["tool"]
+        verbose_name_plural = "catalogue entries"
+
+    def __str__(self) -> str:
+        return f"{self.tool} → {self.compensating_tool or 'nothing'} ({self.reversibility})"
+
+
+class CompensationStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    DONE = "done", "Done"
+    PARTIAL = "partial", "Partially done"
+    DEAD_LETTERED = "dead_lettered", "Failed: in the dead-letter queue"
+    NOT_POSSIBLE = "not_possible", "Not possible"
+
+
+class Compensation(models.Model):
+    """One attempt to undo one performed step: the original intent, the compensation's own
+    intent (a new journaled action with its own key), and how it ended. Written by the
+    compensations executor."""
+
+    original = models.ForeignKey(Intent, on_delete=models.PROTECT, related_name="compensations")
+    intent = models.OneToOneField(
+        Intent, on_delete=models.PROTECT, null=True, blank=True, related_name="compensation_of"
+    )
+    status = models.CharField(
+        max_length=20, choices=CompensationStatus.choices, default=CompensationStatus.PENDING
+    )
+    not_undone = models.TextField(
+        blank=True, help_text="What could not be undone (partial), or why not possible."
+    )
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            # One live compensation per step: two clicks, two workers, one undo.
+            models.UniqueConstraint(
+                fields=["original"],
+                condition=~models.Q(status="not_possible"),
+                name="one_compensation_per_step",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"undo {self.original.step_id}: {self.status}"
+
+
+class DeadLetter(models.Model):
+    """A compensation that failed past its retry budget, waiting for a person. It has an owner
+    from the moment it is created (settings.SEAM_DEAD_LETTER_DEFAULT_OWNER, else the first team
+    lead of the tenant) and stays open until someone resolves it with a note."""
+
+    compensation = models.OneToOneField(Compensation, on_delete=models.PROTECT, related_name="dead_letter")
+    error_class = models.CharField(max_length=20)
+    error = models.TextField()
+    attempts = models.PositiveIntegerField()
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    resolution_note = models.TextField(blank=True)
+
+    def __str__(self) -> str:
+        return f"dead letter: {self.compensation}"

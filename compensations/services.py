@@ -1,0 +1,261 @@
+"""The compensations executor. Undoing a step is a new action: its own intent row (recorded
+through the same journal, admitted even on an ended run), its own idempotency key (derived from
+the compensating tool and its arguments, so a redelivered task finds it instead of sending it
+again), its own outcome. A compensation that cannot be finished goes to the dead-letter queue
+with a person as its owner, and the run is escalated with `compensation_failed`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.db.models import F, Max
+from django.utils import timezone
+
+from handover import services as journal
+from handover.models import Escalation, Intent, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
+from handover.tool_errors import ToolError
+from tools import services as tools
+
+from .mapping import compensation_args
+from .models import CatalogueEntry, Compensation, CompensationStatus, DeadLetter, Reversibility
+
+FINISHED = (
+    CompensationStatus.DONE,
+    CompensationStatus.PARTIAL,
+    CompensationStatus.DEAD_LETTERED,
+    CompensationStatus.NOT_POSSIBLE,
+)
+RETRYABLE = ("transient",)
+
+
+class CompensationPending(Exception):
+    """The compensation's own call is in doubt (ambiguous, or found open after a worker died):
+    it waits for reconciliation to settle its intent; try again later."""
+
+
+class CompensationRetry(Exception):
+    """A transient failure within the retry budget: try again later."""
+
+
+def compensation_request(*, original: Intent, actor: journal.Actor) -> Compensation:
+    """Ask for one performed step to be undone. Two requests (two clicks, two workers) get the
+    same compensation; a step nothing undoes gets a `not_possible` record saying why."""
+    if original.status != IntentStatus.PERFORMED:
+        raise journal.Conflict(
+            f"{original.step_id} is {original.status}; only a performed step is undone", field="status"
+        )
+    existing = Compensation.objects.filter(original=original).order_by("-id").first()
+    if existing is not None:
+        return existing
+    entry = CatalogueEntry.objects.filter(tool=original.tool).first()
+    if entry is None or entry.reversibility == Reversibility.NONE or not entry.compensating_tool:
+        why = entry.staff_notes if entry and entry.staff_notes else f"nothing undoes {original.tool}"
+        return Compensation.objects.create(
+            original=original, status=CompensationStatus.NOT_POSSIBLE, not_undone=why
+        )
+    try:
+        with transaction.atomic():
+            return Compensation.objects.create(original=original)
+    except IntegrityError:
+        return Compensation.objects.exclude(status=CompensationStatus.NOT_POSSIBLE).get(original=original)
+
+
+def compensation_schedule(*, original: Intent, actor: journal.Actor) -> Compensation:
+    """Request the undo of one step and queue its execution once this is committed."""
+    from .tasks import compensate_step
+
+    compensation = compensation_request(original=original, actor=actor)
+    if compensation.status not in FINISHED:
+        transaction.on_commit(lambda: compensate_step.delay(compensation.pk))
+    return compensation
+
+
+def compensation_execute(*, compensation: Compensation, actor: journal.Actor) -> Compensation:
+    """Run one compensation through the journal. Idempotent: a finished one is returned as is;
+    a redelivered one finds its own intent by key and does not send again."""
+    compensation = Compensation.objects.select_related("original__run__tenant", "intent").get(
+        pk=compensation.pk
+    )
+    if compensation.status in FINISHED:
+        return compensation
+    original = compensation.original
+    entry = CatalogueEntry.objects.get(tool=original.tool)
+    args = compensation_args(entry, original.args, original.receipt)
+    run = original.run
+    turn = (run.intents.aggregate(last=Max("turn"))["last"] or 0) + 1
+    Compensation.objects.filter(pk=compensation.pk).update(attempts=F("attempts") + 1)
+    try:
+        performed = tools.tool_perform(
+            run=run, tool=entry.compensating_tool, args=args, turn=turn, actor=actor, compensation=True
+        )
+    except journal.IntentInDoubt as doubt:
+        _link(compensation, doubt.intent)
+        raise CompensationPending(str(doubt)) from doubt
+    except ToolError as exc:
+        intent = _compensation_intent(run, entry.compensating_tool, args)
+        if intent is not None:
+            _link(compensation, intent)
+        if exc.error_class == "ambiguous":
+            raise CompensationPending(exc.message) from exc
+        attempts = Compensation.objects.values_list("attempts", flat=True).get(pk=compensation.pk)
+        if exc.error_class in RETRYABLE and attempts < settings.SEAM_COMPENSATION_MAX_ATTEMPTS:
+            Compensation.objects.filter(pk=compensation.pk).update(
+                last_error=f"{exc.error_class}: {exc.message}"
+            )
+            raise CompensationRetry(exc.message) from exc
+        return _dead_letter(
+            compensation=compensation, error_class=exc.error_class, error=exc.message, actor=actor
+        )
+    _link(compensation, performed.intent)
+    receipt = performed.intent.receipt
+    if performed.intent.status != IntentStatus.PERFORMED:
+        # Replayed from an earlier, failed attempt of this very key.
+        return _dead_letter(
+            compensation=compensation,
+            error_class=performed.intent.error_class or "bug",
+            error=performed.intent.outcome_summary,
+            actor=actor,
+        )
+    partial = _partial_loss(entry, receipt)
+    Compensation.objects.filter(pk=compensation.pk).update(
+        status=CompensationStatus.PARTIAL if partial else CompensationStatus.DONE,
+        not_undone=partial,
+        last_error="",
+    )
+    return Compensation.objects.get(pk=compensation.pk)
+
+
+def _partial_loss(entry: CatalogueEntry, receipt: dict[str, Any]) -> str:
+    """What the provider's answer says could not be undone ('' when everything was)."""
+    if receipt.get("status") == "recalled" or "recall_fee" in receipt:
+        fee = f" {receipt.get('recall_fee', '')} {receipt.get('currency', '')}".rstrip()
+        return (
+            f"{entry.loss or 'recalled at a cost'}:{fee}"
+            if fee.strip()
+            else entry.loss or "recalled at a cost"
+        )
+    return ""
+
+
+def _compensation_intent(run: Run, tool: str, args: dict[str, Any]) -> Intent | None:
+    return run.intents.filter(tool=tool, args=args).order_by("-id").first()
+
+
+def _link(compensation: Compensation, intent: Intent) -> None:
+    Compensation.objects.filter(pk=compensation.pk, intent__isnull=True).update(intent=intent)
+
+
+def _owner_for(run: Run) -> Any:
+    users = get_user_model().objects
+    name = getattr(settings, "SEAM_DEAD_LETTER_DEFAULT_OWNER", "")
+    if name:
+        owner = users.filter(username=name).first()
+        if owner is not None:
+            return owner
+    return (
+        users.filter(groups__name="team_lead", membership__tenant=run.tenant, is_active=True)
+        .order_by("pk")
+        .first()
+        or users.filter(is_superuser=True, is_active=True).order_by("pk").first()
+    )
+
+
+def _dead_letter(
+    *, compensation: Compensation, error_class: str, error: str, actor: journal.Actor
+) -> Compensation:
+    run = compensation.original.run
+    now = timezone.now()
+    detail = f"compensating {compensation.original.tool} failed ({error_class}): {error}"
+    with journal.durable():
+        updated = (
+            Compensation.objects.filter(pk=compensation.pk)
+            .exclude(status__in=FINISHED)
+            .update(status=CompensationStatus.DEAD_LETTERED, last_error=f"{error_class}: {error}")
+        )
+        if not updated:
+            return Compensation.objects.get(pk=compensation.pk)
+        attempts = Compensation.objects.values_list("attempts", flat=True).get(pk=compensation.pk)
+        DeadLetter.objects.create(
+            compensation=compensation,
+            error_class=error_class,
+            error=error,
+            attempts=attempts,
+            owner=_owner_for(run),
+        )
+        # The run stays (or becomes) escalated, now for this reason.
+        Run.objects.filter(pk=run.pk).exclude(status=RunStatus.CANCELLED).update(
+            status=RunStatus.ESCALATED,
+            outcome_reason=OutcomeReason.COMPENSATION_FAILED,
+            outcome_detail=detail,
+            ended_at=now,
+            version=F("version") + 1,
+            escalations=F("escalations") + 1,
+        )
+        Escalation.objects.create(
+            run=run, reason=OutcomeReason.COMPENSATION_FAILED, detail=detail, created_at=now
+        )
+        journal.event_record(
+            run=run,
+            kind=JournalEvent.Kind.RUN_ESCALATED,
+            actor=actor,
+            at=now,
+            data={"reason": OutcomeReason.COMPENSATION_FAILED, "detail": detail},
+        )
+    return Compensation.objects.get(pk=compensation.pk)
+
+
+@dataclass
+class RunCompensation:
+    undone: list[str] = field(default_factory=list)
+    partial: list[str] = field(default_factory=list)
+    not_undone: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Everything the run did was fully undone: nothing partial, impossible, failed or pending."""
+        return not (self.partial or self.not_undone or self.failed or self.pending)
+
+    def summary(self) -> str:
+        parts = [
+            f"undone: {', '.join(self.undone) or 'nothing'}",
+            *([f"partly undone: {'; '.join(self.partial)}"] if self.partial else []),
+            *([f"could not undo: {'; '.join(self.not_undone)}"] if self.not_undone else []),
+            *([f"failed (dead-lettered): {', '.join(self.failed)}"] if self.failed else []),
+            *([f"in doubt: {', '.join(self.pending)}"] if self.pending else []),
+        ]
+        return "; ".join(parts)
+
+
+def run_compensate(*, run: Run, actor: journal.Actor) -> RunCompensation:
+    """Undo the run's performed steps in reverse order, each through compensation_execute, and
+    say what could not be undone. Compensation intents themselves are never compensated."""
+    result = RunCompensation()
+    compensation_ids = set(Compensation.objects.filter(original__run=run).values_list("intent_id", flat=True))
+    steps = [
+        i
+        for i in run.intents.filter(status=IntentStatus.PERFORMED).order_by("-intended_at", "-id")
+        if i.pk not in compensation_ids and not i.events.filter(data__compensation=True).exists()
+    ]
+    for step in steps:
+        compensation = compensation_request(original=step, actor=actor)
+        if compensation.status == CompensationStatus.NOT_POSSIBLE:
+            result.not_undone.append(f"{step.tool} ({compensation.not_undone})")
+            continue
+        try:
+            done = compensation_execute(compensation=compensation, actor=actor)
+        except (CompensationPending, CompensationRetry):
+            result.pending.append(step.tool)
+            continue
+        if done.status == CompensationStatus.DONE:
+            result.undone.append(step.tool)
+        elif done.status == CompensationStatus.PARTIAL:
+            result.partial.append(f"{step.tool} ({done.not_undone})")
+        else:
+            result.failed.append(step.tool)
+    return result

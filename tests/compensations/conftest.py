@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from django.test import override_settings
+
+from compensations.defaults import catalogue_grant_roles, catalogue_seed_defaults
+
+
+@pytest.fixture(autouse=True)
+def sandbox_tool_catalogue() -> Iterator[None]:
+    """The sandbox's tools registered (no sandbox process is needed: nothing is called)."""
+    with override_settings(SEAM_TOOL_MODULES=["tools.sandbox_tools"]):
+        yield
+
+
+@pytest.fixture
+def catalogue(transactional_db: None) -> None:
+    """The default catalogue and role grants, as migrations 0002 and 0003 leave them
+    (transactional tests flush every table, the migrations' rows included)."""
+    catalogue_seed_defaults()
+    catalogue_grant_roles()

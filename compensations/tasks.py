@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 from celery import Task, shared_task
+from django.conf import settings
 
 from handover.services import Actor
 
@@ -37,4 +38,4 @@ def compensate_step(self: Task, compensation_id: int) -> str:
         ) from exc
     except CompensationPending as exc:
         # The compensation's own call is in doubt; reconciliation settles its intent first.
-        raise self.retry(exc=exc, countdown=30) from exc
+        raise self.retry(exc=exc, countdown=settings.SEAM_COMPENSATION_PENDING_RETRY_SECONDS) from exc

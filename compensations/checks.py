@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from django.apps import AppConfig
 from django.conf import settings
-from django.core.checks import CheckMessage, Error, Tags, register
+from django.core.checks import CheckMessage, Error, register
 from django.db import DatabaseError, connections, router
 from django.db.migrations.recorder import MigrationRecorder
 from django.utils.module_loading import import_string
@@ -183,14 +183,17 @@ def _catalogue_ready(alias: str) -> bool:
         return False
 
 
-@register(Tags.database)
+# Registered without the `database` tag so that a plain `manage.py check` (and runserver, and
+# the deploy check) catches a bad catalogue; it reads one small table and stays silent when
+# the database or the table is not there yet.
+@register()
 def check_catalogue(
     app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
     from .models import CatalogueEntry
 
     alias = router.db_for_read(CatalogueEntry)
-    if not databases or alias not in databases or not _catalogue_ready(alias):
+    if (databases is not None and alias not in databases) or not _catalogue_ready(alias):
         return []
     entries: dict[str, EntryLike] = {entry.tool: entry for entry in CatalogueEntry.objects.using(alias)}
     tools = all_tools()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.checks import CheckMessage
 from django.core.management import call_command
+from django.core.management.base import SystemCheckError
 from django.test import override_settings
 
 from compensations.checks import check_catalogue
@@ -51,9 +52,15 @@ def test_the_default_catalogue_passes_every_check() -> None:
     call_command("check", databases=["default"])  # raises SystemCheckError on any error
 
 
-def test_the_checks_stay_quiet_without_a_database() -> None:
+def test_a_plain_manage_py_check_fails_on_a_missing_entry() -> None:
     CatalogueEntry.objects.filter(tool="reship").delete()
-    assert check_catalogue(databases=None) == []
+    with pytest.raises(SystemCheckError, match=r"compensations\.E001"):
+        call_command("check")
+
+
+def test_the_checks_stay_quiet_for_another_database() -> None:
+    CatalogueEntry.objects.filter(tool="reship").delete()
+    assert check_catalogue(databases=["other"]) == []
 
 
 def test_a_write_tool_without_an_entry_is_reported() -> None:

@@ -152,7 +152,9 @@ SEAM_RESUME_TRANSIENT_RETRIES = _env_or_fail(env.int, "SEAM_RESUME_TRANSIENT_RET
 SEAM_COMPENSATION_MAX_ATTEMPTS = _env_or_fail(env.int, "SEAM_COMPENSATION_MAX_ATTEMPTS", default=5)
 SEAM_DEAD_LETTER_DEFAULT_OWNER = env("SEAM_DEAD_LETTER_DEFAULT_OWNER", default="")
 # A compensation whose own call is in doubt waits this long for reconciliation before retrying.
-SEAM_COMPENSATION_PENDING_RETRY_SECONDS = _env_or_fail(env.int, "SEAM_COMPENSATION_PENDING_RETRY_SECONDS", default=30)
+SEAM_COMPENSATION_PENDING_RETRY_SECONDS = _env_or_fail(
+    env.int, "SEAM_COMPENSATION_PENDING_RETRY_SECONDS", default=30
+)
 
 # Agents send arguments up to the journal's own limit (handover.services.MAX_ARGS_BYTES);
 # the request as a whole may carry a plan of several such steps.

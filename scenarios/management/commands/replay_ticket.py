@@ -26,6 +26,9 @@ class Command(BaseCommand):
     help = (
         "Run a scripted ticket through the journal and the sandbox in a child process, killing it if asked."
     )
+    # This is an agent runtime, not an operator's tool: a catalogue problem (a system check) must
+    # not stop it from running, any more than it would stop a real agent.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("ticket", choices=sorted(TICKETS))

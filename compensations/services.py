@@ -236,12 +236,13 @@ def run_compensate(*, run: Run, actor: journal.Actor) -> RunCompensation:
     """Undo the run's performed steps in reverse order, each through compensation_execute, and
     say what could not be undone. Compensation intents themselves are never compensated."""
     result = RunCompensation()
-    compensation_ids = set(Compensation.objects.filter(original__run=run).values_list("intent_id", flat=True))
-    steps = [
-        i
-        for i in run.intents.filter(status=IntentStatus.PERFORMED).order_by("-intended_at", "-id")
-        if i.pk not in compensation_ids and not i.events.filter(data__compensation=True).exists()
-    ]
+    # Compensation intents are never themselves compensated: they are the ones recorded with the
+    # `compensation` flag (linked to a Compensation row or not yet).
+    steps = list(
+        run.intents.filter(status=IntentStatus.PERFORMED)
+        .exclude(events__kind=JournalEvent.Kind.INTENT_RECORDED, events__data__compensation=True)
+        .order_by("-intended_at", "-id")
+    )
     for step in steps:
         compensation = compensation_request(original=step, actor=actor)
         if compensation.status == CompensationStatus.NOT_POSSIBLE:

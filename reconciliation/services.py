@@ -25,7 +25,13 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from handover.models import ErrorClass, Intent, IntentStatus, JournalEvent
-from handover.services import OPEN_TRANSACTION_MESSAGE, Actor, OpenTransactionRefused, inside_open_transaction
+from handover.services import (
+    OPEN_TRANSACTION_MESSAGE,
+    Actor,
+    OpenTransactionRefused,
+    event_record,
+    inside_open_transaction,
+)
 from handover.tool_errors import ToolError
 from tools import services as tools
 from tools.connectors import NotPerformed, Performed, Unknown
@@ -68,20 +74,7 @@ def _claim(*, intent_id: int, now: datetime) -> Intent | None:
         )
     if claimed != 1:
         return None
-    return Intent.objects.get(pk=intent_id)
-
-
-def _event(*, intent: Intent, kind: str, actor: Actor, at: datetime, data: dict[str, Any]) -> None:
-    JournalEvent.objects.create(
-        run_id=intent.run_id,
-        intent=intent,
-        kind=kind,
-        actor_kind=actor.kind,
-        actor_name=actor.name,
-        user_id=actor.user_id,
-        data=data,
-        at=at,
-    )
+    return Intent.objects.select_related("run").get(pk=intent_id)
 
 
 def _settle(
@@ -114,7 +107,14 @@ def _settle(
                 data["receipt"] = receipt
             if unknown_reason:
                 data["reason"] = unknown_reason
-            _event(intent=intent, kind=JournalEvent.Kind.INTENT_RECONCILED, actor=actor, at=now, data=data)
+            event_record(
+                run=intent.run,
+                intent=intent,
+                kind=JournalEvent.Kind.INTENT_RECONCILED,
+                actor=actor,
+                at=now,
+                data=data,
+            )
     return bool(settled)
 
 
@@ -151,7 +151,8 @@ def _lookup_failed(*, intent: Intent, error: str, actor: Actor) -> Reconciled:
             next_lookup_at=retry_at,
         )
         if updated:
-            _event(
+            event_record(
+                run=intent.run,
                 intent=intent,
                 kind=JournalEvent.Kind.LOOKUP_FAILED,
                 actor=actor,

@@ -9,12 +9,12 @@ PYTHON ?= $(shell for p in python3.13 python3.12 $(HOME)/.pyenv/versions/3.13*/b
 	  if command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then command -v $$p; break; fi; done)
 STAMP := $(VENV)/.installed
 
-.PHONY: help install demo test lint typecheck pytest worker beat bench services clean
+.PHONY: help install demo test lint typecheck pytest worker beat bench services chromium screenshots clean
 
 help:
 	@echo "make demo   install, migrate, create demo users, start the sandbox, seed killed runs, serve http://127.0.0.1:8000"
 	@echo "make test   ruff, mypy and pytest against the machine's PostgreSQL and Redis"
-	@echo "make lint | worker | beat | bench"
+	@echo "make lint | worker | beat | bench | screenshots"
 
 $(STAMP): pyproject.toml requirements.lock
 	@test -n "$(PYTHON)" || { echo "ERROR: no Python 3.12+ found (Django 6 needs it)"; exit 1; }
@@ -40,8 +40,32 @@ typecheck: install
 services:
 	@$(BIN)/python scripts/check_services.py
 
-pytest: install services
+# The browser tests drive Debian's Chromium through Playwright; a browser is never downloaded
+# (no `playwright install`). Installed when missing: as root directly, otherwise through
+# passwordless sudo, refreshing the package lists if the first attempt cannot find it. Under CI a
+# Chromium still missing afterwards stops the run, as a missing service does.
+chromium:
+	@command -v chromium >/dev/null || { \
+	  echo "Installing Debian's chromium for the browser tests"; \
+	  if [ "$$(id -u)" -eq 0 ]; then as_root=""; else as_root="sudo -n"; fi; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $$as_root apt-get install -y chromium \
+	    || { $$as_root apt-get update && $$as_root apt-get install -y chromium; } \
+	    || true; \
+	}; \
+	if ! command -v chromium >/dev/null; then \
+	  case "$${CI:-}" in \
+	    1|true|TRUE|True|yes) echo "ERROR: chromium is missing and could not be installed. Install it as root with: apt-get install -y chromium" >&2; exit 1;; \
+	    *) echo "WARNING: chromium is missing, so the browser tests will be skipped. Install it as root with: apt-get install -y chromium" >&2;; \
+	  esac; \
+	fi
+
+pytest: install services chromium
 	$(BIN)/pytest -p no:cacheprovider $(PYTEST_ARGS)
+
+# docs/screenshots/{queue,run}.png, taken by the browser test from seed 000's T-40912.
+screenshots: install services chromium
+	SEAM_SCREENSHOTS=1 $(BIN)/pytest -p no:cacheprovider -q tests/browser -k test_staff_compensate_the_pickup
 
 test: lint typecheck pytest
 
@@ -54,6 +78,7 @@ beat: install
 bench: install services
 	DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python bench/journal.py
 	DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python bench/reconcile.py
+	DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python bench/pages.py
 
 clean:
 	rm -rf $(VENV) var db.sqlite3* .pytest_cache .mypy_cache .ruff_cache

@@ -590,7 +590,8 @@ def truncate_bench_tables(database: str) -> None:
         m._meta.db_table for m in (JournalEvent, CustomerMessage, Intent, Run, AgentToken, Membership, Tenant)
     ]
     with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE " + ", ".join(connection.ops.quote_name(t) for t in tables))
+        # CASCADE: compensations, fan-outs and audit rows reference runs and intents too.
+        cursor.execute("TRUNCATE " + ", ".join(connection.ops.quote_name(t) for t in tables) + " CASCADE")
     progress(f"emptied the handover tables of {database}")
 
 

@@ -85,6 +85,9 @@ class Compensation(models.Model):
     )
     attempts = models.PositiveIntegerField(default=0)
     last_error = models.TextField(blank=True)
+    # Raised by a person's retry from the dead-letter queue: the compensating call is then a new
+    # occurrence with a new key, because the failed one's key would only replay its failure.
+    retry_round = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -118,6 +121,9 @@ class DeadLetter(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     resolution_note = models.TextField(blank=True)
+
+    class Meta:
+        permissions = [("assign_deadletter", "Assign dead letters to a person (team leads)")]
 
     def __str__(self) -> str:
         return f"dead letter: {self.compensation}"

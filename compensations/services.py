@@ -16,7 +16,7 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from handover import services as journal
-from handover.models import Escalation, Intent, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
+from handover.models import Intent, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
 from handover.tool_errors import ToolError
 from tools import services as tools
 
@@ -90,13 +90,19 @@ def compensation_execute(*, compensation: Compensation, actor: journal.Actor) ->
     Compensation.objects.filter(pk=compensation.pk).update(attempts=F("attempts") + 1)
     try:
         performed = tools.tool_perform(
-            run=run, tool=entry.compensating_tool, args=args, turn=turn, actor=actor, compensation=True
+            run=run,
+            tool=entry.compensating_tool,
+            args=args,
+            turn=turn,
+            occurrence=compensation.retry_round,
+            actor=actor,
+            compensation=True,
         )
     except journal.IntentInDoubt as doubt:
         _link(compensation, doubt.intent)
         raise CompensationPending(str(doubt)) from doubt
     except ToolError as exc:
-        intent = _compensation_intent(run, entry.compensating_tool, args)
+        intent = _compensation_intent(run, entry.compensating_tool, args, compensation.retry_round)
         if intent is not None:
             _link(compensation, intent)
         if exc.error_class == "ambiguous":
@@ -121,11 +127,16 @@ def compensation_execute(*, compensation: Compensation, actor: journal.Actor) ->
             actor=actor,
         )
     partial = _partial_loss(entry, receipt)
-    Compensation.objects.filter(pk=compensation.pk).update(
-        status=CompensationStatus.PARTIAL if partial else CompensationStatus.DONE,
-        not_undone=partial,
-        last_error="",
-    )
+    with journal.durable():
+        Compensation.objects.filter(pk=compensation.pk).update(
+            status=CompensationStatus.PARTIAL if partial else CompensationStatus.DONE,
+            not_undone=partial,
+            last_error="",
+        )
+        # A person's retry from the dead-letter queue worked: the letter is answered.
+        DeadLetter.objects.filter(compensation=compensation, resolved_at__isnull=True).update(
+            resolved_at=timezone.now(), resolution_note=f"retry round {compensation.retry_round} succeeded"
+        )
     return Compensation.objects.get(pk=compensation.pk)
 
 
@@ -141,12 +152,13 @@ def _partial_loss(entry: CatalogueEntry, receipt: dict[str, Any]) -> str:
     return ""
 
 
-def _compensation_intent(run: Run, tool: str, args: dict[str, Any]) -> Intent | None:
-    return run.intents.filter(tool=tool, args=args).order_by("-id").first()
+def _compensation_intent(run: Run, tool: str, args: dict[str, Any], occurrence: int) -> Intent | None:
+    return run.intents.filter(tool=tool, args=args, occurrence=occurrence).order_by("-id").first()
 
 
 def _link(compensation: Compensation, intent: Intent) -> None:
-    Compensation.objects.filter(pk=compensation.pk, intent__isnull=True).update(intent=intent)
+    # A retried compensation (a new round) links its new intent in place of the failed one.
+    Compensation.objects.filter(pk=compensation.pk).exclude(intent=intent).update(intent=intent)
 
 
 def _owner_for(run: Run) -> Any:
@@ -179,31 +191,37 @@ def _dead_letter(
         if not updated:
             return Compensation.objects.get(pk=compensation.pk)
         attempts = Compensation.objects.values_list("attempts", flat=True).get(pk=compensation.pk)
-        DeadLetter.objects.create(
-            compensation=compensation,
+        # A dead letter retried by a person and failing again is reopened, keeping its owner.
+        reopened = DeadLetter.objects.filter(compensation=compensation).update(
             error_class=error_class,
             error=error,
             attempts=attempts,
-            owner=_owner_for(run),
+            resolved_at=None,
+            resolved_by=None,
+            resolution_note="",
         )
-        # The run stays (or becomes) escalated, now for this reason.
-        Run.objects.filter(pk=run.pk).exclude(status=RunStatus.CANCELLED).update(
-            status=RunStatus.ESCALATED,
-            outcome_reason=OutcomeReason.COMPENSATION_FAILED,
-            outcome_detail=detail,
-            ended_at=now,
-            version=F("version") + 1,
-            escalations=F("escalations") + 1,
-        )
-        Escalation.objects.create(
-            run=run, reason=OutcomeReason.COMPENSATION_FAILED, detail=detail, created_at=now
-        )
-        journal.event_record(
+        if not reopened:
+            DeadLetter.objects.create(
+                compensation=compensation,
+                error_class=error_class,
+                error=error,
+                attempts=attempts,
+                owner=_owner_for(run),
+            )
+        # The run stays (or becomes) escalated, now for this reason; a cancelled run stays
+        # cancelled, its dead letter (with an owner) being the person's call to act.
+        journal.run_hand_over(
             run=run,
-            kind=JournalEvent.Kind.RUN_ESCALATED,
+            reason=OutcomeReason.COMPENSATION_FAILED,
+            detail=detail,
             actor=actor,
+            from_statuses=(
+                RunStatus.RUNNING,
+                RunStatus.ESCALATED,
+                RunStatus.COMPENSATED,
+                RunStatus.COMPLETED,
+            ),
             at=now,
-            data={"reason": OutcomeReason.COMPENSATION_FAILED, "detail": detail},
         )
     return Compensation.objects.get(pk=compensation.pk)
 
@@ -237,10 +255,15 @@ def run_compensate(*, run: Run, actor: journal.Actor) -> RunCompensation:
     say what could not be undone. Compensation intents themselves are never compensated."""
     result = RunCompensation()
     # Compensation intents are never themselves compensated: they are the ones recorded with the
-    # `compensation` flag (linked to a Compensation row or not yet).
+    # `compensation` flag (linked to a Compensation row or not yet). Their events are looked up
+    # by run (journal_run_at_idx): journal events have no index by intent.
     steps = list(
         run.intents.filter(status=IntentStatus.PERFORMED)
-        .exclude(events__kind=JournalEvent.Kind.INTENT_RECORDED, events__data__compensation=True)
+        .exclude(
+            events__run=run,
+            events__kind=JournalEvent.Kind.INTENT_RECORDED,
+            events__data__compensation=True,
+        )
         .order_by("-intended_at", "-id")
     )
     for step in steps:
@@ -259,4 +282,27 @@ def run_compensate(*, run: Run, actor: journal.Actor) -> RunCompensation:
             result.partial.append(f"{step.tool} ({done.not_undone})")
         else:
             result.failed.append(step.tool)
+    return result
+
+
+def run_undo(*, run: Run, actor: journal.Actor) -> RunCompensation:
+    """A person's "compensate the run": undo every performed step (run_compensate) and record
+    what came of it. A run whose every write is undone is marked `compensated`; its escalation
+    stays open until a person resolves it (the customer's request was still not done)."""
+    result = run_compensate(run=run, actor=actor)
+    if result.pending:
+        return result  # the task tries again once the steps in doubt are settled
+    now = timezone.now()
+    with journal.durable():
+        if result.complete:
+            Run.objects.filter(pk=run.pk, status=RunStatus.ESCALATED).update(
+                status=RunStatus.COMPENSATED, version=F("version") + 1
+            )
+        journal.event_record(
+            run=run,
+            kind=JournalEvent.Kind.RUN_COMPENSATED,
+            actor=actor,
+            at=now,
+            data={"summary": result.summary(), "complete": result.complete},
+        )
     return result

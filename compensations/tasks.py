@@ -7,10 +7,11 @@ import random
 from celery import Task, shared_task
 from django.conf import settings
 
+from handover.models import Run
 from handover.services import Actor
 
 from .models import Compensation
-from .services import CompensationPending, CompensationRetry, compensation_execute
+from .services import CompensationPending, CompensationRetry, compensation_execute, run_undo
 
 EXECUTOR = Actor.system("compensations-executor")
 
@@ -39,3 +40,26 @@ def compensate_step(self: Task, compensation_id: int) -> str:
     except CompensationPending as exc:
         # The compensation's own call is in doubt; reconciliation settles its intent first.
         raise self.retry(exc=exc, countdown=settings.SEAM_COMPENSATION_PENDING_RETRY_SECONDS) from exc
+
+
+@shared_task(
+    name="compensations.compensate_run",
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    max_retries=20,
+    time_limit=600,
+    soft_time_limit=540,
+    ignore_result=True,
+)
+def compensate_run(self: Task, run_id: str, user_id: int) -> str:
+    """A person asked for the whole run to be undone; each step's undo is idempotent, so a
+    redelivery continues where the killed worker stopped."""
+    from django.contrib.auth import get_user_model
+
+    run = Run.objects.select_related("tenant").get(pk=run_id)
+    actor = Actor.user(get_user_model().objects.get(pk=user_id))
+    result = run_undo(run=run, actor=actor)
+    if result.pending:
+        raise self.retry(countdown=settings.SEAM_COMPENSATION_PENDING_RETRY_SECONDS)
+    return result.summary()

@@ -1,6 +1,16 @@
 from django.contrib import admin
 
-from .models import AgentToken, CustomerMessage, Escalation, Intent, JournalEvent, Membership, Run, Tenant
+from .models import (
+    AgentToken,
+    CustomerMessage,
+    Escalation,
+    Intent,
+    JournalEvent,
+    Membership,
+    NotificationRule,
+    Run,
+    Tenant,
+)
 
 
 @admin.register(Tenant)
@@ -62,3 +72,14 @@ class JournalEventAdmin(ReadOnlyAdmin):
 class EscalationAdmin(ReadOnlyAdmin):
     list_display = ["run", "reason", "created_at", "resolved_at", "resolved_by"]
     list_filter = ["reason"]
+
+
+@admin.register(NotificationRule)
+class NotificationRuleAdmin(admin.ModelAdmin):
+    """Who hears about escalations. Editable by superusers and the admin role, which alone holds
+    handover.*_notificationrule (handover.roles); support staff and team leads do not see it."""
+
+    list_display = ["tenant", "task_type", "emails", "webhook_url", "active"]
+    list_filter = ["active", "tenant"]
+    list_select_related = ["tenant"]
+    search_fields = ["task_type", "emails"]

@@ -67,9 +67,18 @@ SELECT count(*) FROM settled
 def _prepared_cursor() -> Iterator[psycopg.Cursor[Any]]:
     """A server-binding psycopg cursor on Django's connection. Django's own cursors bind
     parameters client-side, so PostgreSQL would parse and plan these CTEs on every call;
-    prepared once per connection, they are only executed. Errors are wrapped as Django's."""
+    prepared once per connection, they are only executed. Errors are wrapped as Django's.
+
+    The cursor is made once per driver connection and kept on Django's connection wrapper (a
+    new connection, after CONN_MAX_AGE or an error, gets a new one): it holds no state between
+    calls that matters, since each call fetches its one row before returning."""
     connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+    raw = connection.connection
+    cursor: psycopg.Cursor[Any] | None = getattr(connection, "_seam_journal_cursor", None)
+    if cursor is None or cursor.connection is not raw or cursor.closed:
+        cursor = psycopg.Cursor(raw)
+        connection._seam_journal_cursor = cursor  # type: ignore[attr-defined]
+    with connection.wrap_database_errors:
         yield cursor
 
 
@@ -79,7 +88,7 @@ def insert_intent(
     step_id: str,
     turn: int,
     tool: str,
-    args: dict[str, Any],
+    args_json: str,
     occurrence: int,
     key: str,
     now: datetime,
@@ -91,7 +100,8 @@ def insert_intent(
 ) -> tuple[str | None, int | None]:
     """(the run's status, or None if there is no such run; the new intent's id, or None if the
     run admits no intents or the key is already recorded). Raises IntegrityError when the step
-    slot is taken by a different intent."""
+    slot is taken by a different intent. `args_json` is the arguments' canonical_json, which
+    the caller has already made for the key."""
     with _prepared_cursor() as cursor:
         cursor.execute(
             INSERT_INTENT,
@@ -100,7 +110,7 @@ def insert_intent(
                 "step_id": step_id,
                 "turn": turn,
                 "tool": tool,
-                "args": canonical_json(args),
+                "args": args_json,
                 "occurrence": occurrence,
                 "key": key,
                 "now": now,
@@ -124,7 +134,7 @@ def settle_intent(
     status: str,
     error_class: str,
     summary: str,
-    receipt: dict[str, Any],
+    receipt_json: str,
     request_id: str,
     now: datetime,
     actor_kind: str,
@@ -132,7 +142,8 @@ def settle_intent(
     user_id: int | None,
     event_data: dict[str, Any],
 ) -> bool:
-    """Compare-and-swap an open intent to its outcome, with its event. False if it was not open."""
+    """Compare-and-swap an open intent to its outcome, with its event. False if it was not open.
+    `receipt_json` is the receipt's canonical_json, which the caller made to check its size."""
     with _prepared_cursor() as cursor:
         cursor.execute(
             SETTLE_INTENT,
@@ -141,7 +152,7 @@ def settle_intent(
                 "status": status,
                 "error_class": error_class,
                 "summary": summary,
-                "receipt": canonical_json(receipt),
+                "receipt": receipt_json,
                 "request_id": request_id,
                 "now": now,
                 "actor_kind": actor_kind,

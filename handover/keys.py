@@ -84,7 +84,23 @@ def idempotency_key(
 ) -> str:
     """sha256 over the intent's identity. Arguments are canonicalised first, so key order and
     2-versus-2.0 do not change it; anything else that differs does."""
-    material = canonical_json(
-        [KEY_SCHEME, tenant_slug, str(run_id), tool, canonical_args(args), policy_version, occurrence]
+    return idempotency_key_of_json(
+        tenant_slug=tenant_slug,
+        run_id=run_id,
+        tool=tool,
+        args_json=canonical_json(canonical_args(args)),
+        policy_version=policy_version,
+        occurrence=occurrence,
     )
+
+
+def idempotency_key_of_json(
+    *, tenant_slug: str, run_id: str, tool: str, args_json: str, policy_version: str, occurrence: int = 0
+) -> str:
+    """idempotency_key for arguments already canonicalised and serialised by canonical_json: the
+    journal's hot path serialises them once, for the key, the size limit and the row. The
+    material is spelled exactly as canonical_json spells the list (tests/handover/test_keys.py)."""
+    head = canonical_json([KEY_SCHEME, tenant_slug, str(run_id), tool])  # '[...]'
+    tail = canonical_json([policy_version, occurrence])
+    material = f"{head[:-1]},{args_json},{tail[1:]}"
     return hashlib.sha256(material.encode("utf-8")).hexdigest()

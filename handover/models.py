@@ -121,13 +121,34 @@ class Run(models.Model):
     replans = models.PositiveIntegerField(default=0)
     reflections = models.PositiveIntegerField(default=0)
     escalations = models.PositiveIntegerField(default=0)
+    # The staff member who took the run from the queue ("assign to me"); set only through
+    # handover.actions, with an audit row.
+    assignee = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="assigned_runs",
+    )
+    # True from the moment the run is escalated until a person resolves or resumes it: the
+    # queue's membership, kept on the row (with a partial index) so the queue stays a small
+    # index scan however many runs have ended quietly.
+    awaiting_person = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         ordering = ["-created_at"]
+        permissions = [("act_on_run", "Act on runs: compensate, resume, settle, resolve")]
         indexes = [
             models.Index(fields=["tenant", "-created_at"], name="run_tenant_recent_idx"),
             models.Index(fields=["tenant", "ticket_id"], name="run_tenant_ticket_idx"),
             models.Index(fields=["tenant", "order_id"], name="run_tenant_order_idx"),
+            models.Index(
+                fields=["tenant", "created_at"], condition=Q(awaiting_person=True), name="run_awaiting_idx"
+            ),
+            # Stuck runs: running, heartbeat older than the stale threshold.
+            models.Index(
+                fields=["tenant", "last_heartbeat_at"], condition=Q(status="running"), name="run_running_idx"
+            ),
         ]
         constraints = [
             models.UniqueConstraint(
@@ -186,7 +207,10 @@ class Intent(models.Model):
     tool = models.CharField(max_length=100)
     args = models.JSONField(help_text="Canonical arguments, as hashed into the key.")
     occurrence = models.PositiveIntegerField(default=0)
-    idempotency_key = models.CharField(max_length=64, unique=True)
+    # Unique through Meta.constraints, not unique=True: on PostgreSQL unique=True also builds a
+    # varchar_pattern_ops ("_like") index for LIKE queries, which nothing makes and which every
+    # insert and every settle would pay for.
+    idempotency_key = models.CharField(max_length=64)
     status = models.CharField(max_length=20, choices=IntentStatus.choices, default=IntentStatus.INTENDED)
     error_class = models.CharField(max_length=20, choices=ErrorClass.choices, blank=True)
     outcome_summary = models.TextField(blank=True)
@@ -211,6 +235,8 @@ class Intent(models.Model):
         ordering = ["intended_at", "id"]
         constraints = [
             models.UniqueConstraint(fields=["run", "step_id"], name="intent_step_per_run"),
+            # The arbiter of journal_sql's ON CONFLICT (idempotency_key).
+            models.UniqueConstraint(fields=["idempotency_key"], name="intent_key_unique"),
         ]
         indexes = [
             # The reconciliation sweep looks only at open rows; a partial index keeps that scan
@@ -281,20 +307,41 @@ class JournalEvent(models.Model):
         CUSTOMER_TOLD = "customer_told", "Customer told"
         INTENT_RECONCILED = "intent_reconciled", "Intent reconciled"
         LOOKUP_FAILED = "lookup_failed", "Lookup failed"
+        FANOUT_STARTED = "fanout_started", "Fan-out dispatched"
+        FANOUT_BRANCH_SETTLED = "fanout_branch_settled", "Fan-out branch settled"
+        FANOUT_RETRY = "fanout_retry", "Fan-out retry sent or not attempted"
+        FANOUT_SETTLED = "fanout_settled", "Fan-out outcome and merged decision"
+        # Written by people's actions (handover.actions), each alongside its audit row.
+        LOOKUP_REQUESTED = "lookup_requested", "Lookup requested again"
+        COMPENSATION_REQUESTED = "compensation_requested", "Compensation requested"
+        RESUME_REQUESTED = "resume_requested", "Resumption requested"
+        ESCALATION_RESOLVED = "escalation_resolved", "Escalation resolved"
 
     # Indexed by journal_run_at_idx (run, at), which also serves lookups by run alone.
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)
-    intent = models.ForeignKey(Intent, on_delete=models.CASCADE, null=True, blank=True, related_name="events")
+    # No index: every journaled call would pay two inserts into it, and nothing looks events up
+    # by intent alone; an intent's events are its run's (compensations.run_compensate asks
+    # journal_run_at_idx for them by run).
+    intent = models.ForeignKey(
+        Intent, on_delete=models.CASCADE, null=True, blank=True, related_name="events", db_index=False
+    )
     kind = models.CharField(max_length=40, choices=Kind.choices)
     actor_kind = models.CharField(max_length=10, choices=ActorKind.choices)
     actor_name = models.CharField(max_length=150)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True)
+    # Indexed by journal_user_idx, only where set: agents' and workers' events (the hot path)
+    # have no user and skip the index, while deleting a user still finds its events by index.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, db_index=False
+    )
     data = models.JSONField(default=dict, blank=True)
     at = models.DateTimeField()
 
     class Meta:
         ordering = ["at", "id"]
-        indexes = [models.Index(fields=["run", "at"], name="journal_run_at_idx")]
+        indexes = [
+            models.Index(fields=["run", "at"], name="journal_run_at_idx"),
+            models.Index(fields=["user"], condition=Q(user__isnull=False), name="journal_user_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} by {self.actor_kind}:{self.actor_name}"
@@ -323,3 +370,88 @@ class Escalation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.reason} ({self.run})"
+
+
+class AuditAction(models.TextChoices):
+    """Every action a person can take from the dashboard."""
+
+    ASSIGN = "assign", "Assigned the run"
+    COMPENSATE_STEP = "compensate_step", "Compensated one step"
+    COMPENSATE_RUN = "compensate_run", "Compensated the run"
+    RESUME = "resume", "Resumed the run"
+    RETRY_LOOKUP = "retry_lookup", "Retried the lookup of an uncertain step"
+    MARK_PERFORMED = "mark_performed", "Marked an uncertain step performed"
+    MARK_NOT_PERFORMED = "mark_not_performed", "Marked an uncertain step not performed"
+    CUSTOMER_TOLD = "customer_told", "Recorded what the customer was told"
+    RESOLVE = "resolve", "Resolved the escalation"
+    DEAD_LETTER_TAKE = "dead_letter_take", "Took ownership of a dead letter"
+    DEAD_LETTER_ASSIGN = "dead_letter_assign", "Assigned a dead letter"
+    DEAD_LETTER_RETRY = "dead_letter_retry", "Retried a dead letter"
+    DEAD_LETTER_RESOLVE = "dead_letter_resolve", "Resolved a dead letter"
+
+
+class AuditEntry(models.Model):
+    """One action a person took, written by handover.actions in the same transaction as the change
+    it records: who, when, what, on which run and step, the state before and after, their note
+    and the request it came from. Append only (a PostgreSQL trigger refuses UPDATE and DELETE),
+    and chained: `hash` covers this row's content and the previous row's hash, so
+    `manage.py verify_audit` finds the first row that was altered, removed or inserted out of
+    band. `seq` numbers the chain without gaps."""
+
+    seq = models.PositiveBigIntegerField(unique=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    at = models.DateTimeField()
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    username = models.CharField(max_length=150, help_text="As it was when the action was taken.")
+    action = models.CharField(max_length=40, choices=AuditAction.choices)
+    run = models.ForeignKey(
+        Run, on_delete=models.PROTECT, null=True, blank=True, related_name="audit_entries"
+    )
+    step_id = models.CharField(max_length=255, blank=True)
+    old_state = models.JSONField(default=dict, blank=True)
+    new_state = models.JSONField(default=dict, blank=True)
+    note = models.TextField(blank=True)
+    request_id = models.CharField(max_length=100, blank=True)
+    prev_hash = models.CharField(max_length=64)
+    hash = models.CharField(max_length=64, unique=True)
+
+    class Meta:
+        ordering = ["-seq"]
+        permissions = [("view_audit_trail", "Review the audit trail of every person's actions")]
+        indexes = [
+            models.Index(fields=["tenant", "-at"], name="audit_tenant_at_idx"),
+            models.Index(fields=["run", "-at"], name="audit_run_at_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.username} {self.action}"
+
+
+class AuditChainHead(models.Model):
+    """The last link of the audit chain: one row, locked by every audit write so that links are
+    made one at a time and never fork."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    seq = models.PositiveBigIntegerField(default=0)
+    hash = models.CharField(max_length=64, default="0" * 64)
+
+    def __str__(self) -> str:
+        return f"audit chain at #{self.seq}"
+
+
+class NotificationRule(models.Model):
+    """Who hears about a new escalation of a task type (blank: every task type): an email to the
+    listed addresses through Django's mail backend, and/or a JSON POST to a webhook (a chat
+    channel's incoming hook), each with a link to the run page. Edited by admins."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="notification_rules")
+    task_type = models.SlugField(max_length=64, blank=True, help_text="Blank: every task type.")
+    emails = models.TextField(blank=True, help_text="Addresses, comma separated.")
+    webhook_url = models.URLField(blank=True)
+    active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["tenant", "task_type"]
+
+    def __str__(self) -> str:
+        return f"{self.tenant.slug}: {self.task_type or 'all task types'}"

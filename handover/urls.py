@@ -5,6 +5,12 @@ from . import views
 app_name = "handover"
 
 urlpatterns = [
-    path("", views.run_list, name="run_list"),
+    path("", views.queue, name="queue"),
+    path("runs/", views.run_list, name="run_list"),
     path("runs/<uuid:run_id>/", views.run_detail, name="run_detail"),
+    path("runs/<uuid:run_id>/panel/", views.run_panel, name="run_panel"),
+    path("runs/<uuid:run_id>/confirm/<slug:action>/", views.run_confirm, name="run_confirm"),
+    path("runs/<uuid:run_id>/act/<slug:action>/", views.run_act, name="run_act"),
+    path("audit/", views.audit, name="audit"),
+    path("audit.csv", views.audit_csv, name="audit_csv"),
 ]

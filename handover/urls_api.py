@@ -7,6 +7,7 @@ app_name = "api"
 urlpatterns = [
     path("runs/", api.RunListCreateApi.as_view(), name="runs"),
     path("runs/<str:run_id>/", api.RunDetailApi.as_view(), name="run"),
+    path("runs/<str:run_id>/handover/", api.HandoverApi.as_view(), name="handover"),
     path("runs/<str:run_id>/intents/", api.IntentCreateApi.as_view(), name="intents"),
     path(
         "runs/<str:run_id>/intents/<str:step_id>/outcome/",

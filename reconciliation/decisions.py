@@ -19,13 +19,13 @@ from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from handover import services as journal
-from handover.keys import idempotency_key
-from handover.models import Escalation, Intent, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
+from handover.models import Intent, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
+from handover.selectors import plan_with_keys
 from handover.tool_errors import ToolError
 from tools import services as tools
 from tools.registry import UnknownTool, get_tool
@@ -90,28 +90,10 @@ def _escalate(
 
 
 def _end(*, run: Run, status: str, reason: str, detail: str, actor: journal.Actor) -> Decision:
-    now = timezone.now()
     with journal.durable():
-        ended = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
-            status=status,
-            outcome_reason=reason,
-            outcome_detail=detail,
-            ended_at=now,
-            version=F("version") + 1,
-            escalations=F("escalations") + 1,
-        )
-        if not ended:
-            return Decision(run_id=str(run.pk), outcome="skipped", detail="the run already ended")
-        Escalation.objects.create(run=run, reason=reason, detail=detail, created_at=now)
-        journal.event_record(
-            run=run,
-            kind=JournalEvent.Kind.RUN_ESCALATED
-            if status == RunStatus.ESCALATED
-            else JournalEvent.Kind.RUN_COMPENSATED,
-            actor=actor,
-            at=now,
-            data={"reason": reason, "detail": detail},
-        )
+        handed = journal.run_hand_over(run=run, status=status, reason=reason, detail=detail, actor=actor)
+    if handed is None:
+        return Decision(run_id=str(run.pk), outcome="skipped", detail="the run already ended")
     return Decision(run_id=str(run.pk), outcome=str(status), reason=reason, detail=detail)
 
 
@@ -182,7 +164,7 @@ def run_decide(*, run: Run, actor: journal.Actor, quiet_for: timedelta | None = 
             reason=OutcomeReason.DEADLINE_PASSED,
             detail=f"deadline {run.deadline:%Y-%m-%d %H:%M} passed",
             actor=actor,
-            compensate=True,
+            compensate=policy.undo_before_escalating,
         )
     if policy.strategy == Strategy.COMPENSATE_AND_ESCALATE:
         return _escalate(
@@ -199,14 +181,14 @@ def run_decide(*, run: Run, actor: journal.Actor, quiet_for: timedelta | None = 
             reason=OutcomeReason.POLICY,
             detail=f"older than the policy's {policy.max_resume_age} for resuming",
             actor=actor,
-            compensate=True,
+            compensate=policy.undo_before_escalating,
         )
     if policy.strategy == Strategy.RESUME_UNTIL_PHASE:
         limit = _phase_index(policy.phase)
         performed = {i.idempotency_key for i in intents if i.status == IntentStatus.PERFORMED}
         acted = [
             s
-            for s in _plan_with_keys(run)
+            for s in plan_with_keys(run)
             if s["key"] in performed and _phase_index(s.get("phase", "")) >= limit
         ]
         if acted:
@@ -215,7 +197,7 @@ def run_decide(*, run: Run, actor: journal.Actor, quiet_for: timedelta | None = 
                 reason=OutcomeReason.RUN_DIED_MID_SEQUENCE,
                 detail=f"the run had entered the {policy.phase} phase ({', '.join(s['tool'] for s in acted)})",
                 actor=actor,
-                compensate=True,
+                compensate=policy.undo_before_escalating,
             )
     return run_resume(run=run, actor=actor)
 
@@ -229,23 +211,6 @@ def _heartbeat(run: Run, *, expected: Any, dead_since: Any = None) -> bool:
     if claimed:
         run.last_heartbeat_at = now
     return bool(claimed)
-
-
-def _plan_with_keys(run: Run) -> list[dict[str, Any]]:
-    return [
-        {
-            **step,
-            "key": idempotency_key(
-                tenant_slug=run.tenant.slug,
-                run_id=str(run.pk),
-                tool=step["tool"],
-                args=step.get("args", {}),
-                policy_version=run.policy_version,
-                occurrence=step.get("occurrence", 0),
-            ),
-        }
-        for step in run.plan
-    ]
 
 
 def _perform_step(*, run: Run, step: dict[str, Any], turn: int, actor: journal.Actor) -> journal.Performed:
@@ -305,7 +270,7 @@ def run_resume(*, run: Run, actor: journal.Actor) -> Decision:
         )
     by_key = {i.idempotency_key: i for i in run.intents.all()}
     next_turn = max((i.turn for i in by_key.values()), default=0) + 1
-    for step in _plan_with_keys(run):
+    for step in plan_with_keys(run):
         intent = by_key.get(step["key"])
         _heartbeat(run, expected=run.last_heartbeat_at)
         try:

@@ -19,8 +19,9 @@ DEFAULT_POLICIES: list[tuple[str, str, str, timedelta, str]] = [
         "resume_until_phase",
         "act",
         timedelta(minutes=30),
-        "Resume up to the act phase; once it has acted, compensate: the decision rested on a policy "
-        "passage and a stock level read minutes earlier.",
+        "Resume up to the act phase; once it has acted, hand it to a person with nothing undone: the "
+        "decision rested on a policy passage and a stock level read minutes earlier, and whether to "
+        "finish (the refund) or undo (the pickup) depends on what the buyer wants.",
     ),
     (
         "damage_dispute",
@@ -49,6 +50,12 @@ DEFAULT_POLICIES: list[tuple[str, str, str, timedelta, str]] = [
 ]
 
 
+# Task types whose escalations leave every write in place for the person to choose: finishing
+# (the refund) is as likely right as undoing (the pickup). A field added after the first seed, so
+# it is applied only where the model has it (migration 0002's historical model does not).
+ESCALATE_WITHOUT_UNDOING = {"returns"}
+
+
 def policies_seed_defaults(task_policy_model: Any = None, history_model: Any = None) -> None:
     """Create the default policy of each task type that has none; edited policies are kept.
     At run time django-simple-history records each creation itself; a migration, whose
@@ -57,10 +64,16 @@ def policies_seed_defaults(task_policy_model: Any = None, history_model: Any = N
     if task_policy_model is None:
         from .models import TaskPolicy as task_policy_model
     for task_type, strategy, phase, max_age, notes in DEFAULT_POLICIES:
-        policy, created = task_policy_model.objects.get_or_create(
-            task_type=task_type,
-            defaults={"strategy": strategy, "phase": phase, "max_resume_age": max_age, "notes": notes},
-        )
+        defaults: dict[str, Any] = {
+            "strategy": strategy,
+            "phase": phase,
+            "max_resume_age": max_age,
+            "notes": notes,
+        }
+        has_undo_field = any(f.name == "undo_before_escalating" for f in task_policy_model._meta.fields)
+        if has_undo_field:
+            defaults["undo_before_escalating"] = task_type not in ESCALATE_WITHOUT_UNDOING
+        policy, created = task_policy_model.objects.get_or_create(task_type=task_type, defaults=defaults)
         if created and history_model is not None:
             history_model.objects.create(
                 id=policy.id,
@@ -69,6 +82,7 @@ def policies_seed_defaults(task_policy_model: Any = None, history_model: Any = N
                 phase=policy.phase,
                 max_resume_age=policy.max_resume_age,
                 notes=policy.notes,
+                **({"undo_before_escalating": policy.undo_before_escalating} if has_undo_field else {}),
                 version=policy.version,
                 updated_at=policy.updated_at,
                 history_date=policy.updated_at,

@@ -30,6 +30,12 @@ class TaskPolicy(models.Model):
         max_length=20, blank=True, choices=[(p, p) for p in PHASES], help_text="For resume_until_phase."
     )
     max_resume_age = models.DurationField(default=timedelta(hours=1))
+    undo_before_escalating = models.BooleanField(
+        default=True,
+        help_text="When a run is escalated (past its phase, its age or its deadline), first undo what "
+        "the catalogue can undo. Off: the person decides between finishing and undoing (seed 000's "
+        "returns: issue the refund, or cancel the pickup).",
+    )
     notes = models.TextField(blank=True, help_text="Why this task type recovers this way.")
     version = models.PositiveIntegerField(default=1)
     updated_at = models.DateTimeField(auto_now=True)

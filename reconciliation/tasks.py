@@ -6,9 +6,9 @@ from celery import shared_task
 
 from handover.services import Actor
 
-from .decisions import decide_dead_runs
+from .decisions import decide_dead_runs, run_resume
 from .selectors import stale_after
-from .services import reconcile_sweep
+from .services import intent_reconcile, reconcile_sweep
 
 SWEEP_ACTOR = "reconciliation-sweep"
 
@@ -32,3 +32,34 @@ def sweep_stale_intents() -> dict[str, int]:
     for decision in decisions:
         counts[f"run_{decision.outcome}"] = counts.get(f"run_{decision.outcome}", 0) + 1
     return counts
+
+
+@shared_task(
+    name="reconciliation.reconcile_intent", acks_late=True, reject_on_worker_lost=True, ignore_result=True
+)
+def reconcile_intent(intent_id: int) -> str:
+    """A person asked to look an uncertain step up again. Losing this task loses nothing: the
+    row is open again, so the periodic sweep finds it."""
+    return str(intent_reconcile(intent_id=intent_id, actor=Actor.system(SWEEP_ACTOR)).outcome)
+
+
+@shared_task(
+    name="reconciliation.resume_run",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    time_limit=600,
+    soft_time_limit=540,
+    ignore_result=True,
+)
+def resume_run(run_id: str, user_id: int) -> str:
+    """A person asked for the run to be finished. A redelivery after a killed worker resumes
+    again: performed steps are found by their keys and skipped, never sent twice."""
+    from django.contrib.auth import get_user_model
+
+    from handover.models import Run, RunStatus
+
+    run = Run.objects.select_related("tenant").get(pk=run_id)
+    if run.status != RunStatus.RUNNING:
+        return f"skipped: the run is {run.status}"
+    actor = Actor.user(get_user_model().objects.get(pk=user_id))
+    return run_resume(run=run, actor=actor).outcome

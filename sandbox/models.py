@@ -301,3 +301,46 @@ class FaultRule(models.Model):
 
     def __str__(self) -> str:
         return f"{self.fault} on {self.provider}/{self.operation or '*'} x{self.remaining}"
+
+
+class Entitlement(models.Model):
+    """What the order's contract allows as a remedy (`remedies`: any of "reship", "credit",
+    "refund"), by when the buyer needs the goods (`need_by`, or none), and the clause that says
+    so. Read by `orders/<order_id>/entitlement`; seeded, and changed only by the control endpoint
+    `orders/<order_id>/entitlement/configure`."""
+
+    order_id = models.CharField(max_length=100, unique=True)
+    remedies = models.JSONField(default=list)
+    need_by = models.DateField(null=True, blank=True)
+    clause = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["order_id"]
+
+    def __str__(self) -> str:
+        return f"{self.order_id}: {', '.join(self.remedies) or 'no remedy'}"
+
+
+class Call(models.Model):
+    """One call a provider endpoint answered, refused, delayed or hung up on — reads included,
+    which the ledger (effects only) does not show. Written by the endpoint after its answer is
+    decided; `status` is null when the connection was dropped without an answer. Tests read it
+    to prove what was sent (and what was never sent)."""
+
+    provider = models.CharField(max_length=20, choices=Provider.choices)
+    operation = models.CharField(max_length=40)
+    target = models.CharField(
+        max_length=200, blank=True, help_text="The path's object: warehouse, order, key."
+    )
+    method = models.CharField(max_length=10)
+    status = models.PositiveSmallIntegerField(null=True, blank=True)
+    fault = models.CharField(max_length=40, blank=True)
+    duration_ms = models.PositiveIntegerField()
+    at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["provider", "operation", "-at"], name="sandbox_call_op_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.provider}/{self.operation} {self.target} -> {self.status}"

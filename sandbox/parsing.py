@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from datetime import date
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -103,3 +104,24 @@ def stock_levels(body: dict[str, Any], name: str) -> dict[str, int] | None:
     for sku in value:
         levels[text({name: sku}, name, max_length=40)] = integer(value, sku, minimum=0, maximum=1_000_000)
     return levels
+
+
+def optional_text_list(body: dict[str, Any], name: str, *, max_length: int = 40) -> list[str] | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise InvalidRequest("invalid", f"{name} must be a list of strings", field=name)
+    return [text({name: item}, name, max_length=max_length) for item in value]
+
+
+def optional_date(body: dict[str, Any], name: str) -> date | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidRequest("invalid", f"{name} must be a date such as 2026-12-04", field=name)
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise InvalidRequest("invalid", f"{name} must be a date such as 2026-12-04", field=name) from None

@@ -10,6 +10,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from .models import (
+    Call,
     CreditMemo,
     Effect,
     FaultRule,
@@ -61,6 +62,34 @@ def ledger(
     if business_ref:
         effects = effects.filter(business_ref=business_ref)
     return effects.order_by("-created_at", "-id")[:limit]
+
+
+def calls(
+    *, provider: str = "", operation: str = "", target: str = "", limit: int = LEDGER_LIMIT
+) -> QuerySet[Call]:
+    """Calls the providers answered, newest first."""
+    found = Call.objects.all()
+    if provider:
+        found = found.filter(provider=provider)
+    if operation:
+        found = found.filter(operation=operation)
+    if target:
+        found = found.filter(target=target)
+    return found.order_by("-at", "-id")[:limit]
+
+
+def call_as_json(call: Call) -> dict[str, Any]:
+    return {
+        "id": call.pk,
+        "provider": call.provider,
+        "operation": call.operation,
+        "target": call.target,
+        "method": call.method,
+        "status": call.status,
+        "fault": call.fault,
+        "duration_ms": call.duration_ms,
+        "at": call.at.isoformat(),
+    }
 
 
 def effect_as_json(effect: Effect) -> dict[str, Any]:

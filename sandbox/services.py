@@ -26,8 +26,10 @@ from django.utils import timezone
 from .errors import Conflict, InvalidRequest, Unavailable, UnknownObject
 from .faults import LOOKUP_OPERATION, UNKNOWN_LOOKUP, Fault
 from .models import (
+    Call,
     CreditMemo,
     Effect,
+    Entitlement,
     FaultRule,
     OrderStatus,
     Provider,
@@ -51,7 +53,7 @@ OPERATIONS: dict[str, frozenset[str]] = {
     Provider.SHIPPING: frozenset({"reship", "cancel", LOOKUP_OPERATION}),
     Provider.EMAIL: frozenset({"notify_seller", "notify_customer", LOOKUP_OPERATION}),
     Provider.ERP: frozenset({"adjust_stock", "adjustments"}),
-    Provider.ORDERS: frozenset({"status"}),
+    Provider.ORDERS: frozenset({"status", "entitlement"}),
 }
 UNKEYED_PROVIDERS = frozenset({Provider.ERP})
 MAX_KEY_LENGTH = 255
@@ -587,6 +589,20 @@ SEED_ORDERS = [
     ("SU-91050", "delivered", "Royal Mail", None),
 ]
 
+# (order_id, remedies the contract allows, need-by in days or None, clause)
+SEED_ENTITLEMENTS = [
+    ("SU-90317", ["reship", "credit", "refund"], None, "standard terms 4.1"),
+    ("SU-88410", ["reship", "credit"], 5, "trade terms 7.2: shortages made good by reship or credit"),
+    ("SU-90502", ["refund"], None, "standard terms 4.1"),
+    ("SU-10001", ["refund"], None, "standard terms 4.1"),
+    ("SU-77120", [], None, "cancelled orders carry no remedy"),
+    ("SU-90611", ["credit", "refund"], None, "standard terms 4.3: damage in transit"),
+    ("SU-90720", ["refund"], None, "standard terms 4.1"),
+    ("SU-90833", ["refund"], None, "standard terms 4.1"),
+    ("SU-90941", ["reship", "refund"], None, "standard terms 4.1"),
+    ("SU-91050", ["credit"], None, "trade terms 7.2"),
+]
+
 
 def world_seed() -> None:
     """Create the seeded warehouses, stock and orders that are missing. Harmless to run twice,
@@ -618,6 +634,13 @@ def world_seed() -> None:
             [
                 OrderStatus(order_id=order_id, status=status, carrier=carrier, eta=in_days(eta))
                 for order_id, status, carrier, eta in SEED_ORDERS
+            ],
+            ignore_conflicts=True,
+        )
+        Entitlement.objects.bulk_create(
+            [
+                Entitlement(order_id=order_id, remedies=remedies, need_by=in_days(need_by), clause=clause)
+                for order_id, remedies, need_by, clause in SEED_ENTITLEMENTS
             ],
             ignore_conflicts=True,
         )
@@ -665,6 +688,79 @@ def warehouse_stock_read(*, code: str, sku: str) -> StockLevel:
     if stock is None:
         return StockLevel(warehouse=code, sku=sku, available=0, restock_date=None)
     return StockLevel(warehouse=code, sku=sku, available=stock.available, restock_date=stock.restock_date)
+
+
+@dataclass(frozen=True)
+class EntitlementTerms:
+    order_id: str
+    remedies: list[str]
+    need_by: date | None
+    clause: str
+
+
+REMEDIES = ("reship", "credit", "refund")
+
+
+def entitlement_read(*, order_id: str) -> EntitlementTerms:
+    """Which remedies an order's contract allows and by when the buyer needs the goods. A known
+    order with nothing on file allows no remedy."""
+    order = order_status_read(order_id=order_id)
+    terms = Entitlement.objects.filter(order_id=order.order_id).first()
+    if terms is None:
+        return EntitlementTerms(order_id=order_id, remedies=[], need_by=None, clause="no entitlement on file")
+    return EntitlementTerms(
+        order_id=order_id, remedies=sorted(terms.remedies), need_by=terms.need_by, clause=terms.clause
+    )
+
+
+def entitlement_configure(
+    *,
+    order_id: str,
+    remedies: list[str] | None = None,
+    need_by: date | None = None,
+    clear_need_by: bool = False,
+    clause: str | None = None,
+) -> Entitlement:
+    """Control: change what an order's contract allows."""
+    order = order_status_read(order_id=order_id)
+    unknown = sorted(set(remedies or ()) - set(REMEDIES))
+    if unknown:
+        raise InvalidRequest(
+            "invalid_remedy", f"unknown remedy {unknown[0]!r}; one of {REMEDIES}", field="remedies"
+        )
+    with transaction.atomic():
+        terms, _ = Entitlement.objects.select_for_update().get_or_create(order_id=order.order_id)
+        if remedies is not None:
+            terms.remedies = sorted(set(remedies))
+        if need_by is not None or clear_need_by:
+            terms.need_by = need_by
+        if clause is not None:
+            terms.clause = clause
+        terms.save()
+    return terms
+
+
+def call_record(
+    *,
+    provider: str,
+    operation: str,
+    target: str,
+    method: str,
+    status: int | None,
+    fault: str,
+    duration_ms: int,
+) -> Call:
+    """Log one call a provider endpoint answered (or hung up on)."""
+    return Call.objects.create(
+        provider=provider,
+        operation=operation,
+        target=target[:200],
+        method=method,
+        status=status,
+        fault=fault,
+        duration_ms=duration_ms,
+        at=timezone.now(),
+    )
 
 
 def warehouse_configure(

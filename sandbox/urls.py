@@ -43,7 +43,14 @@ urlpatterns = [
     path("api/erp/adjust_stock", views.adjust_stock, name="adjust_stock"),
     path("api/erp/adjustments", views.adjustments, name="adjustments"),
     path("api/orders/<str:order_id>/status", views.order_status, name="order_status"),
+    path("api/orders/<str:order_id>/entitlement", views.entitlement, name="entitlement"),
+    path(
+        "api/orders/<str:order_id>/entitlement/configure",
+        views.entitlement_configure,
+        name="entitlement_configure",
+    ),
     path("api/faults/", views.faults, name="faults"),
     path("api/ledger/", views.ledger, name="ledger"),
+    path("api/calls/", views.calls, name="calls"),
     re_path(r"^api/(?P<rest>.*)$", views.not_found, name="not_found"),
 ]

@@ -72,14 +72,30 @@ def provider_endpoint(provider: str, operation: str, *, method: str = "POST") ->
         def endpoint(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             if request.method != method:
                 return _with_request_id(_method_not_allowed((method,)))
+            started = time.monotonic()
+            target = "/".join(str(value) for value in kwargs.values())
+
+            def log(status: int | None, fault: Fault | None) -> None:
+                services.call_record(
+                    provider=provider,
+                    operation=operation,
+                    target=target,
+                    method=method,
+                    status=status,
+                    fault=str(fault) if fault is not None else "",
+                    duration_ms=round((time.monotonic() - started) * 1000),
+                )
+
             try:
                 fault = _fault_for(request, provider=provider, operation=operation)
             except SandboxError as exc:
+                log(exc.status_code, None)
                 return _with_request_id(_error(exc))
             if fault is not None and fault.kind == FAIL_BEFORE:
                 unavailable = Unavailable(
                     "unavailable", f"{provider} is unavailable (fault fail_before); nothing was done"
                 )
+                log(unavailable.status_code, fault)
                 return _with_request_id(_error(unavailable))
             if fault is not None and fault.kind == UNKNOWN_LOOKUP:
                 response: HttpResponse = JsonResponse(
@@ -93,8 +109,10 @@ def provider_endpoint(provider: str, operation: str, *, method: str = "POST") ->
             if fault is not None and fault.kind == SLOW:
                 time.sleep(fault.ms / 1000)
             if fault is not None and fault.kind == DROP_AFTER:
+                log(None, fault)
                 # Whatever happened is committed; now the answer is lost (sandbox.server hangs up).
                 raise DropConnection(f"{request.method} {request.path} (fault drop_after)")
+            log(response.status_code, fault)
             return _with_request_id(response)
 
         return endpoint
@@ -351,6 +369,39 @@ def order_status(request: HttpRequest, order_id: str) -> HttpResponse:
     )
 
 
+@provider_endpoint(Provider.ORDERS, "entitlement", method="GET")
+def entitlement(request: HttpRequest, order_id: str) -> HttpResponse:
+    terms = services.entitlement_read(order_id=order_id)
+    return JsonResponse(
+        {
+            "order_id": terms.order_id,
+            "remedies": terms.remedies,
+            "need_by": terms.need_by.isoformat() if terms.need_by else None,
+            "clause": terms.clause,
+        }
+    )
+
+
+@control_endpoint("POST")
+def entitlement_configure(request: HttpRequest, order_id: str) -> HttpResponse:
+    body = parsing.json_body(request, allowed={"remedies", "need_by", "clause"})
+    terms = services.entitlement_configure(
+        order_id=order_id,
+        remedies=parsing.optional_text_list(body, "remedies"),
+        need_by=parsing.optional_date(body, "need_by"),
+        clear_need_by="need_by" in body and body["need_by"] is None,
+        clause=parsing.optional_text(body, "clause", max_length=200) if "clause" in body else None,
+    )
+    return JsonResponse(
+        {
+            "order_id": terms.order_id,
+            "remedies": terms.remedies,
+            "need_by": terms.need_by.isoformat() if terms.need_by else None,
+            "clause": terms.clause,
+        }
+    )
+
+
 # --- lookups ----------------------------------------------------------------------------------
 
 
@@ -413,6 +464,16 @@ def ledger(request: HttpRequest) -> HttpResponse:
         business_ref=request.GET.get("business_ref", ""),
     )
     return JsonResponse({"effects": [selectors.effect_as_json(effect) for effect in effects]})
+
+
+@control_endpoint("GET")
+def calls(request: HttpRequest) -> HttpResponse:
+    found = selectors.calls(
+        provider=request.GET.get("provider", ""),
+        operation=request.GET.get("operation", ""),
+        target=request.GET.get("target", ""),
+    )
+    return JsonResponse({"calls": [selectors.call_as_json(call) for call in found]})
 
 
 @control_endpoint("GET", "POST", "PUT", "PATCH", "DELETE")

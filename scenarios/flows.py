@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from fanout.spec import BranchSpec, GroupSpec
+
 Phase = Literal["gather", "decide", "act", "notify"]
 
 
@@ -38,7 +40,9 @@ class Step:
 class Flow:
     task_type: str
     version: str
-    steps: tuple[Step, ...]
+    # A GroupSpec is a fan-out: reads dispatched together against a shared deadline, merged by
+    # declared rules before any write (fanout.services).
+    steps: tuple[Step | GroupSpec, ...]
     description: str = ""
     versions: dict[str, str] = field(default_factory=dict)
     # Why this flow performs an irreversible write (catalogue reversibility "none") before a
@@ -47,7 +51,7 @@ class Flow:
 
     @property
     def writes(self) -> tuple[Step, ...]:
-        return tuple(step for step in self.steps if step.write)
+        return tuple(step for step in self.steps if isinstance(step, Step) and step.write)
 
     def plan(self, facts: dict[str, Any]) -> list[dict[str, Any]]:
         return [
@@ -67,6 +71,24 @@ class Flow:
 
 def _read(tool: str, **args: Any) -> Step:
     return Step(tool=tool, phase="gather", args=args, write=False)
+
+
+def _stock_and_entitlement() -> GroupSpec:
+    """Seed 003: three warehouses, best-effort (any one with the units will do), and the
+    entitlement, required (no remedy without it), under one deadline. The warehouses are slow and
+    sometimes missing; what they did not say is never promised."""
+    return GroupSpec(
+        name="shortage.stock_and_entitlement",
+        deadline_ms=5000,
+        merge="shortage_remedy",
+        branches=(
+            *(
+                BranchSpec(f"warehouse {code}", "warehouse_stock", {"warehouse": code, "sku": "$sku"})
+                for code in ("LDS-2", "MAN-1", "BRS-3")
+            ),
+            BranchSpec("entitlement {order_id}", "entitlement", {"order_id": "$order_id"}, required=True),
+        ),
+    )
 
 
 def _notify(tool: str, template: str, detail: str) -> Step:
@@ -135,9 +157,11 @@ FLOWS: dict[str, Flow] = {
         Flow(
             task_type="shortage",
             version="2",
-            description="Reship missing units; the credit (an accounting entry to undo) before the pallet (a truck).",
+            description="Check stock and entitlement (a fan-out), then reship the missing units; the credit "
+            "(an accounting entry to undo) before the pallet (a truck).",
             steps=(
                 _read("order_status", order_id="$order_id"),
+                _stock_and_entitlement(),
                 Step(
                     "issue_credit",
                     "act",

@@ -18,6 +18,8 @@ from typing import Any
 
 from django.utils import timezone
 
+from fanout.services import FanOutResult, fanout_hand_over, fanout_run
+from fanout.spec import GroupSpec
 from handover import services as journal
 from handover.models import Run, Tenant
 from handover.tool_errors import DispatchResult
@@ -47,6 +49,8 @@ class RunReport:
     run_id: str
     writes_performed: list[str] = field(default_factory=list)
     reads: list[str] = field(default_factory=list)
+    # Set when a fan-out's outcome or merged decision handed the run to a person.
+    handed_over: FanOutResult | None = None
 
 
 def prepare_facts(ticket: Ticket) -> dict[str, Any]:
@@ -77,6 +81,12 @@ class _Journal:
         raise NotImplementedError
 
     def complete(self, run_id: str) -> None:
+        raise NotImplementedError
+
+    def gather(self, run_id: str, spec: GroupSpec, facts: dict[str, Any], turn: int) -> FanOutResult:
+        raise NotImplementedError
+
+    def hand_over(self, result: FanOutResult) -> None:
         raise NotImplementedError
 
 
@@ -115,6 +125,12 @@ class InProcessJournal(_Journal):
     def complete(self, run_id: str) -> None:
         journal.run_complete(run=self.runs[run_id], actor=self.actor)
 
+    def gather(self, run_id: str, spec: GroupSpec, facts: dict[str, Any], turn: int) -> FanOutResult:
+        return fanout_run(run=self.runs[run_id], spec=spec, turn=turn, facts=facts, actor=self.actor)
+
+    def hand_over(self, result: FanOutResult) -> None:
+        fanout_hand_over(result=result, actor=self.actor)
+
 
 class RestJournal(_Journal):
     def __init__(self, base_url: str, token: str) -> None:
@@ -146,6 +162,15 @@ class RestJournal(_Journal):
     def complete(self, run_id: str) -> None:
         self.client.complete(run_id)
 
+    # Fan-outs have no REST endpoint yet: this runtime, which runs beside Seam's database in the
+    # scripted scenarios, records them in process under the same run.
+    def gather(self, run_id: str, spec: GroupSpec, facts: dict[str, Any], turn: int) -> FanOutResult:
+        run = Run.objects.get(pk=run_id)
+        return fanout_run(run=run, spec=spec, turn=turn, facts=facts, actor=journal.Actor.agent(AGENT_NAME))
+
+    def hand_over(self, result: FanOutResult) -> None:
+        fanout_hand_over(result=result, actor=journal.Actor.agent(AGENT_NAME))
+
 
 def run_ticket(
     ticket_id: str, *, journal_writer: _Journal, kill: KillPlan | None = None, external_id: str = ""
@@ -160,6 +185,16 @@ def run_ticket(
     if kill.after_writes == 0:
         kill.kill()
     for turn, step in enumerate(flow.steps, start=1):
+        if isinstance(step, GroupSpec):
+            # Reads only: a fan-out never moves a kill point. Its outcome and merged decision
+            # say whether the plan may go on; if not, a person gets the run with the coverage.
+            result = journal_writer.gather(run_id, step.bind(facts), facts, turn)
+            report.reads.append(step.name)
+            if not result.proceed:
+                journal_writer.hand_over(result)
+                report.handed_over = result
+                return report
+            continue
         args = step.bind(facts)
         if not step.write:
             tools.tool_read(tool=step.tool, args=args)

@@ -7,10 +7,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Group
 from django.test import override_settings
 from rest_framework.test import APIClient
 
+from compensations.defaults import catalogue_grant_roles
 from handover.models import AgentToken, Tenant
+from handover.roles import roles_grant
 from handover.services import Actor
 from tests import factories
 
@@ -93,3 +96,24 @@ def ledger() -> Any:
     from sandbox.models import Effect
 
     return Effect.objects
+
+
+# A person of each role in a tenant. Transactional tests empty the role groups the migrations
+# made, so each call grants them again.
+@pytest.fixture
+def persona() -> Callable[..., Any]:
+    """persona("support_staff", tenant) → a user of that role in that tenant."""
+
+    def make(role: str, tenant: Tenant, username: str = "") -> Any:
+        catalogue_grant_roles()
+        roles_grant()
+        user = factories.StaffUserFactory(
+            username=username or f"{role}-{tenant.slug}", membership__tenant=tenant
+        )
+        if role == "admin":
+            user.is_staff = user.is_superuser = True
+            user.save()
+        user.groups.add(Group.objects.get(name=role))
+        return type(user).objects.get(pk=user.pk)  # a fresh copy: no cached permissions
+
+    return make

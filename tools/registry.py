@@ -47,6 +47,17 @@ class ToolSpec:
     connector_options: Mapping[str, Any] = field(default_factory=dict)
     receipt_fields: tuple[str, ...] = ()
     description: str = ""
+    # How a person reads a receipt of this tool in the handover, e.g. "label {label}, courier
+    # pickup booked {pickup_date}". Placeholders name receipt fields; blank lists them all.
+    receipt_detail: str = ""
+
+    def describe_receipt(self, receipt: Mapping[str, Any]) -> str:
+        if self.receipt_detail:
+            try:
+                return self.receipt_detail.format_map(dict(receipt))
+            except (KeyError, IndexError, ValueError):
+                pass  # a receipt without a field the template names: fall back to listing it
+        return ", ".join(f"{name} {value}" for name, value in receipt.items())
 
     def get_connector(self) -> Connector:
         if self.connector is not None:

@@ -25,7 +25,13 @@ TEXT = {"type": "string", "minLength": 1, "maxLength": 200}
 
 
 def _write(
-    name: str, path: str, lookup: str, schema: dict[str, Any], receipt: tuple[str, ...], description: str
+    name: str,
+    path: str,
+    lookup: str,
+    schema: dict[str, Any],
+    receipt: tuple[str, ...],
+    description: str,
+    detail: str = "",
 ) -> ToolSpec:
     base = settings.SEAM_SANDBOX_URL + API
     return ToolSpec(
@@ -35,6 +41,7 @@ def _write(
         connector=HttpConnector(base_url=base, path=path, lookup_path=lookup, receipt_fields=receipt),
         receipt_fields=receipt,
         description=description,
+        receipt_detail=detail,
     )
 
 
@@ -48,6 +55,7 @@ def tools() -> list[ToolSpec]:
             _schema({"order_id": ORDER_ID}, ["order_id"]),
             ("label", "pickup_date"),
             "Generate a return label and book the courier pickup.",
+            "label {label}, courier pickup booked {pickup_date}",
         ),
         _write(
             "cancel_pickup",
@@ -56,6 +64,7 @@ def tools() -> list[ToolSpec]:
             _schema({"label": TEXT}, ["label"]),
             ("label", "status"),
             "Cancel a booked courier pickup (until the parcel is collected).",
+            "pickup for {label} {status}",
         ),
         _write(
             "offer_replacement",
@@ -64,6 +73,7 @@ def tools() -> list[ToolSpec]:
             _schema({"order_id": ORDER_ID, "sku": SKU, "qty": QTY}, ["order_id", "sku", "qty"]),
             ("reservation_id", "warehouse"),
             "Reserve replacement stock.",
+            "reservation {reservation_id}, warehouse {warehouse}",
         ),
         _write(
             "release_reservation",
@@ -72,6 +82,7 @@ def tools() -> list[ToolSpec]:
             _schema({"reservation_id": TEXT}, ["reservation_id"]),
             ("reservation_id", "status"),
             "Release a stock reservation.",
+            "reservation {reservation_id} {status}",
         ),
         _write(
             "issue_refund",
@@ -83,6 +94,7 @@ def tools() -> list[ToolSpec]:
             ),
             ("refund_id", "amount"),
             "Refund money to the buyer.",
+            "refund {refund_id} of {amount}",
         ),
         _write(
             "reverse_refund",
@@ -91,6 +103,7 @@ def tools() -> list[ToolSpec]:
             _schema({"refund_id": TEXT}, ["refund_id"]),
             ("refund_id", "status"),
             "Reverse a refund.",
+            "refund {refund_id} {status}",
         ),
         _write(
             "issue_credit",
@@ -99,6 +112,7 @@ def tools() -> list[ToolSpec]:
             _schema({"order_id": ORDER_ID, "amount": MONEY}, ["order_id", "amount"]),
             ("credit_memo_id", "amount"),
             "Issue a credit memo.",
+            "credit memo {credit_memo_id} of {amount}",
         ),
         _write(
             "reverse_credit",
@@ -107,6 +121,7 @@ def tools() -> list[ToolSpec]:
             _schema({"credit_memo_id": TEXT}, ["credit_memo_id"]),
             ("credit_memo_id", "status"),
             "Reverse a credit memo with an accounting entry.",
+            "credit memo {credit_memo_id} {status}",
         ),
         _write(
             "reship",
@@ -115,6 +130,7 @@ def tools() -> list[ToolSpec]:
             _schema({"order_id": ORDER_ID, "sku": SKU, "qty": QTY}, ["order_id", "sku", "qty"]),
             ("shipment_id", "recall_cutoff"),
             "Ship replacement units.",
+            "shipment {shipment_id}, recallable until {recall_cutoff}",
         ),
         _write(
             "cancel_shipment",
@@ -123,6 +139,7 @@ def tools() -> list[ToolSpec]:
             _schema({"shipment_id": TEXT}, ["shipment_id"]),
             ("shipment_id", "status"),
             "Cancel a shipment before its recall cutoff; after it, recall at a fee.",
+            "shipment {shipment_id} {status}",
         ),
         _write(
             "notify_seller",
@@ -131,6 +148,7 @@ def tools() -> list[ToolSpec]:
             _schema({"order_id": ORDER_ID, "template": TEXT}, ["order_id", "template"]),
             ("message_id",),
             "Email the seller. Cannot be unsent.",
+            "email {message_id} sent",
         ),
         _write(
             "notify_customer",
@@ -139,6 +157,7 @@ def tools() -> list[ToolSpec]:
             _schema({"order_id": ORDER_ID, "template": TEXT}, ["order_id", "template"]),
             ("message_id",),
             "Email the customer. Cannot be unsent.",
+            "email {message_id} sent",
         ),
         ToolSpec(
             name="adjust_stock",
@@ -161,6 +180,7 @@ def tools() -> list[ToolSpec]:
                 result_key="adjustments",
             ),
             receipt_fields=("adjustment_id",),
+            receipt_detail="ERP adjustment {adjustment_id}",
             description="Adjust stock in the legacy ERP (ignores idempotency keys; reconciled by reference).",
         ),
         ToolSpec(
@@ -176,6 +196,20 @@ def tools() -> list[ToolSpec]:
             ),
             receipt_fields=("order_id", "status"),
             description="Read an order's status.",
+        ),
+        ToolSpec(
+            name="entitlement",
+            kind="read",
+            args_schema=_schema({"order_id": ORDER_ID}, ["order_id"]),
+            connector=HttpConnector(
+                base_url=base,
+                path="orders/{order_id}/entitlement",
+                method="GET",
+                key_header="",
+                receipt_fields=("order_id", "remedies", "need_by"),
+            ),
+            receipt_fields=("order_id", "remedies", "need_by"),
+            description="Read which remedies an order's contract allows, and by when the buyer needs the goods.",
         ),
         ToolSpec(
             name="warehouse_stock",

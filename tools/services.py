@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from handover import services as journal
 from handover.models import Intent, Run
 
-from .connectors import LookupResult
+from .connectors import HttpConnector, LookupResult
 from .registry import ArgumentsRefused, UnknownTool, get_tool
+
+MIN_READ_TIMEOUT = 0.05  # seconds: below this a read cannot even connect
 
 
 def tool_perform(
@@ -38,11 +41,14 @@ def tool_perform(
         turn=turn,
         occurrence=occurrence,
         actor=actor,
+        compensation=compensation,
     )
 
 
-def tool_read(*, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    """Call a read tool. Reads change nothing, so no intent is recorded."""
+def tool_read(*, tool: str, args: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+    """Call a read tool. Reads change nothing, so no intent is recorded. `timeout` (seconds)
+    shortens an HTTP connector's own timeouts, so a read made against a deadline does not outlive
+    it."""
     try:
         spec = get_tool(tool)
     except UnknownTool as exc:
@@ -53,7 +59,15 @@ def tool_read(*, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         spec.validate(args)
     except ArgumentsRefused as exc:
         raise journal.InvalidInput(exc.message, field=exc.field) from exc
-    return spec.get_connector().perform(args, "").receipt
+    connector = spec.get_connector()
+    if timeout is not None and isinstance(connector, HttpConnector):
+        bounded = max(timeout, MIN_READ_TIMEOUT)
+        connector = dataclasses.replace(
+            connector,
+            timeout=min(connector.timeout, bounded),
+            connect_timeout=min(connector.connect_timeout, bounded),
+        )
+    return connector.perform(args, "").receipt
 
 
 def intent_lookup(*, intent: Intent) -> LookupResult:

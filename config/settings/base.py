@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "handover",
     "reconciliation",
     "compensations",
+    "fanout",
     "sandbox",
     "tools",
     "scenarios",
@@ -151,10 +152,19 @@ SEAM_RESUME_TRANSIENT_RETRIES = _env_or_fail(env.int, "SEAM_RESUME_TRANSIENT_RET
 # a dead letter's owner is this user if set, else the tenant's first team lead, else a superuser.
 SEAM_COMPENSATION_MAX_ATTEMPTS = _env_or_fail(env.int, "SEAM_COMPENSATION_MAX_ATTEMPTS", default=5)
 SEAM_DEAD_LETTER_DEFAULT_OWNER = env("SEAM_DEAD_LETTER_DEFAULT_OWNER", default="")
+# Actions moving at least this amount (in any currency) say "high value" before the click.
+SEAM_HIGH_VALUE_AMOUNT = _env_or_fail(env.float, "SEAM_HIGH_VALUE_AMOUNT", default=100.0)
 # A compensation whose own call is in doubt waits this long for reconciliation before retrying.
 SEAM_COMPENSATION_PENDING_RETRY_SECONDS = _env_or_fail(
     env.int, "SEAM_COMPENSATION_PENDING_RETRY_SECONDS", default=30
 )
+
+# Escalation notifications (handover.notifications): links in emails and webhook posts point at
+# SEAM_BASE_URL (where staff open the console), emails come from DEFAULT_FROM_EMAIL, and a
+# webhook that has not answered within SEAM_WEBHOOK_TIMEOUT_SECONDS counts as failed.
+SEAM_BASE_URL = env("SEAM_BASE_URL", default="http://127.0.0.1:8000")
+DEFAULT_FROM_EMAIL = env("DJANGO_DEFAULT_FROM_EMAIL", default="seam@localhost")
+SEAM_WEBHOOK_TIMEOUT_SECONDS = _env_or_fail(env.float, "SEAM_WEBHOOK_TIMEOUT_SECONDS", default=5.0)
 
 # Agents send arguments up to the journal's own limit (handover.services.MAX_ARGS_BYTES);
 # the request as a whole may carry a plan of several such steps.

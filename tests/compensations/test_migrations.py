@@ -1,4 +1,5 @@
-"""Migrations 0002 and 0003: the seeded catalogue has a first history row, the roles their permissions."""
+"""Migrations: the seeded catalogue has a first history row, the roles their permissions
+(compensations 0003 and handover 0008)."""
 
 from __future__ import annotations
 
@@ -14,16 +15,24 @@ def test_migrations_seed_the_catalogue_with_history_and_grant_the_roles() -> Non
     entry = CatalogueEntry.objects.get(tool="reship")
     assert entry.history.get().history_change_reason == "default catalogue"
     perms = {
-        group.name: {p.codename for p in group.permissions.all()}
+        group.name: {f"{p.content_type.app_label}.{p.codename}" for p in group.permissions.all()}
         for group in Group.objects.filter(name__in=["support_staff", "team_lead", "admin"])
     }
+    support = {"compensations.view_catalogueentry", "handover.act_on_run"}
+    lead = support | {"handover.view_audit_trail", "compensations.assign_deadletter"}
     assert perms == {
-        "support_staff": {"view_catalogueentry"},
-        "team_lead": {"view_catalogueentry"},
-        "admin": {
-            "view_catalogueentry",
-            "add_catalogueentry",
-            "change_catalogueentry",
-            "delete_catalogueentry",
+        "support_staff": support,
+        "team_lead": lead,
+        "admin": lead
+        | {
+            "compensations.add_catalogueentry",
+            "compensations.change_catalogueentry",
+            "compensations.delete_catalogueentry",
+            "handover.view_notificationrule",
+            "handover.add_notificationrule",
+            "handover.change_notificationrule",
+            "handover.delete_notificationrule",
+            "reconciliation.view_taskpolicy",
+            "reconciliation.change_taskpolicy",
         },
     }

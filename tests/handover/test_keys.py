@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 from typing import Any
 
@@ -9,7 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from handover.keys import NotCanonicalisable, canonical_args, idempotency_key
+from handover.keys import (
+    KEY_SCHEME,
+    NotCanonicalisable,
+    canonical_args,
+    canonical_json,
+    idempotency_key,
+    idempotency_key_of_json,
+)
 
 # Any text PostgreSQL can store: every character but U+0000 and lone surrogates, which
 # canonical_args refuses (tested below).
@@ -124,3 +132,28 @@ def test_reasonable_nesting_is_accepted() -> None:
 def test_values_json_cannot_carry_are_refused(bad: dict[Any, Any]) -> None:
     with pytest.raises(NotCanonicalisable):
         canonical_args(bad)
+
+
+@settings(max_examples=200)
+@given(args=json_objects, tenant=storable_text, tool=storable_text, occurrence=st.integers(0, 2**31 - 1))
+def test_the_key_is_the_hash_of_the_intents_canonical_json(
+    args: dict[str, Any], tenant: str, tool: str, occurrence: int
+) -> None:
+    """The scheme recorded keys were derived with: the journal's hot path spells the material
+    itself from the arguments' canonical JSON, and must spell it exactly so."""
+    parts = {**BASE, "tenant_slug": tenant, "tool": tool, "occurrence": occurrence}
+    material = canonical_json(
+        [
+            KEY_SCHEME,
+            parts["tenant_slug"],
+            str(parts["run_id"]),
+            parts["tool"],
+            canonical_args(args),
+            parts["policy_version"],
+            parts["occurrence"],
+        ]
+    )
+    expected = hashlib.sha256(material.encode("utf-8")).hexdigest()
+    assert idempotency_key(args=args, **parts) == expected
+    args_json = canonical_json(canonical_args(args))
+    assert idempotency_key_of_json(args_json=args_json, **parts) == expected

@@ -5,7 +5,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
+from compensations.defaults import catalogue_grant_roles
 from handover.models import Membership, Tenant
+from handover.roles import roles_grant
 
 DEMO_TENANTS = {"sundry": "Sundry Marketplace", "acme": "Acme Outdoor (another tenant)"}
 # (username, tenant, group, is_staff, is_superuser)
@@ -25,6 +27,10 @@ class Command(BaseCommand):
             slug: Tenant.objects.update_or_create(slug=slug, defaults={"name": name})[0]
             for slug, name in DEMO_TENANTS.items()
         }
+        # The role groups and their permissions come with the migrations; granting again is
+        # harmless and mends a database whose groups were emptied by hand.
+        catalogue_grant_roles()
+        roles_grant()
         user_model = get_user_model()
         self.stdout.write("Demo users (passwords are new each time this runs):")
         for username, tenant_slug, group_name, is_staff, is_superuser in DEMO_USERS:

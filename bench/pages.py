@@ -1,0 +1,727 @@
+"""What the staff console's pages cost at volume, against a static file served by the same server.
+
+The queue and the run page are what a person waits on. They must stay fast however many runs have
+ended quietly, so they are measured on a journal of 100,000 runs and 1,000,000 intent rows. One
+run measures, against a real gunicorn server on loopback, with a logged-in support_staff user:
+
+1. the baseline: a static file (/static/seam.css) served by whitenoise from the same server,
+   which passes through gunicorn and the WSGI stack but not Django's view layer; and, as a second
+   baseline, the login page (GET, anonymous): a Django view and template that touches no table;
+2. the queue page (GET /), and its htmx partial (the same URL with HX-Request: true, what the
+   page's 10-second refresh fetches);
+3. the run page of an escalated run with 10 intents (GET /runs/<id>/);
+4. the run page's poll when nothing changed (GET /runs/<id>/panel/?state=..., answered 204).
+
+Each page is warmed up, then requested in alternating rounds (the order reversed every other
+round) so that machine noise falls on all of them alike; median and p95 are over every request
+of a page, and each is divided by the same figure of the static baseline. It also prints what
+each page costs in SQL (queries and their time, measured in process) and the EXPLAIN ANALYZE of
+the queue's main query at this volume, with a summary of the plan of every query the queue page
+runs, so that a scan over all runs shows up. Run it from the project root:
+
+    DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python bench/pages.py [--requests N] [--json]
+
+The database, `seam_bench_pages` unless `--database` says otherwise, on the server DATABASE_URL
+names, is created and migrated if missing and seeded with SQL (INSERT ... SELECT generate_series,
+a few statements): one tenant, 100,000 runs over five weeks (about 97% completed, 1% escalated
+and awaiting a person with an open escalation, 0.5% running and stuck, 0.1% running and alive,
+1% compensated, 0.2% cancelled), 8 to 12 intent rows per run (1,000,000 exactly, 64-hex
+idempotency keys, step ids `run:turn:tool`), two journal events per settled intent and one per
+open intent plus a run_created and an ending event per run (about 2.2 million), the escalation
+rows, and 100 escalated runs assigned to the bench user through handover.actions (so with audit
+rows). A database that already holds that volume is reused; `--reseed` empties the handover
+tables (TRUNCATE ... CASCADE, only in a database whose name contains "bench") and seeds again.
+
+The server: gunicorn with the same settings module, DEBUG off, 2 sync workers by default (the
+machine this was written on has 2 cores) and DJANGO_CONN_MAX_AGE=60 (persistent database
+connections, as production has), started and stopped by the script (bench/journal.py's
+gunicorn_server). `--json` prints only a JSON object of the figures; progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import requests
+
+# Runnable as a plain script: the project's packages (config, handover, bench) must be importable.
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.journal import (  # noqa: E402
+    BenchError,
+    gunicorn_server,
+    progress,
+    raw_connection,
+    setup_django,
+)
+
+RUNS = 100_000
+INTENTS = 1_000_000
+TENANT_SLUG = "bench-pages"
+STAFF_USERNAME = "bench-pages-staff"
+STAFF_PASSWORD = "bench-pages-password"  # a throwaway user in a bench database
+SERVER_CONN_MAX_AGE = 60
+ASSIGNED_RUNS = 100
+
+REASONS = [
+    "run_died_mid_sequence",
+    "unknown_outcome",
+    "version_mismatch",
+    "deadline_passed",
+    "compensation_failed",
+    "policy",
+]
+TOOLS = [
+    "lookup_order",
+    "issue_refund",
+    "create_return_label",
+    "send_email",
+    "adjust_stock",
+    "update_address",
+]
+TASK_TYPES = ["refund", "reship", "address_change", "cancel_order", "exchange"]
+
+
+# --- seeding ----------------------------------------------------------------------------------
+
+# One row per run, kept for the session: what each run is (g numbers them 0..RUNS-1, oldest first).
+SEED_TABLE = """
+CREATE TEMP TABLE bench_seed ON COMMIT DROP AS
+SELECT g, run_id, n, created, status, live, reason,
+       CASE WHEN status <> 'running' THEN created + n * interval '3 seconds' + interval '20 minutes' END AS ended
+FROM (
+    SELECT g,
+           md5('bench-pages-run:' || g)::uuid AS run_id,
+           -- 8..12 intents, 10 on average: every block of 100 runs has 20 of each.
+           8 + (g + g / 100) %% 5 AS n,
+           %(now)s::timestamptz - interval '1 hour' - ({last} - g) * interval '30 seconds' AS created,
+           CASE WHEN g %% 100 = 0 THEN 'escalated'
+                WHEN g %% 200 = 50 OR g %% 1000 = 150 THEN 'running'
+                WHEN g %% 100 = 7 THEN 'compensated'
+                WHEN g %% 500 = 9 THEN 'cancelled'
+                ELSE 'completed' END AS status,
+           g %% 1000 = 150 AS live,
+           CASE WHEN g %% 100 = 0 THEN (%(reasons)s::text[])[1 + (g / 100) %% {reasons}]
+                WHEN g %% 100 = 7 THEN 'run_died_mid_sequence'
+                ELSE '' END AS reason
+    FROM generate_series(0, {last}) AS g
+) AS s
+"""
+
+INSERT_RUNS = """
+INSERT INTO handover_run (
+    id, tenant_id, external_id, task_type, ticket_id, order_id, status, deadline, schema_version,
+    flow_version, policy_version, capability_version, plan, last_heartbeat_at, created_at,
+    updated_at, version, outcome_reason, outcome_detail, ended_at, retries, repairs, replans,
+    reflections, escalations, assignee_id, awaiting_person)
+SELECT run_id, %(tenant)s, CASE WHEN live THEN 'bench-live-' ELSE 'bench-' END || g,
+       (%(task_types)s::text[])[1 + (g / 7) %% {task_types}],
+       'T-' || (100000 + g), 'SU-' || (200000 + g), status,
+       CASE WHEN status = 'escalated' AND g %% 200 = 0 THEN ended + interval '2 days' END,
+       '1', 'bench-1', 'bench-1', '1', '[]'::jsonb,
+       CASE WHEN live THEN %(now)s::timestamptz
+            WHEN status = 'running' THEN created + interval '5 minutes'
+            ELSE ended END,
+       created, coalesce(ended, created), 2 + 2 * n, reason,
+       CASE WHEN reason <> '' THEN 'seeded for the benchmark: ' || reason ELSE '' END,
+       ended, g %% 3, 0, g %% 11 / 10, g %% 7 / 6, (status = 'escalated')::int, NULL,
+       status = 'escalated'
+FROM bench_seed ORDER BY g
+"""
+
+INSERT_INTENTS = """
+INSERT INTO handover_intent (
+    run_id, step_id, turn, tool, args, occurrence, idempotency_key, status, error_class,
+    outcome_summary, receipt, request_id, intended_at, settled_at, lookup_attempts,
+    last_lookup_error, next_lookup_at, unknown_reason)
+SELECT s.run_id, s.run_id::text || ':' || t || ':' || x.tool, t, x.tool,
+       jsonb_build_object('order_id', 'SU-' || (200000 + s.g), 'amount', ((s.g * 37 + t) %% 20000) / 100.0,
+                          'currency', 'USD', 'line', t),
+       0, encode(sha256(convert_to('bench-pages:' || s.g || ':' || t, 'UTF8')), 'hex'),
+       x.status,
+       CASE WHEN x.status = 'failed' THEN 'permanent' ELSE '' END,
+       CASE x.status WHEN 'performed' THEN 'ok' WHEN 'failed' THEN 'refused: the order is locked' ELSE '' END,
+       CASE WHEN x.status = 'performed'
+            THEN jsonb_build_object('id', 'rcpt_' || s.g || '_' || t, 'status', 'ok')
+            ELSE '{{}}'::jsonb END,
+       '', s.created + t * interval '3 seconds',
+       CASE WHEN x.status IN ('intended', 'unknown') THEN NULL
+            ELSE s.created + t * interval '3 seconds' + interval '400 milliseconds' END,
+       CASE WHEN x.status = 'unknown' THEN 5 ELSE 0 END,
+       CASE WHEN x.status = 'unknown' THEN 'timeout' ELSE '' END,
+       NULL,
+       CASE WHEN x.status = 'unknown' THEN 'the downstream answered neither yes nor no five times' ELSE '' END
+FROM bench_seed AS s
+CROSS JOIN LATERAL generate_series(1, s.n) AS t
+CROSS JOIN LATERAL (
+    SELECT (%(tools)s::text[])[1 + (s.g + t) %% {tools}] AS tool,
+           CASE WHEN t < s.n THEN 'performed'
+                WHEN s.status = 'running' AND NOT s.live THEN 'intended'
+                WHEN s.status = 'escalated' AND s.reason = 'unknown_outcome' THEN 'unknown'
+                WHEN s.status = 'escalated' AND s.reason = 'run_died_mid_sequence' THEN 'intended'
+                WHEN s.status IN ('escalated', 'cancelled') THEN 'failed'
+                ELSE 'performed' END AS status
+) AS x
+ORDER BY s.g, t
+"""
+
+# Every event in time order, so that ids grow with `at` as they do when written live.
+INSERT_EVENTS = """
+INSERT INTO handover_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
+SELECT run_id, intent_id, kind, actor_kind, actor_name, NULL, data, at FROM (
+    SELECT run_id, NULL::bigint AS intent_id, 'run_created' AS kind, 'agent' AS actor_kind,
+           'bench-agent' AS actor_name, '{}'::jsonb AS data, created AS at
+    FROM bench_seed
+    UNION ALL
+    SELECT i.run_id, i.id, 'intent_recorded', 'agent', 'bench-agent',
+           jsonb_build_object('tool', i.tool, 'turn', i.turn), i.intended_at
+    FROM handover_intent AS i
+    UNION ALL
+    SELECT i.run_id, i.id,
+           CASE i.status WHEN 'unknown' THEN 'dispatch_ambiguous' ELSE 'outcome_recorded' END,
+           'agent', 'bench-agent', jsonb_build_object('status', i.status),
+           coalesce(i.settled_at, i.intended_at + interval '30 seconds')
+    FROM handover_intent AS i WHERE i.status <> 'intended'
+    UNION ALL
+    SELECT run_id, NULL,
+           CASE status WHEN 'completed' THEN 'run_completed' WHEN 'escalated' THEN 'run_escalated'
+                       WHEN 'compensated' THEN 'run_compensated' ELSE 'run_cancelled' END,
+           CASE WHEN status = 'completed' THEN 'agent' ELSE 'system' END,
+           CASE WHEN status = 'completed' THEN 'bench-agent' ELSE 'reconciliation' END,
+           jsonb_build_object('reason', reason), ended
+    FROM bench_seed WHERE ended IS NOT NULL
+) AS e
+ORDER BY at
+"""
+
+INSERT_ESCALATIONS = """
+INSERT INTO handover_escalation (run_id, reason, detail, created_at, resolved_at, resolved_by_id, resolution_note)
+SELECT run_id, reason, 'seeded for the benchmark: ' || reason, ended,
+       CASE WHEN status = 'compensated' THEN ended + interval '1 hour' END, NULL,
+       CASE WHEN status = 'compensated' THEN 'compensated by policy' ELSE '' END
+FROM bench_seed WHERE status IN ('escalated', 'compensated') ORDER BY ended
+"""
+
+
+def _tenant_and_counts() -> tuple[Any, int, int]:
+    from handover.models import Intent, Run, Tenant
+
+    tenant = Tenant.objects.filter(slug=TENANT_SLUG).first()
+    if tenant is None:
+        return None, 0, 0
+    return (
+        tenant,
+        Run.objects.filter(tenant=tenant).count(),
+        Intent.objects.filter(run__tenant=tenant).count(),
+    )
+
+
+def staff_user(tenant: Any) -> Any:
+    """The bench's support agent: a member of the tenant, in the support_staff group."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    from compensations.defaults import catalogue_grant_roles
+    from handover.models import Membership
+    from handover.roles import roles_grant
+
+    roles_grant()
+    catalogue_grant_roles()
+    user, _ = get_user_model().objects.get_or_create(username=STAFF_USERNAME, defaults={"is_active": True})
+    user.set_password(STAFF_PASSWORD)
+    user.save()
+    Membership.objects.update_or_create(user=user, defaults={"tenant": tenant})
+    user.groups.add(Group.objects.get(name="support_staff"))
+    return user
+
+
+def seed(database: str, *, reseed: bool) -> dict[str, Any]:
+    """The seeded tenant, reused when it already holds the volume; otherwise built afresh."""
+    from django.db import connection
+
+    tenant, runs, intents = _tenant_and_counts()
+    if tenant is not None and runs == RUNS and intents == INTENTS and not reseed:
+        progress(f"reusing the seeded tenant {TENANT_SLUG}: {runs:,} runs, {intents:,} intents")
+        return {"reused": True, "seconds": 0.0}
+    if "bench" not in database:
+        raise BenchError(f"refusing to empty the handover tables of {database}: its name lacks 'bench'")
+    progress(f"seeding {RUNS:,} runs and {INTENTS:,} intents into {database} (this takes a few minutes)")
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        # Everything that hangs off a tenant (runs, intents, events, escalations, audit rows,
+        # compensations, memberships) goes with CASCADE; the audit chain starts again.
+        cursor.execute("TRUNCATE handover_tenant, handover_auditchainhead, django_session CASCADE")
+    from handover.models import Tenant
+
+    tenant = Tenant.objects.create(slug=TENANT_SLUG, name="Benchmark: pages at volume")
+    params = {
+        "tenant": tenant.pk,
+        "now": datetime.now(UTC),
+        "reasons": REASONS,
+        "tools": TOOLS,
+        "task_types": TASK_TYPES,
+    }
+    steps = [
+        ("bench_seed", SEED_TABLE.format(last=RUNS - 1, reasons=len(REASONS))),
+        ("handover_run", INSERT_RUNS.format(task_types=len(TASK_TYPES))),
+        ("handover_intent", INSERT_INTENTS.format(tools=len(TOOLS))),
+        ("handover_journalevent", INSERT_EVENTS),
+        ("handover_escalation", INSERT_ESCALATIONS),
+    ]
+    timings: dict[str, float] = {}
+    with raw_connection() as conn:
+        conn.autocommit = False
+        with conn.transaction():
+            for table, statement in steps:
+                t0 = time.perf_counter()
+                rows = conn.execute(statement, params if "%(" in statement else None).rowcount
+                timings[table] = time.perf_counter() - t0
+                progress(f"  {table}: {rows:,} rows in {timings[table]:.1f}s")
+    t0 = time.perf_counter()
+    with raw_connection() as conn:
+        conn.execute("ANALYZE")  # the assignments below plan their queries on fresh statistics
+    timings["analyze"] = time.perf_counter() - t0
+    user = staff_user(tenant)
+    t0 = time.perf_counter()
+    assign_some(tenant, user)
+    timings["assignments"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    with raw_connection() as conn:
+        conn.execute("VACUUM ANALYZE")
+    timings["vacuum_analyze"] = time.perf_counter() - t0
+    seconds = time.perf_counter() - started
+    progress(f"seeded in {seconds:.1f}s (VACUUM ANALYZE {timings['vacuum_analyze']:.1f}s)")
+    return {"reused": False, "seconds": seconds, "steps": timings}
+
+
+def assign_some(tenant: Any, user: Any) -> None:
+    """Assign some escalated runs to the bench user the way a person does (handover.actions), so
+    the queue's assignee column and its last-audit-row subquery have real rows to find."""
+    from handover import actions
+    from handover.handover import run_state_token
+    from handover.models import Run
+
+    ctx = actions.StaffContext(user=user, tenant=tenant, request_id="bench-pages-seed")
+    runs = Run.objects.filter(tenant=tenant, awaiting_person=True).order_by("created_at")[::10][
+        :ASSIGNED_RUNS
+    ]
+    for run in runs:
+        actions.run_assign(ctx, run_id=run.pk, state=run_state_token(run))
+    progress(f"  assigned {len(runs)} escalated runs to {user.get_username()} (with audit rows)")
+
+
+def refresh_live_heartbeats(tenant: Any) -> None:
+    """The live runs' agents are still beating: keep them out of the stuck list."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE handover_run SET last_heartbeat_at = now() "
+            "WHERE tenant_id = %s AND status = 'running' AND external_id LIKE 'bench-live-%%'",
+            [tenant.pk],
+        )
+
+
+# --- the pages --------------------------------------------------------------------------------
+
+
+@dataclass
+class Page:
+    name: str
+    label: str
+    path: str
+    expect: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    logged_in: bool = True
+    latencies: list[float] = field(default_factory=list)
+    size: int = 0
+
+    def summary(self) -> dict[str, float]:
+        ordered = sorted(self.latencies)
+        return {
+            "median_ms": statistics.median(ordered) * 1e3,
+            "p95_ms": statistics.quantiles(ordered, n=100, method="inclusive")[94] * 1e3,
+            "mean_ms": statistics.fmean(ordered) * 1e3,
+            "requests": len(ordered),
+            "bytes": self.size,
+        }
+
+
+class Browser:
+    """A person's browser: one session logged in through the login form (so the server's own
+    secret signs the session), one anonymous for the baselines."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.staff = requests.Session()
+        self.anonymous = requests.Session()
+
+    def log_in(self) -> None:
+        login = f"{self.base}/accounts/login/"
+        page = self.staff.get(login, timeout=30)
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+        if page.status_code != 200 or token is None:
+            raise BenchError(f"login page answered {page.status_code} without a CSRF token")
+        answer = self.staff.post(
+            login,
+            data={"username": STAFF_USERNAME, "password": STAFF_PASSWORD, "csrfmiddlewaretoken": token[1]},
+            headers={"Referer": login},
+            allow_redirects=False,
+            timeout=30,
+        )
+        if answer.status_code != 302 or "sessionid" not in self.staff.cookies:
+            raise BenchError(f"logging in answered {answer.status_code}: {answer.text[:300]}")
+
+    def get(self, page: Page) -> requests.Response:
+        session = self.staff if page.logged_in else self.anonymous
+        answer = session.get(self.base + page.path, headers=page.headers, allow_redirects=False, timeout=30)
+        if answer.status_code != page.expect:
+            raise BenchError(f"{page.path} answered {answer.status_code}, expected {page.expect}")
+        return answer
+
+    def round(self, page: Page, requests_: int) -> None:
+        for _ in range(requests_):
+            t0 = time.perf_counter()
+            answer = self.get(page)
+            page.latencies.append(time.perf_counter() - t0)
+        page.size = len(answer.content)
+
+    def close(self) -> None:
+        self.staff.close()
+        self.anonymous.close()
+
+
+def wait_until_serving(base: str, server: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise BenchError(f"gunicorn exited with code {server.returncode} before serving")
+        try:
+            answer = requests.get(f"{base}/accounts/login/", timeout=5)
+        except requests.ConnectionError as exc:
+            last = str(exc)
+        else:
+            if answer.status_code == 200:
+                return
+            last = f"HTTP {answer.status_code}"
+        time.sleep(0.2)
+    raise BenchError(f"server at {base} did not serve the login page within {timeout:.0f}s ({last})")
+
+
+def measured_run(tenant: Any) -> Any:
+    """An escalated run with 10 intents whose last call's outcome is unknown: a full run page."""
+    from django.db.models import Count
+
+    from handover.models import Run
+
+    run = (
+        Run.objects.filter(tenant=tenant, awaiting_person=True, outcome_reason="unknown_outcome")
+        .annotate(n=Count("intents"))
+        .filter(n=10)
+        .order_by("-created_at")
+        .first()
+    )
+    if run is None:
+        raise BenchError("the seeded data holds no escalated run with 10 intents")
+    return run
+
+
+# --- SQL: queries per page and plans ----------------------------------------------------------
+
+
+class QueryTimer:
+    """A database execute wrapper that times each query (Django's own log keeps milliseconds)."""
+
+    def __init__(self) -> None:
+        self.ms: list[float] = []
+
+    def __call__(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            self.ms.append((time.perf_counter() - t0) * 1e3)
+
+
+def sql_per_page(user: Any, pages: list[Page]) -> dict[str, Any]:
+    """Each page requested once in process, its queries captured: how many, their time, the
+    slowest. The server does the same work; this only says where it goes."""
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client(HTTP_HOST="127.0.0.1")
+    client.force_login(user)
+    anonymous = Client(HTTP_HOST="127.0.0.1")
+    result: dict[str, Any] = {}
+    for page in pages:
+        if page.path.startswith("/static/"):
+            continue
+        session = client if page.logged_in else anonymous
+        session.get(page.path, headers=page.headers)  # warm the caches
+        timer = QueryTimer()
+        with CaptureQueriesContext(connection) as captured, connection.execute_wrapper(timer):
+            answer = session.get(page.path, headers=page.headers)
+        if answer.status_code != page.expect:
+            raise BenchError(f"in process, {page.path} answered {answer.status_code}")
+        # Django's own query log keeps milliseconds only; the wrapper times each query finely.
+        queries = list(zip(timer.ms, (q["sql"] for q in captured.captured_queries), strict=True))
+        slowest = max(queries, default=(0.0, ""))
+        result[page.name] = {
+            "queries": len(queries),
+            "sql_ms": sum(ms for ms, _ in queries),
+            "slowest_ms": slowest[0],
+            "slowest_sql": slowest[1][:160],
+            "statements": [sql for _, sql in queries],
+        }
+    return result
+
+
+def plan_summary(plan: str) -> str:
+    """The scans of a plan, in one line: which relation, how (index name), and the time."""
+    scans = []
+    for line in plan.splitlines():
+        found = re.search(
+            r"((?:Parallel )?(?:Seq|Index Only|Index|Bitmap Heap|Bitmap Index) Scan)"
+            r"(?: using (\S+))? on (\S+)",
+            line,
+        )
+        if found:
+            how, index, relation = found.groups()
+            rows = re.search(r"actual time=[\d.]+\.\.[\d.]+ rows=(\d+) loops=(\d+)", line)
+            seen = f" rows={rows[1]}x{rows[2]}" if rows else ""
+            scans.append(f"{how} {relation}" + (f" ({index})" if index else "") + seen)
+        elif "Bitmap Index Scan on" in line:
+            scans.append(line.strip().split("  (")[0])
+    execution = re.search(r"Execution Time: ([\d.]+) ms", plan)
+    return "; ".join(scans) + (f" | {execution[1]} ms" if execution else "")
+
+
+def queue_plans(tenant: Any, user: Any, queue_statements: list[str]) -> dict[str, Any]:
+    """EXPLAIN ANALYZE of the queue's main query (the page's slice of it, as the page runs it),
+    and a one-line plan of every other query the queue page ran."""
+    from django.db import connection
+    from django.utils import timezone
+
+    from handover import selectors
+
+    runs = selectors.queue_runs(
+        tenant=tenant, user=user, filters=selectors.QueueFilters(), now=timezone.now()
+    )
+    main = runs[:50].explain(analyze=True, buffers=True)
+    others = []
+    with connection.cursor() as cursor:
+        for statement in queue_statements:
+            if not statement.lstrip().upper().startswith("SELECT") or "handover_run" not in statement:
+                continue
+            cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + statement)
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+            others.append({"sql": statement[:200], "plan": plan, "summary": plan_summary(plan)})
+    return {
+        "main": main,
+        "main_summary": plan_summary(main),
+        "seq_scan_of_runs": "Seq Scan on handover_run" in main,
+        "queries": others,
+    }
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    database_url = setup_django(args.database)
+
+    from django.db import connection
+
+    from handover.handover import run_state_token
+
+    seeding = seed(args.database, reseed=args.reseed)
+    tenant, runs, intents = _tenant_and_counts()
+    user = staff_user(tenant)
+    run = measured_run(tenant)
+    refresh_live_heartbeats(tenant)
+    pages = [
+        Page("static", "static file /static/seam.css (whitenoise)", "/static/seam.css", logged_in=False),
+        Page("login", "login page GET (Django template, anonymous)", "/accounts/login/", logged_in=False),
+        Page("queue", "queue page GET /", "/"),
+        Page("queue_partial", "queue partial (HX-Request: true)", "/", headers={"HX-Request": "true"}),
+        Page("run", "run page GET /runs/<id>/ (10 intents)", f"/runs/{run.pk}/"),
+        Page(
+            "panel_204",
+            "run panel poll, unchanged (204)",
+            f"/runs/{run.pk}/panel/?state={run_state_token(run)}",
+            expect=204,
+        ),
+    ]
+    by_name = {p.name: p for p in pages}
+    progress("queries per page, in process")
+    sql = sql_per_page(user, pages)
+    progress("EXPLAIN ANALYZE of the queue's queries")
+    plans = queue_plans(tenant, user, sql["queue"]["statements"])
+
+    per_round = max(1, args.requests // args.rounds)
+    warmup = max(10, per_round // 2)
+    with gunicorn_server(
+        database_url=database_url, workers=args.workers, worker_class="sync", conn_max_age=SERVER_CONN_MAX_AGE
+    ) as (base, server):
+        wait_until_serving(base, server)
+        browser = Browser(base)
+        try:
+            browser.log_in()
+            progress(f"warming up ({warmup} requests per page, every worker)")
+            for page in pages:
+                browser.round(page, warmup)
+                page.latencies.clear()
+            order = [p.name for p in pages]
+            for round_number in range(args.rounds):
+                refresh_live_heartbeats(tenant)
+                this_round = order if round_number % 2 == 0 else order[::-1]
+                progress(f"round {round_number + 1}/{args.rounds}: {per_round} requests each")
+                for name in this_round:
+                    browser.round(by_name[name], per_round)
+        finally:
+            browser.close()
+
+    figures = {p.name: p.summary() for p in pages}
+    static, login = figures["static"], figures["login"]
+    ratios = {
+        name: {
+            "median_over_static": f["median_ms"] / static["median_ms"],
+            "p95_over_static": f["p95_ms"] / static["p95_ms"],
+            "median_over_login": f["median_ms"] / login["median_ms"],
+            "p95_over_login": f["p95_ms"] / login["p95_ms"],
+        }
+        for name, f in figures.items()
+    }
+    for entry in sql.values():
+        entry.pop("statements")
+    db = connection.settings_dict
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        version = cursor.fetchone()[0]
+    return {
+        "database": f"{db.get('HOST') or 'localhost'}:{db.get('PORT') or 5432}/{db['NAME']}",
+        "postgresql": version,
+        "volume": {"runs": runs, "intents": intents, **volume(tenant)},
+        "seeding": seeding,
+        "measured_run": str(run.pk),
+        "requests_per_page": per_round * args.rounds,
+        "rounds": args.rounds,
+        "settings": os.environ["DJANGO_SETTINGS_MODULE"],
+        "server": {"workers": args.workers, "worker_class": "sync", "conn_max_age": SERVER_CONN_MAX_AGE},
+        "labels": {p.name: p.label for p in pages},
+        "figures": figures,
+        "ratios": ratios,
+        "sql": sql,
+        "queue_plan": plans,
+    }
+
+
+def volume(tenant: Any) -> dict[str, int]:
+    from handover.models import Escalation, JournalEvent, Run
+
+    return {
+        "journal_events": JournalEvent.objects.count(),
+        "open_escalations": Escalation.objects.filter(resolved_at__isnull=True).count(),
+        "awaiting_person": Run.objects.filter(tenant=tenant, awaiting_person=True).count(),
+        "running": Run.objects.filter(tenant=tenant, status="running").count(),
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    v = result["volume"]
+    seeding = result["seeding"]
+    server = result["server"]
+    lines = [
+        f"Seam pages benchmark: PostgreSQL {result['postgresql']} at {result['database']}",
+        f"volume: {v['runs']:,} runs, {v['intents']:,} intents, {v['journal_events']:,} journal events, "
+        f"{v['awaiting_person']:,} awaiting a person ({v['open_escalations']:,} open escalations), "
+        f"{v['running']:,} running",
+        "seeding: reused the seeded database"
+        if seeding["reused"]
+        else f"seeding: {seeding['seconds']:.1f}s ("
+        + ", ".join(f"{k} {s:.1f}s" for k, s in seeding["steps"].items())
+        + ")",
+        f"server: gunicorn, {server['workers']} sync workers, {result['settings']}, DEBUG off, "
+        f"CONN_MAX_AGE={server['conn_max_age']} (persistent database connections)",
+        f"{result['requests_per_page']} requests per page in {result['rounds']} alternating rounds, "
+        "one client; median and p95 over all of a page's requests",
+        "",
+        f"{'page':<46}{'median ms':>10}{'p95 ms':>9}{'/static':>9}{'p95/st':>8}{'/login':>8}"
+        f"{'bytes':>8}{'SQL q':>7}{'SQL ms':>8}",
+        "-" * 113,
+    ]
+    for name, f in result["figures"].items():
+        r = result["ratios"][name]
+        q = result["sql"].get(name)
+        lines.append(
+            f"{result['labels'][name]:<46}{f['median_ms']:>10.2f}{f['p95_ms']:>9.2f}"
+            f"{r['median_over_static']:>9.2f}{r['p95_over_static']:>8.2f}{r['median_over_login']:>8.2f}"
+            f"{f['bytes']:>8}" + (f"{q['queries']:>7}{q['sql_ms']:>8.2f}" if q else f"{'—':>7}{'—':>8}")
+        )
+    lines += [
+        "",
+        "/static and p95/st: the page's median and p95 over the static file's; /login: median over the "
+        "login page's.",
+        "SQL q / SQL ms: queries the page runs and their time, measured once in process.",
+        "",
+        "slowest query per page (in process):",
+        *(f"  {name:<14}{q['slowest_ms']:7.2f} ms  {q['slowest_sql']}" for name, q in result["sql"].items()),
+        "",
+        "EXPLAIN (ANALYZE, BUFFERS) of the queue's main query (selectors.queue_runs, first page of 50):",
+        *(f"  {line}" for line in result["queue_plan"]["main"].splitlines()),
+        "",
+        "every query of the queue page that reads handover_run (scans | execution time):",
+        *(f"  {q['sql'][:100]}\n      {q['summary']}" for q in result["queue_plan"]["queries"]),
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=200, help="requests per page (default 200)")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (default 5)")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers (default 2)")
+    parser.add_argument(
+        "--database", default="seam_bench_pages", help="database to use (default seam_bench_pages)"
+    )
+    parser.add_argument("--reseed", action="store_true", help="empty the handover tables and seed again")
+    parser.add_argument("--json", action="store_true", help="print only a JSON object of the figures")
+    args = parser.parse_args(argv)
+    if args.requests < 20 or args.rounds < 1 or args.workers < 1 or args.requests < args.rounds:
+        parser.error("need --requests >= 20, --rounds >= 1, --workers >= 1, --requests >= --rounds")
+    if args.requests > 100_000 or args.workers > 32:
+        parser.error("counts are bounded: --requests <= 100000, --workers <= 32")
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    try:
+        result = measure(args)
+    except (BenchError, psycopg.Error) as exc:
+        print(f"ERROR: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(render(result))
+    return 0
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        sys.exit(main())

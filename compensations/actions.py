@@ -1,0 +1,149 @@
+"""What people do with the dead-letter queue: take a failed compensation, hand it to someone,
+retry it, or resolve it by hand. Each action checks the person's role and tenant, writes its
+audit row in the same transaction, and queues any retry after commit (handover.actions explains
+the pattern; these act on a dead letter rather than a run)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from handover import services as journal
+from handover.actions import ACT, MAX_NOTE_CHARS, ActionRefused, StaffContext
+from handover.audit import audit_record
+from handover.models import AuditAction
+
+from .models import Compensation, CompensationStatus, DeadLetter
+
+ASSIGN = "compensations.assign_deadletter"
+
+
+@contextlib.contextmanager
+def _acting_on(ctx: StaffContext, dead_letter_id: Any, permission: str = ACT) -> Iterator[DeadLetter]:
+    if not ctx.user.has_perm(permission):
+        raise PermissionDenied(f"your role does not allow this ({permission})")
+    with journal.durable():
+        letter = (
+            DeadLetter.objects.select_for_update(of=("self",))
+            .select_related("compensation__original__run", "owner")
+            .filter(pk=dead_letter_id, compensation__original__run__tenant=ctx.tenant)
+            .first()
+        )
+        if letter is None:
+            raise journal.NotFound("no such dead letter", field="dead_letter_id")
+        yield letter
+
+
+def _audit(ctx: StaffContext, letter: DeadLetter, action: str, **fields: Any) -> None:
+    original = letter.compensation.original
+    audit_record(
+        user=ctx.user,
+        tenant=ctx.tenant,
+        action=action,
+        run=original.run,
+        step_id=original.step_id,
+        request_id=ctx.request_id,
+        **fields,
+    )
+
+
+def _refuse_if_resolved(letter: DeadLetter) -> None:
+    if letter.resolved_at is not None:
+        raise ActionRefused("this dead letter is already resolved", field="dead_letter_id")
+
+
+def dead_letter_take(ctx: StaffContext, *, dead_letter_id: Any) -> DeadLetter:
+    with _acting_on(ctx, dead_letter_id) as letter:
+        _refuse_if_resolved(letter)
+        previous = letter.owner.get_username() if letter.owner else None
+        DeadLetter.objects.filter(pk=letter.pk).update(owner=ctx.user)
+        _audit(
+            ctx,
+            letter,
+            AuditAction.DEAD_LETTER_TAKE,
+            old={"dead_letter": letter.pk, "owner": previous},
+            new={"dead_letter": letter.pk, "owner": ctx.user.get_username()},
+        )
+    return letter
+
+
+def dead_letter_assign(ctx: StaffContext, *, dead_letter_id: Any, owner_id: Any) -> DeadLetter:
+    """A team lead hands a dead letter to a person of the same tenant who may act on runs."""
+    with _acting_on(ctx, dead_letter_id, permission=ASSIGN) as letter:
+        _refuse_if_resolved(letter)
+        users = get_user_model().objects.filter(membership__tenant=ctx.tenant, is_active=True)
+        owner = users.filter(pk=int(owner_id)).first() if str(owner_id).isdigit() else None
+        if owner is None or not owner.has_perm(ACT):
+            raise journal.InvalidInput("owner must be an active staff member of your tenant", field="owner")
+        previous = letter.owner.get_username() if letter.owner else None
+        DeadLetter.objects.filter(pk=letter.pk).update(owner=owner)
+        _audit(
+            ctx,
+            letter,
+            AuditAction.DEAD_LETTER_ASSIGN,
+            old={"dead_letter": letter.pk, "owner": previous},
+            new={"dead_letter": letter.pk, "owner": owner.get_username()},
+        )
+    return letter
+
+
+def dead_letter_retry(ctx: StaffContext, *, dead_letter_id: Any, note: Any = "") -> Compensation:
+    """Send the compensation again, as a new round with a new key (the failed call's key would
+    only replay its failure). The letter closes itself if the retry succeeds; if it fails again
+    it is reopened with the new error, keeping its owner."""
+    from .tasks import compensate_step
+
+    note = journal._clean_text(note, field="note", limit=MAX_NOTE_CHARS)
+    with _acting_on(ctx, dead_letter_id) as letter:
+        _refuse_if_resolved(letter)
+        compensation = letter.compensation
+        retried = Compensation.objects.filter(
+            pk=compensation.pk, status=CompensationStatus.DEAD_LETTERED
+        ).update(
+            status=CompensationStatus.PENDING,
+            attempts=0,
+            last_error="",
+            retry_round=F("retry_round") + 1,
+        )
+        if not retried:
+            raise ActionRefused("this compensation is already being retried", field="dead_letter_id")
+        _audit(
+            ctx,
+            letter,
+            AuditAction.DEAD_LETTER_RETRY,
+            old={"dead_letter": letter.pk, "compensation_status": compensation.status},
+            new={
+                "dead_letter": letter.pk,
+                "compensation_status": CompensationStatus.PENDING,
+                "retry_round": compensation.retry_round + 1,
+            },
+            note=note,
+        )
+        transaction.on_commit(lambda: compensate_step.delay(compensation.pk))
+    return compensation
+
+
+def dead_letter_resolve(ctx: StaffContext, *, dead_letter_id: Any, note: Any) -> DeadLetter:
+    """Close the letter: a person undid the effect by hand, or decided it stands. Note required."""
+    note = journal._clean_text(note, field="note", limit=MAX_NOTE_CHARS, required=True)
+    with _acting_on(ctx, dead_letter_id) as letter:
+        _refuse_if_resolved(letter)
+        DeadLetter.objects.filter(pk=letter.pk).update(
+            resolved_at=timezone.now(), resolved_by=ctx.user, resolution_note=note
+        )
+        _audit(
+            ctx,
+            letter,
+            AuditAction.DEAD_LETTER_RESOLVE,
+            old={"dead_letter": letter.pk, "resolved": False},
+            new={"dead_letter": letter.pk, "resolved": True},
+            note=note,
+        )
+    return letter

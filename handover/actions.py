@@ -1,0 +1,623 @@
+"""What people do to a run from the dashboard. Every action here:
+
+- checks the person's permission and tenant (another tenant's run is not found);
+- locks the run row and compares the state the person saw (handover.handover.run_state_token)
+  with the state now: if anything changed since their page was drawn — another person, a worker,
+  the agent — the action is refused with what changed, never applied blindly. Two people
+  clicking the same button therefore produce one effect: the second finds the first's change;
+- makes its change and writes its audit row (who, when, what, run and step, old and new state,
+  note, request id) in one durable transaction;
+- queues any slow work (a compensation, a resumption, a lookup) with transaction.on_commit, so a
+  worker never sees a request the database does not hold.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from . import services as journal
+from .audit import audit_record
+from .handover import handover_build, handover_rows, run_is_stuck, run_state_token
+from .models import (
+    AuditAction,
+    AuditEntry,
+    CustomerMessage,
+    Escalation,
+    Intent,
+    IntentStatus,
+    JournalEvent,
+    Run,
+    RunStatus,
+    Tenant,
+)
+from .selectors import plan_with_keys
+
+ACT = "handover.act_on_run"
+MAX_NOTE_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class StaffContext:
+    """Who is acting, for which tenant, from which request."""
+
+    user: Any
+    tenant: Tenant
+    request_id: str = ""
+
+    @property
+    def actor(self) -> journal.Actor:
+        return journal.Actor.user(self.user)
+
+
+class RunChanged(journal.Conflict):
+    """The run changed after the page that asked for this action was drawn."""
+
+    def __init__(self, run: Run, changes: list[str]) -> None:
+        super().__init__("this run changed since you loaded it: " + "; ".join(changes or ["it was updated"]))
+        self.run = run
+        self.changes = changes
+
+
+class ActionRefused(journal.Conflict):
+    """The action does not apply to the run as it is (e.g. the agent is still working it)."""
+
+
+def _require(ctx: StaffContext, permission: str) -> None:
+    if not ctx.user.has_perm(permission):
+        raise PermissionDenied(f"your role does not allow this ({permission})")
+
+
+def _note(note: Any, *, required: bool) -> str:
+    return journal._clean_text(note, field="note", limit=MAX_NOTE_CHARS, required=required)
+
+
+def changes_since(run: Run, seen_state: str) -> list[str]:
+    """In words, what happened to the run after the state token `seen_state` was taken."""
+    try:
+        _version, last_event, last_audit = (int(part) for part in seen_state.split("."))
+    except ValueError:
+        return ["the page did not say which state it showed; reload it"]
+    changes = [
+        f"{event.get_kind_display().lower()}"
+        + (f" ({event.intent.step_id})" if event.intent_id and event.intent else "")
+        + f" by {event.actor_name} at {timezone.localtime(event.at):%H:%M:%S}"
+        for event in run.events.filter(id__gt=last_event).select_related("intent").order_by("id")[:10]
+    ]
+    changes += [
+        f"{entry.username} {entry.get_action_display().lower()}"
+        + (f" ({entry.step_id})" if entry.step_id else "")
+        + f" at {timezone.localtime(entry.at):%H:%M:%S}"
+        for entry in AuditEntry.objects.filter(run=run, seq__gt=last_audit).order_by("seq")[:10]
+    ]
+    if not changes:
+        changes.append(f"the run is now {run.get_status_display().lower()}")
+    return changes
+
+
+@contextlib.contextmanager
+def _acting_on(ctx: StaffContext, run_id: Any, seen_state: str, permission: str = ACT) -> Iterator[Run]:
+    """The run, locked for the rest of the transaction, after checking who acts and what they saw."""
+    _require(ctx, permission)
+    with journal.durable():
+        run = (
+            Run.objects.select_for_update(of=("self",))
+            .select_related("tenant", "assignee")
+            .filter(pk=run_id, tenant=ctx.tenant)
+            .first()
+        )
+        if run is None:
+            raise journal.NotFound("no such run", field="run_id")
+        if not seen_state:
+            raise journal.InvalidInput("state is required: the state of the run you saw", field="state")
+        if seen_state != run_state_token(run):
+            raise RunChanged(run, changes_since(run, seen_state))
+        yield run
+
+
+def _bump(run: Run, **changes: Any) -> None:
+    Run.objects.filter(pk=run.pk).update(version=F("version") + 1, **changes)
+
+
+def _refuse_if_agent_active(run: Run) -> None:
+    if run.status == RunStatus.RUNNING and not run_is_stuck(run):
+        raise ActionRefused(
+            "the agent is still working this run; act once it ends or goes quiet", field="run"
+        )
+
+
+def _step(run: Run, step_id: str) -> Intent:
+    intent = run.intents.filter(step_id=step_id).first()
+    if intent is None:
+        raise journal.NotFound(f"the run has no step {step_id!r}", field="step_id")
+    return intent
+
+
+def _is_compensation(intent: Intent) -> bool:
+    # By run too: journal events have no index by intent, journal_run_at_idx serves this.
+    return intent.events.filter(
+        run_id=intent.run_id, kind=JournalEvent.Kind.INTENT_RECORDED, data__compensation=True
+    ).exists()
+
+
+def _audit(ctx: StaffContext, action: str, run: Run, **fields: Any) -> AuditEntry:
+    return audit_record(
+        user=ctx.user, tenant=ctx.tenant, action=action, run=run, request_id=ctx.request_id, **fields
+    )
+
+
+# --- the actions ------------------------------------------------------------------------------
+
+
+def run_assign(ctx: StaffContext, *, run_id: Any, state: str) -> Run:
+    """Take the run from the queue: the person becomes its assignee."""
+    with _acting_on(ctx, run_id, state) as run:
+        previous = run.assignee.get_username() if run.assignee else None
+        _bump(run, assignee=ctx.user)
+        _audit(
+            ctx,
+            AuditAction.ASSIGN,
+            run,
+            old={"assignee": previous},
+            new={"assignee": ctx.user.get_username()},
+        )
+    return run
+
+
+def step_compensate(ctx: StaffContext, *, run_id: Any, step_id: str, state: str) -> Any:
+    """Undo one performed step through the compensations executor (queued after commit)."""
+    from compensations.services import compensation_schedule
+
+    with _acting_on(ctx, run_id, state) as run:
+        _refuse_if_agent_active(run)
+        intent = _step(run, step_id)
+        if intent.status != IntentStatus.PERFORMED:
+            raise ActionRefused(
+                f"{step_id} is {intent.status}; only a performed step is undone", field="step_id"
+            )
+        if _is_compensation(intent):
+            raise ActionRefused(f"{step_id} is itself a compensation; it is not undone", field="step_id")
+        compensation = compensation_schedule(original=intent, actor=ctx.actor)
+        _bump(run)
+        journal.event_record(
+            run=run,
+            intent=intent,
+            kind=JournalEvent.Kind.COMPENSATION_REQUESTED,
+            actor=ctx.actor,
+            at=timezone.now(),
+            data={"compensation": compensation.pk},
+        )
+        _audit(
+            ctx,
+            AuditAction.COMPENSATE_STEP,
+            run,
+            step_id=step_id,
+            old={"status": intent.status, "compensation": None},
+            new={"compensation": compensation.pk, "compensation_status": compensation.status},
+        )
+    return compensation
+
+
+def run_compensate_request(ctx: StaffContext, *, run_id: Any, state: str) -> list[str]:
+    """Undo every performed step of the run, newest first (queued after commit)."""
+    from compensations.tasks import compensate_run
+
+    with _acting_on(ctx, run_id, state) as run:
+        _refuse_if_agent_active(run)
+        rows = handover_rows(run)
+        steps = [
+            i.step_id
+            for i in rows.intents
+            if i.status == IntentStatus.PERFORMED and i.pk not in rows.compensation_intent_ids
+        ]
+        if not steps:
+            raise ActionRefused("nothing this run did is left to undo", field="run")
+        _bump(run)
+        journal.event_record(
+            run=run,
+            kind=JournalEvent.Kind.COMPENSATION_REQUESTED,
+            actor=ctx.actor,
+            at=timezone.now(),
+            data={"steps": steps},
+        )
+        _audit(ctx, AuditAction.COMPENSATE_RUN, run, old={"performed": steps}, new={"requested": steps})
+        user_id = ctx.user.pk
+        transaction.on_commit(lambda: compensate_run.delay(str(run.pk), user_id))
+    return steps
+
+
+@dataclass(frozen=True)
+class ResumePreview:
+    """What resuming would do, step by step, with the keys it would use."""
+
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    blockers: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def allowed(self) -> bool:
+        return not self.blockers
+
+
+RESUME_VERBS: dict[str | None, tuple[str, str]] = {
+    IntentStatus.PERFORMED: ("skip", "already performed; not sent again"),
+    IntentStatus.NOT_PERFORMED: ("send", "never happened; sent now with its original key"),
+    None: ("send", "never attempted; sent now"),
+}
+
+
+def resume_preview(run: Run) -> ResumePreview:
+    by_key = {i.idempotency_key: i for i in run.intents.all()}
+    steps, blockers, warnings = [], [], []
+    for step in plan_with_keys(run):
+        intent = by_key.get(step["key"])
+        status = intent.status if intent is not None else None
+        verb, why = RESUME_VERBS.get(status, ("blocked", ""))
+        if verb == "blocked":
+            blocked_why: dict[str, str] = {
+                IntentStatus.FAILED: f"failed ({intent.error_class if intent else ''}); a person must decide",
+                IntentStatus.UNKNOWN: "outcome unknown; settle it first",
+                IntentStatus.INTENDED: "still being looked up; wait for reconciliation",
+            }
+            why = blocked_why.get(status or "", str(status))
+            blockers.append(f"{step['tool']}: {why}")
+        steps.append(
+            {
+                "tool": step["tool"],
+                "detail": step.get("detail", ""),
+                "key": step["key"],
+                "action": verb,
+                "why": why,
+            }
+        )
+    if run.status == RunStatus.RUNNING and not run_is_stuck(run):
+        blockers.append("the agent is still working this run")
+    if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
+        blockers.append(f"the run is {run.status}")
+    if not any(s["action"] == "send" for s in steps) and not blockers:
+        blockers.append("every planned step is already performed")
+    if run.deadline and run.deadline <= timezone.now():
+        warnings.append(f"the run's deadline passed at {timezone.localtime(run.deadline):%Y-%m-%d %H:%M}")
+    return ResumePreview(steps=steps, blockers=blockers, warnings=warnings)
+
+
+def run_resume_request(ctx: StaffContext, *, run_id: Any, state: str) -> ResumePreview:
+    """Reopen the run and finish its remaining planned steps with their original keys (queued
+    after commit; reconciliation.decisions.run_resume does the sending)."""
+    from reconciliation.tasks import resume_run
+
+    with _acting_on(ctx, run_id, state) as run:
+        preview = resume_preview(run)
+        if not preview.allowed:
+            raise ActionRefused("cannot resume: " + "; ".join(preview.blockers), field="run")
+        now = timezone.now()
+        before = {"status": run.status, "reason": run.outcome_reason}
+        # A fresh heartbeat: reconciliation's claim on a dead run compares the old one, so it
+        # cannot decide this run while the person's resumption runs.
+        _bump(
+            run,
+            status=RunStatus.RUNNING,
+            outcome_reason="",
+            ended_at=None,
+            last_heartbeat_at=now,
+            awaiting_person=False,
+        )
+        Escalation.objects.filter(run=run, resolved_at__isnull=True).update(
+            resolved_at=now, resolved_by=ctx.user, resolution_note=f"resumed by {ctx.user.get_username()}"
+        )
+        journal.event_record(
+            run=run,
+            kind=JournalEvent.Kind.RESUME_REQUESTED,
+            actor=ctx.actor,
+            at=now,
+            data={"steps": [{k: s[k] for k in ("tool", "key", "action")} for s in preview.steps]},
+        )
+        _audit(
+            ctx,
+            AuditAction.RESUME,
+            run,
+            old=before,
+            new={"status": RunStatus.RUNNING, "steps": preview.steps},
+        )
+        user_id = ctx.user.pk
+        transaction.on_commit(lambda: resume_run.delay(str(run.pk), user_id))
+    return preview
+
+
+def step_lookup_retry(ctx: StaffContext, *, run_id: Any, step_id: str, state: str) -> Intent:
+    """Ask the downstream again about an uncertain step (queued after commit)."""
+    from reconciliation.tasks import reconcile_intent
+
+    with _acting_on(ctx, run_id, state) as run:
+        intent = _step(run, step_id)
+        if intent.status not in (IntentStatus.UNKNOWN, IntentStatus.INTENDED):
+            raise ActionRefused(
+                f"{step_id} is {intent.status}; only an uncertain step is looked up", field="step_id"
+            )
+        now = timezone.now()
+        Intent.objects.filter(pk=intent.pk).update(
+            status=IntentStatus.INTENDED,
+            settled_at=None,
+            lookup_attempts=0,
+            next_lookup_at=None,
+            last_lookup_error="",
+            unknown_reason="",
+        )
+        _bump(run)
+        journal.event_record(
+            run=run,
+            intent=intent,
+            kind=JournalEvent.Kind.LOOKUP_REQUESTED,
+            actor=ctx.actor,
+            at=now,
+            data={"idempotency_key": intent.idempotency_key, "was": intent.status},
+        )
+        _audit(
+            ctx,
+            AuditAction.RETRY_LOOKUP,
+            run,
+            step_id=step_id,
+            old={"status": intent.status, "unknown_reason": intent.unknown_reason},
+            new={"status": IntentStatus.INTENDED},
+        )
+        transaction.on_commit(lambda: reconcile_intent.delay(intent.pk))
+    return intent
+
+
+def step_mark(
+    ctx: StaffContext, *, run_id: Any, step_id: str, performed: bool, note: Any, state: str
+) -> Intent:
+    """A person's judgement on an uncertain step: it happened, or it did not. A note is required."""
+    _require(ctx, ACT)  # the role first: a person who may not act learns that, not a form error
+    note = _note(note, required=True)
+    status = IntentStatus.PERFORMED if performed else IntentStatus.NOT_PERFORMED
+    with _acting_on(ctx, run_id, state) as run:
+        intent = _step(run, step_id)
+        if intent.status not in (IntentStatus.UNKNOWN, IntentStatus.INTENDED):
+            raise ActionRefused(f"{step_id} is already {intent.status}", field="step_id")
+        if (
+            intent.status == IntentStatus.INTENDED
+            and run.status == RunStatus.RUNNING
+            and not run_is_stuck(run)
+        ):
+            raise ActionRefused("the agent is still working this step", field="step_id")
+        now = timezone.now()
+        who = ctx.user.get_username()
+        settled = Intent.objects.filter(pk=intent.pk, status=intent.status).update(
+            status=status, settled_at=now, error_class="", outcome_summary=f"marked {status} by {who}: {note}"
+        )
+        if not settled:
+            raise RunChanged(run, [f"{step_id} was settled meanwhile"])
+        _bump(run)
+        journal.event_record(
+            run=run,
+            intent=intent,
+            kind=JournalEvent.Kind.OUTCOME_RECORDED,
+            actor=ctx.actor,
+            at=now,
+            data={"status": status, "judged_by": who, "note": note},
+        )
+        _audit(
+            ctx,
+            AuditAction.MARK_PERFORMED if performed else AuditAction.MARK_NOT_PERFORMED,
+            run,
+            step_id=step_id,
+            old={"status": intent.status},
+            new={"status": status},
+            note=note,
+        )
+    intent.status = status
+    return intent
+
+
+def customer_told_add(
+    ctx: StaffContext, *, run_id: Any, channel: Any, body: Any, state: str
+) -> CustomerMessage:
+    """Record what a person told the customer, so the next message stays consistent with it."""
+    _require(ctx, ACT)
+    message = journal.customer_message_validate(channel=channel, body=body)
+    with _acting_on(ctx, run_id, state) as run:
+        created = journal.customer_message_insert(
+            run=run, channel=message.channel, body=message.body, actor=ctx.actor
+        )
+        _bump(run)
+        _audit(ctx, AuditAction.CUSTOMER_TOLD, run, new={"channel": created.channel, "body": created.body})
+    return created
+
+
+def run_resolve(ctx: StaffContext, *, run_id: Any, note: Any, state: str) -> Run:
+    """Close the run's open escalations: a person finished the job (the note says how). A stuck
+    run that was never escalated is ended as cancelled."""
+    _require(ctx, ACT)
+    note = _note(note, required=True)
+    with _acting_on(ctx, run_id, state) as run:
+        now = timezone.now()
+        resolved = Escalation.objects.filter(run=run, resolved_at__isnull=True).update(
+            resolved_at=now, resolved_by=ctx.user, resolution_note=note
+        )
+        before = {"status": run.status, "open_escalations": resolved}
+        after: dict[str, Any] = {"status": run.status, "open_escalations": 0}
+        if run.status == RunStatus.RUNNING:
+            _refuse_if_agent_active(run)
+            _bump(
+                run,
+                status=RunStatus.CANCELLED,
+                outcome_detail=f"resolved by a person: {note}",
+                ended_at=now,
+                awaiting_person=False,
+            )
+            after["status"] = RunStatus.CANCELLED
+        elif not resolved:
+            raise ActionRefused("this run has no open escalation to resolve", field="run")
+        else:
+            _bump(run, awaiting_person=False)
+        journal.event_record(
+            run=run, kind=JournalEvent.Kind.ESCALATION_RESOLVED, actor=ctx.actor, at=now, data={"note": note}
+        )
+        _audit(ctx, AuditAction.RESOLVE, run, old=before, new=after, note=note)
+    return run
+
+
+# --- what a confirmation says -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """What an action will do, in words, before the click: its effects, what cannot be taken
+    back, and the inputs it needs."""
+
+    action: str
+    title: str
+    effects: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    blockers: list[str] = field(default_factory=list)
+    step_id: str = ""
+    needs_note: bool = False
+    needs_message: bool = False
+    button: str = "Confirm"
+
+
+def _high_value(args: dict[str, Any]) -> list[str]:
+    """'high value: …' when the call moves at least settings.SEAM_HIGH_VALUE_AMOUNT."""
+    from .handover import _warnings
+
+    return _warnings(tool="", args=args, reversible=True)
+
+
+def _undo_words(intent: Intent) -> tuple[str, list[str]]:
+    """The compensating call a step's undo will send, and its warnings."""
+    from compensations.mapping import MissingSource, compensation_args
+    from compensations.models import CatalogueEntry
+
+    from .handover import reversibility
+
+    entry = CatalogueEntry.objects.filter(tool=intent.tool).first()
+    reversible = reversibility(entry, intent, timezone.now())
+    if entry is None or reversible is False:
+        notes = entry.staff_notes if entry and entry.staff_notes else "a person must put it right by hand"
+        return f"nothing undoes {intent.tool}: {notes}", [f"irreversible: {intent.tool}"]
+    try:
+        args = compensation_args(entry, intent.args, intent.receipt)
+    except MissingSource as exc:
+        return f"{entry.compensating_tool} cannot be built: {exc}", [str(exc)]
+    words = ", ".join(f"{k}={v}" for k, v in args.items())
+    warnings = [str(reversible)] if isinstance(reversible, str) and reversible.startswith("partially") else []
+    warnings += _high_value(intent.args)
+    when = f" (reversible {reversible})" if isinstance(reversible, str) else ""
+    return f"send {entry.compensating_tool}({words}) with a new key to undo {intent.tool}{when}", warnings
+
+
+def confirmation(run: Run, *, action: str, step_id: str = "") -> Confirmation:
+    rows = handover_rows(run)
+    intent = next((i for i in rows.intents if i.step_id == step_id), None) if step_id else None
+    step_words = f"{intent.tool} ({intent.step_id})" if intent else step_id
+    if action == "compensate-step":
+        if intent is None:
+            return Confirmation(action, "Compensate a step", blockers=[f"no step {step_id!r}"])
+        effect, warnings = _undo_words(intent)
+        blockers = [] if intent.status == IntentStatus.PERFORMED else [f"{step_words} is {intent.status}"]
+        return Confirmation(
+            action,
+            f"Compensate {intent.tool}",
+            [effect],
+            warnings,
+            blockers,
+            step_id=step_id,
+            button="Compensate",
+        )
+    if action == "compensate-run":
+        steps = [
+            i
+            for i in reversed(rows.intents)
+            if i.status == IntentStatus.PERFORMED and i.pk not in rows.compensation_intent_ids
+        ]
+        effects, warnings = [], []
+        for performed_step in steps:
+            effect, more = _undo_words(performed_step)
+            effects.append(effect)
+            warnings += more
+        blockers = [] if steps else ["nothing this run did is left to undo"]
+        return Confirmation(
+            action,
+            "Compensate the whole run, newest step first",
+            effects,
+            warnings,
+            blockers,
+            button="Compensate all",
+        )
+    if action == "resume":
+        preview = resume_preview(run)
+        effects = [
+            f"{s['action']} {s['tool']}"
+            + (f" ({s['detail']})" if s["detail"] else "")
+            + f" — key {s['key'][:16]}…: {s['why']}"
+            for s in preview.steps
+        ]
+        warnings = list(preview.warnings)
+        for planned in preview.steps:
+            if planned["action"] == "send":
+                plan_entry: dict[str, Any] = next(
+                    (p for p in run.plan if p.get("tool") == planned["tool"]), {}
+                )
+                amount = (plan_entry.get("args") or {}).get("amount")
+                if amount is not None:
+                    high = _high_value(plan_entry.get("args") or {})
+                    warnings.append(f"{'high value' if high else 'moves money'}: {planned['tool']} {amount}")
+        return Confirmation(
+            action, "Resume the run", effects, warnings, list(preview.blockers), button="Resume"
+        )
+    if action == "retry-lookup":
+        if intent is None:
+            return Confirmation(action, "Retry the lookup", blockers=[f"no step {step_id!r}"])
+        return Confirmation(
+            action,
+            f"Ask again whether {intent.tool} happened",
+            [f"the downstream is asked about key {intent.idempotency_key}; nothing is sent to it"],
+            step_id=step_id,
+            button="Ask again",
+        )
+    if action in ("mark-performed", "mark-not-performed"):
+        performed = action == "mark-performed"
+        if intent is None:
+            return Confirmation(action, "Settle a step", blockers=[f"no step {step_id!r}"])
+        effect = (
+            f"{step_words} is recorded as performed: it counts as done, and can then be compensated"
+            if performed
+            else f"{step_words} is recorded as not performed: resuming will send it with its key"
+        )
+        return Confirmation(
+            action,
+            f"Mark {intent.tool} {'performed' if performed else 'not performed'}",
+            [effect, "reconciliation will not ask about it again"],
+            ["this is your judgement, recorded with your name and note"],
+            step_id=step_id,
+            needs_note=True,
+            button="Mark " + ("performed" if performed else "not performed"),
+        )
+    if action == "customer-told":
+        return Confirmation(
+            action,
+            "Record what the customer was told",
+            ["added to the customer-told list every later handover shows"],
+            needs_message=True,
+            button="Record",
+        )
+    if action == "resolve":
+        handover = handover_build(rows)
+        warnings = [f"not done: {n['tool']}" for n in handover["not_done"]] + [
+            f"still uncertain: {u['tool']}" for u in handover["uncertain"]
+        ]
+        effect = (
+            "the run is ended as cancelled and leaves the queue"
+            if run.status == RunStatus.RUNNING
+            else "the escalation is closed and the run leaves the queue"
+        )
+        return Confirmation(action, "Resolve", [effect], warnings, needs_note=True, button="Resolve")
+    return Confirmation(action, "Assign to me", ["you become the run's assignee"], button="Assign to me")

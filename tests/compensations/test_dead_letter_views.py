@@ -1,0 +1,235 @@
+"""The dead-letter queue and the catalogue through their URLs. A dead letter is made as the
+product makes one: the pickup of a return is collected by the courier in the sandbox, so the
+compensating cancel_pickup is refused for good (as in test_executor)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import pytest
+import requests
+from django.db import connection
+from django.test import Client
+from django.urls import reverse
+
+from compensations.models import CompensationStatus, DeadLetter
+from compensations.services import compensation_execute, compensation_request
+from handover import services as journal
+from handover.models import AuditAction, AuditEntry
+from tests import factories
+from tools import services as tools
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+EXECUTOR = journal.Actor.system("test-executor")
+HTMX = {"HX-Request": "true"}
+
+
+def _client(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def _act(client: Client, letter: DeadLetter, action: str, data: dict[str, Any] | None = None) -> Any:
+    url = reverse("compensations:dead_letter_act", args=[letter.pk, action])
+    return client.post(url, data or {}, headers={**HTMX, "X-Request-ID": f"req-{action}"})
+
+
+@pytest.fixture
+def people(catalogue: None, tenant: Any, persona: Any) -> dict[str, Any]:
+    # The team lead exists first: a new dead letter goes to the tenant's first team lead.
+    lead = persona("team_lead", tenant)
+    return {
+        "lead": lead,
+        "support": persona("support_staff", tenant),
+        "nobody": factories.StaffUserFactory(username="no-role", membership__tenant=tenant),
+    }
+
+
+@pytest.fixture
+def dead_letter(sandbox_tools: str, people: dict[str, Any], make_run: Any) -> DeadLetter:
+    run = make_run()
+    pickup = tools.tool_perform(
+        run=run, tool="start_return", args={"order_id": "SU-90317"}, turn=1, actor=EXECUTOR
+    ).intent
+    requests.post(
+        f"{sandbox_tools}/sandbox/api/returns/collect", json={"label": pickup.receipt["label"]}, timeout=5
+    ).raise_for_status()
+    failed = compensation_execute(
+        compensation=compensation_request(original=pickup, actor=EXECUTOR), actor=EXECUTOR
+    )
+    assert failed.status == CompensationStatus.DEAD_LETTERED
+    letter = DeadLetter.objects.select_related("compensation__original__run").get(compensation=failed)
+    assert letter.owner == people["lead"]
+    return letter
+
+
+@pytest.fixture
+def queued(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[tuple[tuple[Any, ...], bool]]]:
+    """compensate_step recorded instead of sent: [(arguments, transaction still open?)]."""
+    from compensations.tasks import compensate_step
+
+    calls: dict[str, list[tuple[tuple[Any, ...], bool]]] = defaultdict(list)
+
+    def record(*args: Any) -> None:
+        calls[compensate_step.name].append((args, connection.in_atomic_block))
+
+    monkeypatch.setattr(compensate_step, "delay", record)
+    return calls
+
+
+def _entries() -> list[tuple[str, str, str]]:
+    return list(AuditEntry.objects.order_by("seq").values_list("action", "username", "request_id"))
+
+
+def test_the_page_lists_open_dead_letters_and_only_team_leads_see_assign(
+    dead_letter: DeadLetter, people: dict[str, Any]
+) -> None:
+    url = reverse("compensations:dead_letters")
+    support_page = _client(people["support"]).get(url).content.decode()
+    assert f'id="dl-{dead_letter.pk}"' in support_page
+    assert "undo of <code>start_return</code> failed" in support_page
+    assert "Take ownership" in support_page and "Retry" in support_page
+    assert 'name="owner"' not in support_page
+
+    lead_page = _client(people["lead"]).get(url).content.decode()
+    assert 'name="owner"' in lead_page
+    assert f'<option value="{people["support"].pk}"' in lead_page
+
+    partial = _client(people["support"]).get(url, headers=HTMX).content.decode()
+    assert partial.lstrip().startswith('<div id="letters"')
+
+
+def test_support_staff_take_a_dead_letter(dead_letter: DeadLetter, people: dict[str, Any]) -> None:
+    support = people["support"]
+    response = _act(_client(support), dead_letter, "take")
+
+    assert response.status_code == 200
+    assert response.content.decode().lstrip().startswith('<div id="letters"')
+    assert DeadLetter.objects.get(pk=dead_letter.pk).owner == support
+    assert _entries() == [(AuditAction.DEAD_LETTER_TAKE, support.username, "req-take")]
+    entry = AuditEntry.objects.get()
+    assert entry.old_state == {"dead_letter": dead_letter.pk, "owner": people["lead"].username}
+    assert entry.run_id == dead_letter.compensation.original.run_id
+
+
+def test_support_staff_cannot_assign_a_dead_letter(dead_letter: DeadLetter, people: dict[str, Any]) -> None:
+    response = _act(_client(people["support"]), dead_letter, "assign", {"owner": people["support"].pk})
+    assert response.status_code == 403
+    assert DeadLetter.objects.get(pk=dead_letter.pk).owner == people["lead"]
+    assert not AuditEntry.objects.exists()
+
+
+def test_a_team_lead_assigns_a_dead_letter_to_staff_of_the_tenant_only(
+    dead_letter: DeadLetter, people: dict[str, Any], persona: Any, other_tenant: Any
+) -> None:
+    lead, support = people["lead"], people["support"]
+    outsider = persona("support_staff", other_tenant)
+
+    refused = _act(_client(lead), dead_letter, "assign", {"owner": outsider.pk})
+    assert refused.status_code == 400
+    assert "owner must be an active staff member" in refused.content.decode()
+    no_role = _act(_client(lead), dead_letter, "assign", {"owner": people["nobody"].pk})
+    assert no_role.status_code == 400
+    assert not AuditEntry.objects.exists()
+
+    response = _act(_client(lead), dead_letter, "assign", {"owner": support.pk})
+    assert response.status_code == 200
+    assert DeadLetter.objects.get(pk=dead_letter.pk).owner == support
+    assert _entries() == [(AuditAction.DEAD_LETTER_ASSIGN, lead.username, "req-assign")]
+    assert AuditEntry.objects.get().new_state == {"dead_letter": dead_letter.pk, "owner": support.username}
+
+
+def test_retry_starts_a_new_round_and_queues_the_compensation_after_commit(
+    dead_letter: DeadLetter, people: dict[str, Any], queued: Any
+) -> None:
+    support = people["support"]
+    round_before = dead_letter.compensation.retry_round
+
+    response = _act(_client(support), dead_letter, "retry", {"note": "courier says not yet collected"})
+
+    assert response.status_code == 200
+    compensation = dead_letter.compensation
+    compensation.refresh_from_db()
+    assert (compensation.status, compensation.retry_round, compensation.attempts) == (
+        CompensationStatus.PENDING,
+        round_before + 1,
+        0,
+    )
+    assert queued["compensations.compensate_step"] == [((compensation.pk,), False)]
+    assert _entries() == [(AuditAction.DEAD_LETTER_RETRY, support.username, "req-retry")]
+    assert AuditEntry.objects.get().new_state["retry_round"] == round_before + 1
+
+    again = _act(_client(support), dead_letter, "retry")
+    assert again.status_code == 409
+    assert len(queued["compensations.compensate_step"]) == 1
+
+
+def test_resolve_needs_a_note(dead_letter: DeadLetter, people: dict[str, Any]) -> None:
+    support = people["support"]
+
+    refused = _act(_client(support), dead_letter, "resolve", {"note": " "})
+    assert refused.status_code == 400
+    assert "note" in refused.content.decode()
+    assert DeadLetter.objects.get(pk=dead_letter.pk).resolved_at is None
+    assert not AuditEntry.objects.exists()
+
+    response = _act(_client(support), dead_letter, "resolve", {"note": "cancelled with the courier by phone"})
+    assert response.status_code == 200
+    letter = DeadLetter.objects.get(pk=dead_letter.pk)
+    assert letter.resolved_by == support
+    assert letter.resolution_note == "cancelled with the courier by phone"
+    assert _entries() == [(AuditAction.DEAD_LETTER_RESOLVE, support.username, "req-resolve")]
+    assert f'id="dl-{letter.pk}"' not in response.content.decode()  # it left the open list
+    resolved = _client(support).get(reverse("compensations:dead_letters"), {"show": "resolved"})
+    assert "cancelled with the courier by phone" in resolved.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("action", "data"),
+    [("take", {}), ("assign", {"owner": "0"}), ("retry", {}), ("resolve", {"note": "done"})],
+)
+def test_another_tenants_dead_letter_is_not_found(
+    dead_letter: DeadLetter, persona: Any, other_tenant: Any, action: str, data: dict[str, Any]
+) -> None:
+    outsider = persona("team_lead", other_tenant)
+    response = _act(_client(outsider), dead_letter, action, data)
+    assert response.status_code == 404
+    assert f'id="dl-{dead_letter.pk}"' not in response.content.decode()
+    letter = DeadLetter.objects.get(pk=dead_letter.pk)
+    assert (letter.owner, letter.resolved_at) == (dead_letter.owner, None)
+    assert not AuditEntry.objects.exists()
+
+
+@pytest.mark.parametrize("action", ["take", "assign", "retry", "resolve"])
+def test_a_user_without_a_role_or_a_login_is_refused(
+    dead_letter: DeadLetter, people: dict[str, Any], action: str
+) -> None:
+    data = {"note": "done", "owner": people["nobody"].pk}
+    assert _act(_client(people["nobody"]), dead_letter, action, data).status_code == 403
+    anonymous = _act(Client(), dead_letter, action, data)
+    assert anonymous.status_code == 302 and anonymous["Location"].startswith(reverse("login"))
+    assert not AuditEntry.objects.exists()
+    assert DeadLetter.objects.get(pk=dead_letter.pk).compensation.status == CompensationStatus.DEAD_LETTERED
+
+
+# --- the catalogue -----------------------------------------------------------------------------
+
+
+def test_the_catalogue_is_read_only_for_staff_and_editable_by_admins(
+    people: dict[str, Any], persona: Any, tenant: Any
+) -> None:
+    url = reverse("compensations:catalogue")
+
+    support = _client(people["support"]).get(url)
+    assert support.status_code == 200
+    body = support.content.decode()
+    assert "<code>cancel_pickup</code>" in body and "until collection" in body
+    assert "Edit in the admin" not in body and "/admin/" not in body
+
+    admin = _client(persona("admin", tenant)).get(url).content.decode()
+    assert "Edit in the admin" in admin
+
+    assert _client(people["nobody"]).get(url).status_code == 403

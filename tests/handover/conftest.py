@@ -1,0 +1,35 @@
+"""Fixtures of the dashboard's tests: T-40912 escalated exactly as seed 000 describes."""
+
+from __future__ import annotations
+
+import io
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from compensations.defaults import catalogue_seed_defaults
+from handover.models import Run, RunStatus
+from reconciliation.defaults import policies_seed_defaults
+
+
+def escalate_ticket(sandbox_url: str, ticket_id: str = "T-40912", *flags: str) -> Run:
+    """Replay a ticket in a child process killed after its second write (seed 000: the return
+    started, the bench reserved, the refund never sent), then let reconciliation decide it."""
+    from tests.scenarios.test_kill_points import replay_in_child
+
+    policies_seed_defaults()
+    catalogue_seed_defaults()
+    returncode, run = replay_in_child(ticket_id, sandbox_url, *(flags or ("--kill-after", "2")))
+    assert returncode == -9 and run is not None
+    Run.objects.filter(pk=run.pk).update(last_heartbeat_at=timezone.now() - timedelta(minutes=5))
+    call_command("reconcile", older_than=0, decide=True, stdout=io.StringIO())
+    run = Run.objects.select_related("tenant").get(pk=run.pk)
+    assert run.status == RunStatus.ESCALATED, run.outcome_detail
+    return run
+
+
+@pytest.fixture
+def escalated_bench(sandbox_tools: str) -> Run:
+    return escalate_ticket(sandbox_tools)

@@ -1,0 +1,311 @@
+"""The handover object of seed 000, and people's actions on it: each checked against the rows,
+the audit trail and (for actions that reach the world) the sandbox's own ledger."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+import requests
+from django.core.exceptions import PermissionDenied
+from django.core.management import call_command
+from django.db import connection, connections
+
+from compensations.models import Compensation
+from compensations.services import compensation_execute
+from handover import actions
+from handover.audit import audit_verify
+from handover.handover import handover_for, run_state_token
+from handover.models import AuditAction, AuditEntry, IntentStatus, Run, RunStatus
+from handover.services import Actor, Conflict, InvalidInput, NotFound
+from tests import factories
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def ctx(user: Any, run: Run) -> actions.StaffContext:
+    return actions.StaffContext(user=user, tenant=run.tenant, request_id="req-1")
+
+
+def test_the_handover_of_t40912_is_seed_000s(escalated_bench: Run) -> None:
+    handover = handover_for(escalated_bench)
+
+    assert (handover["ticket_id"], handover["order_id"]) == ("T-40912", "SU-90317")
+    assert handover["reason"] == "run_died_mid_sequence"
+    completed = {c["tool"]: c for c in handover["completed"]}
+    assert list(completed) == ["start_return", "offer_replacement"]
+    assert completed["start_return"]["detail"].startswith("label RL-")
+    assert "courier pickup booked" in completed["start_return"]["detail"]
+    assert completed["start_return"]["reversible"] == "until collection"
+    assert completed["offer_replacement"]["reversible"] is True
+    assert "warehouse" in completed["offer_replacement"]["detail"]
+    not_done = [(n["tool"], n["detail"]) for n in handover["not_done"]]
+    assert not_done[0] == ("issue_refund", "$14.95 expedited delivery fee")
+    assert handover["uncertain"] == []
+    assert [m["body"] for m in handover["customer_told"]] == ["Return label sent."]
+    text = handover["next_action"]["text"]
+    assert "issue refund ($14.95 expedited delivery fee)" in text and "cancel pickup" in text
+    assert {a["undo_tool"] for a in handover["next_action"]["compensations_available"]} == {
+        "cancel_pickup",
+        "release_reservation",
+    }
+
+
+def test_compensating_the_pickup_undoes_it_in_the_world_with_one_audit_row(
+    escalated_bench: Run, persona: Any, ledger: Any
+) -> None:
+    support = persona("support_staff", escalated_bench.tenant)
+    step = next(i for i in escalated_bench.intents.all() if i.tool == "start_return")
+    state = run_state_token(escalated_bench)
+
+    compensation = actions.step_compensate(
+        ctx(support, escalated_bench), run_id=escalated_bench.pk, step_id=step.step_id, state=state
+    )
+    compensation_execute(
+        compensation=compensation, actor=Actor.system("test-worker")
+    )  # what the queued task does
+
+    compensation.refresh_from_db()
+    assert compensation.status == "done"
+    undo = ledger.get(undoes__idempotency_key=step.idempotency_key)
+    assert (undo.provider, undo.operation) == ("returns", "cancel_pickup")
+    entry = AuditEntry.objects.get(run=escalated_bench)
+    assert (entry.action, entry.username, entry.step_id, entry.request_id) == (
+        AuditAction.COMPENSATE_STEP,
+        support.username,
+        step.step_id,
+        "req-1",
+    )
+    handover = handover_for(escalated_bench)
+    pickup = next(c for c in handover["completed"] if c["tool"] == "start_return")
+    assert pickup["compensation"]["status"] == "done"
+    # The undo is itself recorded, flagged as a compensation, and never offered for undoing.
+    assert [c["tool"] for c in handover["completed"]] == ["start_return", "offer_replacement"]
+    assert audit_verify().ok
+
+
+def test_a_stale_page_is_refused_with_what_changed_and_nothing_applied(
+    escalated_bench: Run, persona: Any
+) -> None:
+    first = persona("support_staff", escalated_bench.tenant, "first")
+    second = persona("support_staff", escalated_bench.tenant, "second")
+    seen = run_state_token(escalated_bench)
+    actions.run_assign(ctx(first, escalated_bench), run_id=escalated_bench.pk, state=seen)
+
+    with pytest.raises(actions.RunChanged) as refused:
+        actions.run_assign(ctx(second, escalated_bench), run_id=escalated_bench.pk, state=seen)
+
+    assert any("first assigned the run" in change for change in refused.value.changes)
+    assert Run.objects.get(pk=escalated_bench.pk).assignee == first
+    assert AuditEntry.objects.filter(run=escalated_bench).count() == 1
+
+
+def test_two_people_compensating_the_same_step_at_once_make_one_compensation(
+    escalated_bench: Run, persona: Any
+) -> None:
+    people = [persona("support_staff", escalated_bench.tenant, f"p{i}") for i in range(2)]
+    step = next(i for i in escalated_bench.intents.all() if i.tool == "start_return")
+    seen = run_state_token(escalated_bench)
+    barrier = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def click(user: Any) -> None:
+        try:
+            barrier.wait()
+            actions.step_compensate(
+                ctx(user, escalated_bench), run_id=escalated_bench.pk, step_id=step.step_id, state=seen
+            )
+            outcomes.append("done")
+        except Conflict as exc:
+            outcomes.append(type(exc).__name__)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=click, args=(p,)) for p in people]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert sorted(outcomes) == ["RunChanged", "done"]
+    assert Compensation.objects.filter(original=step).count() == 1
+    assert AuditEntry.objects.filter(action=AuditAction.COMPENSATE_STEP).count() == 1
+
+
+def test_marking_an_uncertain_step_needs_a_note_and_records_the_judgement(
+    sandbox_tools: str, persona: Any
+) -> None:
+    # T-41518: the refund accepted downstream, the runner killed before recording it; the
+    # sandbox is told to answer its lookup "unknown", so reconciliation leaves it to a person.
+    from tests.handover.conftest import escalate_ticket
+
+    faults = f"{sandbox_tools}/sandbox/api/faults/"
+    rule = {"provider": "payments", "operation": "lookup", "fault": "unknown_lookup", "remaining": 10}
+    requests.post(faults, json=rule, timeout=5).raise_for_status()
+    try:
+        run = escalate_ticket(sandbox_tools, "T-41518", "--kill-between-accept-and-record", "1")
+    finally:
+        requests.delete(faults, timeout=5)
+    handover = handover_for(run)
+    assert [u["tool"] for u in handover["uncertain"]] == ["issue_refund"]
+    assert handover["next_action"]["text"].startswith("find out whether issue refund happened")
+    lead = persona("team_lead", run.tenant)
+    step_id = handover["uncertain"][0]["step_id"]
+
+    with pytest.raises(InvalidInput) as missing:
+        actions.step_mark(
+            ctx(lead, run), run_id=run.pk, step_id=step_id, performed=True, note="", state=handover["state"]
+        )
+    assert missing.value.field == "note"
+
+    actions.step_mark(
+        ctx(lead, run),
+        run_id=run.pk,
+        step_id=step_id,
+        performed=True,
+        note="payments portal shows R-1",
+        state=handover["state"],
+    )
+    intent = run.intents.get(step_id=step_id)
+    assert intent.status == IntentStatus.PERFORMED and "payments portal shows R-1" in intent.outcome_summary
+    entry = AuditEntry.objects.get(run=run)
+    assert (entry.action, entry.old_state, entry.new_state) == (
+        AuditAction.MARK_PERFORMED,
+        {"status": "unknown"},
+        {"status": "performed"},
+    )
+
+
+def test_resume_preview_names_each_step_and_its_key(escalated_bench: Run) -> None:
+    preview = actions.resume_preview(escalated_bench)
+    assert [(s["tool"], s["action"]) for s in preview.steps] == [
+        ("start_return", "skip"),
+        ("offer_replacement", "skip"),
+        ("issue_refund", "send"),
+        ("notify_seller", "send"),
+    ]
+    assert all(len(s["key"]) == 64 for s in preview.steps)
+    assert preview.allowed
+
+
+def test_resume_reopens_the_run_and_finishes_it_with_the_original_keys(
+    escalated_bench: Run, persona: Any, ledger: Any
+) -> None:
+    from reconciliation.decisions import run_resume
+
+    support = persona("support_staff", escalated_bench.tenant)
+    preview = actions.run_resume_request(
+        ctx(support, escalated_bench), run_id=escalated_bench.pk, state=run_state_token(escalated_bench)
+    )
+    run = Run.objects.select_related("tenant").get(pk=escalated_bench.pk)
+    assert run.status == RunStatus.RUNNING and not run.awaiting_person
+    run_resume(run=run, actor=Actor.user(support))  # what the queued task does
+
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED
+    sent = {s["tool"]: s["key"] for s in preview.steps if s["action"] == "send"}
+    for tool, key in sent.items():
+        assert ledger.filter(idempotency_key=key).count() == 1, tool
+    assert ledger.filter(idempotency_key__in=run.intents.values("idempotency_key")).count() == 4
+
+
+def test_resolve_needs_a_note_closes_the_escalation_and_leaves_the_queue(
+    escalated_bench: Run, persona: Any
+) -> None:
+    from handover.selectors import QueueFilters, queue_runs
+
+    support = persona("support_staff", escalated_bench.tenant)
+    state = run_state_token(escalated_bench)
+    with pytest.raises(InvalidInput):
+        actions.run_resolve(ctx(support, escalated_bench), run_id=escalated_bench.pk, note="  ", state=state)
+    actions.run_resolve(
+        ctx(support, escalated_bench), run_id=escalated_bench.pk, note="refunded by hand", state=state
+    )
+
+    assert not escalated_bench.escalation_records.filter(resolved_at__isnull=True).exists()
+    from django.utils import timezone
+
+    assert not queue_runs(
+        tenant=escalated_bench.tenant, user=support, filters=QueueFilters(), now=timezone.now()
+    ).exists()
+
+
+def test_roles_and_tenants_are_enforced_by_the_services(escalated_bench: Run, persona: Any) -> None:
+    nobody = factories.StaffUserFactory(username="no-role", membership__tenant=escalated_bench.tenant)
+    with pytest.raises(PermissionDenied):
+        actions.run_assign(
+            ctx(nobody, escalated_bench), run_id=escalated_bench.pk, state=run_state_token(escalated_bench)
+        )
+    outsider_tenant = factories.TenantFactory(slug="acme")
+    outsider = persona("support_staff", outsider_tenant)
+    with pytest.raises(NotFound):
+        actions.run_assign(
+            actions.StaffContext(user=outsider, tenant=outsider_tenant),
+            run_id=escalated_bench.pk,
+            state=run_state_token(escalated_bench),
+        )
+    assert not AuditEntry.objects.exists()
+
+
+def test_the_audit_trail_refuses_changes_and_verify_audit_finds_a_forged_row(
+    escalated_bench: Run, persona: Any
+) -> None:
+    from django.db import DatabaseError, transaction
+
+    support = persona("support_staff", escalated_bench.tenant)
+    actions.run_assign(
+        ctx(support, escalated_bench), run_id=escalated_bench.pk, state=run_state_token(escalated_bench)
+    )
+    escalated_bench.refresh_from_db()
+    actions.run_resolve(
+        ctx(support, escalated_bench),
+        run_id=escalated_bench.pk,
+        note="done",
+        state=run_state_token(escalated_bench),
+    )
+    call_command("verify_audit")
+
+    with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
+        AuditEntry.objects.filter(seq=1).update(note="nothing happened")
+    with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
+        AuditEntry.objects.filter(seq=1).delete()
+
+    # Someone with the table owner's powers rewrites a row behind the trigger's back.
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE handover_auditentry DISABLE TRIGGER handover_auditentry_append_only")
+        cursor.execute("UPDATE handover_auditentry SET note = 'forged' WHERE seq = 2")
+        cursor.execute("ALTER TABLE handover_auditentry ENABLE TRIGGER handover_auditentry_append_only")
+    report = audit_verify()
+    assert (report.ok, report.broken_at) == (False, 2)
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="broken at row #2"):
+        call_command("verify_audit")
+
+
+def test_concurrent_actions_on_different_runs_extend_one_unbroken_chain(make_run: Any, persona: Any) -> None:
+    runs = [make_run(ticket_id=f"T-{i}", external_id=f"chain-{i}") for i in range(8)]
+    people = [persona("support_staff", runs[0].tenant, f"p{i}") for i in range(8)]
+    barrier = threading.Barrier(8)
+    errors: list[BaseException] = []
+
+    def act(run: Run, user: Any) -> None:
+        try:
+            barrier.wait()
+            actions.run_assign(ctx(user, run), run_id=run.pk, state=run_state_token(run))
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=act, args=pair) for pair in zip(runs, people, strict=True)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert errors == []
+    assert sorted(AuditEntry.objects.values_list("seq", flat=True)) == list(range(1, 9))
+    report = audit_verify()
+    assert (report.ok, report.checked) == (True, 8)

@@ -104,14 +104,13 @@ def _coverage(run: Run) -> dict[str, Any] | None:
 def _when(value: Any) -> str:
     """A receipt's date or datetime as a person reads it; anything else as it is."""
     if isinstance(value, str):
-        moment = parse_datetime(value)
-        if moment is not None:
-            return (
-                timezone.localtime(moment).strftime("%a %d %b %H:%M") if timezone.is_aware(moment) else value
-            )
-        day = parse_date(value)
+        # A plain date first: Python's ISO parser would read "2026-12-01" as a naive midnight.
+        day = parse_date(value) if len(value) == 10 else None
         if day is not None:
             return day.strftime("%a %d %b")
+        moment = parse_datetime(value)
+        if moment is not None and timezone.is_aware(moment):
+            return timezone.localtime(moment).strftime("%a %d %b %H:%M")
     return str(value)
 
 

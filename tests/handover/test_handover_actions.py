@@ -3,6 +3,7 @@ the audit trail and (for actions that reach the world) the sandbox's own ledger.
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
@@ -36,7 +37,8 @@ def test_the_handover_of_t40912_is_seed_000s(escalated_bench: Run) -> None:
     completed = {c["tool"]: c for c in handover["completed"]}
     assert list(completed) == ["start_return", "offer_replacement"]
     assert completed["start_return"]["detail"].startswith("label RL-")
-    assert "courier pickup booked" in completed["start_return"]["detail"]
+    # "label RL-7734, courier pickup booked Fri 20 Mar": the receipt's date, as a person reads it.
+    assert re.search(r"courier pickup booked \w{3} \d{2} \w{3}$", completed["start_return"]["detail"])
     assert completed["start_return"]["reversible"] == "until collection"
     assert completed["offer_replacement"]["reversible"] is True
     assert "warehouse" in completed["offer_replacement"]["detail"]

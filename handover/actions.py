@@ -277,6 +277,14 @@ def resume_preview(run: Run) -> ResumePreview:
                 "why": why,
             }
         )
+    undone = run.intents.filter(
+        status=IntentStatus.PERFORMED, compensations__status__in=("done", "partial", "pending")
+    ).values_list("tool", flat=True)
+    if undone:
+        # Resuming skips performed steps; one that was undone would be skipped as if it stood.
+        blockers.append(
+            f"{', '.join(sorted(set(undone)))} was undone (or is being undone); resuming would build on it"
+        )
     if run.status == RunStatus.RUNNING and not run_is_stuck(run):
         blockers.append("the agent is still working this run")
     if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):

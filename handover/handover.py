@@ -196,7 +196,9 @@ def _completed(rows: HandoverRows, plan_detail: dict[str, str], now: datetime) -
             "receipt": intent.receipt,
             "undo_tool": entry.compensating_tool if entry and reversible is not False else "",
             "compensation": None,
-            "warnings": _warnings(tool=intent.tool, args=intent.args, reversible=reversible),
+            "warnings": []
+            if compensation is not None
+            else _warnings(tool=intent.tool, args=intent.args, reversible=reversible),
         }
         if compensation is not None:
             dead_letter = getattr(compensation, "dead_letter", None)
@@ -283,6 +285,9 @@ def _words(tool: str) -> str:
     return tool.replace("_", " ")
 
 
+UNDONE = ("done", "partial")  # compensation statuses after which a step no longer stands
+
+
 def next_action(
     *,
     run: Run,
@@ -304,6 +309,9 @@ def next_action(
         if c["undo_tool"] and c["compensation"] is None
     ]
     failed_undo = [c for c in completed if c["compensation"] and c["compensation"]["dead_letter"]]
+    undone = [c for c in completed if c["compensation"] and c["compensation"]["status"] in UNDONE]
+    pending_undo = [c for c in completed if c["compensation"] and c["compensation"]["status"] == "pending"]
+    standing = [c for c in completed if c not in undone]
     if uncertain:
         first = uncertain[0]
         text = (
@@ -314,6 +322,19 @@ def next_action(
         text = "; ".join(
             f"undoing {_words(c['tool'])} failed: take its dead letter and finish it by hand"
             for c in failed_undo
+        )
+    elif pending_undo:
+        text = f"wait: undoing {', '.join(_words(c['tool']) for c in pending_undo)} is in progress"
+    elif undone and not standing:
+        partly = [c for c in undone if c["compensation"]["status"] == "partial"]
+        text = "everything the run did was undone"
+        if partly:
+            text += " (partly: " + "; ".join(c["compensation"]["not_undone"] for c in partly) + ")"
+        text += ": tell the customer the request was not carried out, then resolve"
+    elif undone:
+        text = (
+            f"{', '.join(_words(c['tool']) for c in undone)} was undone, so resuming is not possible: "
+            f"finish by hand, or undo what still stands ({', '.join(_words(c['tool']) for c in standing)})"
         )
     elif not_done and run.status == RunStatus.RUNNING and not run_is_stuck(run):
         text = "the agent is still working this run: wait"

@@ -85,6 +85,10 @@ def test_compensating_the_pickup_undoes_it_in_the_world_with_one_audit_row(
     # The undo is itself recorded, flagged as a compensation, and never offered for undoing.
     assert [c["tool"] for c in handover["completed"]] == ["start_return", "offer_replacement"]
     assert audit_verify().ok
+    # Resuming would skip the undone pickup as if it stood: refused, and not suggested.
+    assert any("start_return was undone" in b for b in actions.resume_preview(escalated_bench).blockers)
+    assert "resuming is not possible" in handover["next_action"]["text"]
+    assert "offer replacement" in handover["next_action"]["text"]
 
 
 def test_a_stale_page_is_refused_with_what_changed_and_nothing_applied(
@@ -311,3 +315,33 @@ def test_concurrent_actions_on_different_runs_extend_one_unbroken_chain(make_run
     assert sorted(AuditEntry.objects.values_list("seq", flat=True)) == list(range(1, 9))
     report = audit_verify()
     assert (report.ok, report.checked) == (True, 8)
+
+
+def test_a_run_whose_every_write_was_undone_is_not_offered_a_resume() -> None:
+    from handover.handover import next_action
+
+    undone = {"status": "done", "not_undone": "", "dead_letter": None, "id": 1}
+    completed = [
+        {
+            "step_id": "r:1:issue_credit",
+            "tool": "issue_credit",
+            "undo_tool": "reverse_credit",
+            "reversible": True,
+            "compensation": undone,
+        },
+        {
+            "step_id": "r:2:reship",
+            "tool": "reship",
+            "undo_tool": "cancel_shipment",
+            "reversible": True,
+            "compensation": undone,
+        },
+    ]
+    not_done = [{"tool": "notify_customer", "detail": "email the buyer the shipment"}]
+    run = Run(status=RunStatus.COMPENSATED)
+
+    advice = next_action(run=run, completed=completed, not_done=not_done, uncertain=[])
+
+    assert advice["text"].startswith("everything the run did was undone")
+    assert "resume" not in advice["text"]
+    assert advice["compensations_available"] == []

@@ -9,11 +9,12 @@ PYTHON ?= $(shell for p in python3.13 python3.12 $(HOME)/.pyenv/versions/3.13*/b
 	  if command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then command -v $$p; break; fi; done)
 STAMP := $(VENV)/.installed
 
-.PHONY: help install demo test lint typecheck pytest worker beat bench services chromium screenshots clean
+.PHONY: help install demo test lint typecheck pytest chaos worker beat bench services chromium screenshots clean
 
 help:
 	@echo "make demo   install, migrate, create demo users, start the sandbox, seed killed runs, serve http://127.0.0.1:8000"
 	@echo "make test   ruff, mypy and pytest against the machine's PostgreSQL and Redis"
+	@echo "make chaos  the slow failure tests (the full kill matrix, infrastructure faults)"
 	@echo "make lint | worker | beat | bench | screenshots"
 
 $(STAMP): pyproject.toml requirements.lock
@@ -60,8 +61,13 @@ chromium:
 	  esac; \
 	fi
 
+# Tests marked `chaos` (the full kill matrix, infrastructure faults) take minutes: `make chaos`
+# runs them, after `make test` in CI (.ci/run).
 pytest: install services chromium
-	$(BIN)/pytest -p no:cacheprovider $(PYTEST_ARGS)
+	$(BIN)/pytest -p no:cacheprovider -m "not chaos" $(PYTEST_ARGS)
+
+chaos: install services
+	$(BIN)/pytest -p no:cacheprovider -m chaos $(PYTEST_ARGS)
 
 # docs/screenshots/{queue,run}.png, taken by the browser test from seed 000's T-40912.
 screenshots: install services chromium
@@ -75,10 +81,28 @@ worker: install
 beat: install
 	$(BIN)/celery -A config beat --loglevel=INFO
 
-bench: install services
-	DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python bench/journal.py
-	DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python bench/reconcile.py
-	DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python bench/pages.py
+# The "bench" extra (DBOS Transact, the journal's peer; pyinstrument) is installed for `make bench`
+# only, so `make test` never needs it.
+BENCH_STAMP := $(VENV)/.installed-bench
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev,bench]"
+	touch $(BENCH_STAMP)
+
+# Every benchmark under bench/ with --json (bench/load.py when it exists), one after another; each
+# one's JSON, stderr and exit status under var/bench/; then docs/performance.md from them. A
+# benchmark that fails is reported in the file and fails the target, after the others have run.
+BENCHES := journal reconcile pages recovery $(if $(wildcard bench/load.py),load) profiles
+BENCH_DIR := var/bench
+bench: install services $(BENCH_STAMP)
+	@mkdir -p $(BENCH_DIR) && rm -f $(BENCH_DIR)/*.json $(BENCH_DIR)/*.log $(BENCH_DIR)/*.rc
+	@$(BIN)/python bench/report.py snapshot $(BENCH_DIR)/start.json
+	@for b in $(BENCHES); do \
+	  echo "== bench/$$b.py --json"; \
+	  DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python bench/$$b.py --json \
+	    > $(BENCH_DIR)/$$b.json 2> >(tee $(BENCH_DIR)/$$b.log >&2); \
+	  echo $$? > $(BENCH_DIR)/$$b.rc; \
+	done
+	DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python bench/report.py write $(BENCH_DIR) docs/performance.md
 
 clean:
 	rm -rf $(VENV) var db.sqlite3* .pytest_cache .mypy_cache .ruff_cache

@@ -21,7 +21,11 @@ it stays close to that floor. One run measures, against the same database:
    journal / schema floor (what the journal events and Seam's Python cost);
 5. the REST path: intent POST + outcome POST to a real gunicorn server on loopback, from one
    client and from several concurrent clients (threads, each with its own HTTP session and its
-   own run), as latency per call and calls per second.
+   own run), as latency per call and calls per second;
+6. the peer: DBOS Transact (the `dbos` package, the "bench" extra) recording the same no-op call
+   on the same PostgreSQL server, in a system database of its own: one workflow with one
+   `@DBOS.step()` per call, its natural unit (bench/dbos_peer.py). journal / DBOS per recorded
+   call is printed beside the target (below 1: the journal is faster). `--no-dbos` leaves it out.
 
 Each measurement is warmed up first, then run in alternating rounds (floors, journal, REST...,
 the order reversed every other round) so that machine noise falls on all of them alike; the
@@ -383,9 +387,10 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def gunicorn_server(
-    *, database_url: str, workers: int, worker_class: str, conn_max_age: int
+    *, database_url: str, workers: int, worker_class: str, conn_max_age: int, threads: int = 1
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """A real server process on loopback, stopped on the way out whatever happened."""
+    """A real server process on loopback, stopped on the way out whatever happened. `threads`
+    matters only to the gthread worker class (each thread keeps its own database connection)."""
     gunicorn = Path(sys.executable).with_name("gunicorn")
     if not gunicorn.exists():
         raise BenchError(f"{gunicorn} not found: install the project into the venv first")
@@ -407,7 +412,7 @@ def gunicorn_server(
         "config.wsgi:application",
         f"--bind=127.0.0.1:{port}",
         f"--workers={workers}",
-        "--threads=1",
+        f"--threads={threads}",
         f"--worker-class={worker_class}",
         "--log-level=warning",
         "--timeout=30",
@@ -417,7 +422,7 @@ def gunicorn_server(
             command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
         progress(
-            f"started gunicorn (pid {server.pid}, {workers} {worker_class} workers, "
+            f"started gunicorn (pid {server.pid}, {workers} {worker_class} workers x {threads} threads, "
             f"DJANGO_CONN_MAX_AGE={conn_max_age}) on 127.0.0.1:{port}"
         )
         try:
@@ -624,7 +629,20 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "rest_1": Series("REST: intent + outcome POST, 1 client"),
         f"rest_{args.clients}": Series(f"REST: intent + outcome POST, {args.clients} clients"),
     }
+    if args.dbos:
+        from bench.dbos_peer import DbosPeer
+
+        progress(f"launching DBOS Transact against {args.dbos_database}")
+        try:
+            peer: Any = DbosPeer(database_url, database=args.dbos_database)
+        except RuntimeError as exc:
+            raise BenchError(str(exc)) from exc
+        series["dbos"] = Series(f"DBOS {peer.version}: workflow + 1 step, in process")
+    else:
+        peer = None
     profile: dict[str, Any] | None = None
+    dbos_rows: dict[str, int] | None = None
+    dbos_calls = 0
     warmup = max(20, args.calls // 4)
     try:
         with gunicorn_server(
@@ -643,12 +661,16 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 "rest_1": lambda: rest_round(one, args.calls),
                 f"rest_{args.clients}": lambda: rest_round(many, args.calls),
             }
+            if peer is not None:
+                runners["dbos"] = lambda: timed_loop(args.calls, peer.call)
             progress(f"warming up ({warmup} calls each)")
             floor.run(warmup)
             schema_floor.run(warmup)
             in_process.run(warmup)
             rest_round(one, warmup)
             rest_round(many, max(warmup, 4 * args.clients))  # every worker, every client
+            if peer is not None:
+                timed_loop(warmup, peer.call)
             order = list(runners)
             for round_number in range(args.rounds):
                 this_round = order if round_number % 2 == 0 else order[::-1]
@@ -663,6 +685,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         expected = next(in_process.counter)
         if in_process.calls_made() != expected:
             raise BenchError(f"{expected} in-process calls made, {in_process.calls_made()} intents performed")
+        if peer is not None:
+            dbos_rows = peer.rows_written()
+            dbos_calls = next(peer.counter)
+            if dbos_rows["operation_outputs"] != dbos_calls:
+                raise BenchError(
+                    f"{dbos_calls} DBOS calls made, {dbos_rows['operation_outputs']} steps recorded"
+                )
         expected = next(schema_floor.counter)
         if schema_floor.calls_made() != expected:
             raise BenchError(
@@ -671,6 +700,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         floor.close()
         schema_floor.close()
+        if peer is not None:
+            peer.close()
         if "bench" in args.database and not args.keep_rows:
             try:
                 truncate_bench_tables(args.database)
@@ -712,6 +743,22 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "schema_floor_over_scratch_floor": ratio_of_means(series["schema_floor"], series["scratch_floor"]),
         "rest_1_over_scratch_floor": ratio_of_means(series["rest_1"], series["scratch_floor"]),
         "rest_1_over_journal": ratio_of_means(series["rest_1"], series["journal"]),
+        # The peer: below 1, the journal records a call faster than DBOS records a workflow of one
+        # step on the same server.
+        "journal_over_dbos": ratio_of_means(series["journal"], series["dbos"]) if peer else None,
+        "journal_faster_than_dbos": (ratio_of_means(series["journal"], series["dbos"]) < 1) if peer else None,
+        "dbos_over_scratch_floor": ratio_of_means(series["dbos"], series["scratch_floor"]) if peer else None,
+        "dbos": (
+            {
+                "version": peer.version,
+                "database": args.dbos_database,
+                "unit": "one workflow with one no-op @DBOS.step() per recorded call",
+                "rows_per_call": sum(dbos_rows.values()) / dbos_calls if dbos_rows else None,
+                "rows": dbos_rows,
+            }
+            if peer
+            else None
+        ),
         "profile": profile,
     }
 
@@ -750,6 +797,19 @@ def render(result: dict[str, Any]) -> str:
         "(the journal events + Seam's Python)",
         f"REST 1 client / scratch floor: {result['rest_1_over_scratch_floor']:.2f}",
         f"REST 1 client / journal:       {result['rest_1_over_journal']:.2f}",
+        *(
+            [
+                f"journal / DBOS {result['dbos']['version']} per recorded call: "
+                f"{result['journal_over_dbos']:.2f}   target < 1 (faster than DBOS): "
+                f"{'met' if result['journal_faster_than_dbos'] else 'NOT met'}",
+                f"DBOS / scratch floor: {result['dbos_over_scratch_floor']:.2f}; DBOS writes "
+                f"{result['dbos']['rows_per_call']:.1f} rows per call "
+                f"({', '.join(f'{t} {n}' for t, n in result['dbos']['rows'].items())}), the journal 3 "
+                "(the intent, its two events)",
+            ]
+            if result.get("dbos")
+            else []
+        ),
         f"server: gunicorn, {server['workers']} {server['worker_class']} workers x {server['threads']} thread, "
         f"{result['settings']}, CONN_MAX_AGE={server['conn_max_age']} (DJANGO_CONN_MAX_AGE)"
         + (
@@ -803,6 +863,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--database", default="seam_bench", help="database to use (default seam_bench)")
     parser.add_argument("--keep-rows", action="store_true", help="leave the run's rows in a bench database")
+    parser.add_argument(
+        "--no-dbos", dest="dbos", action="store_false", help="leave out the DBOS Transact comparison"
+    )
+    parser.add_argument(
+        "--dbos-database",
+        default="seam_bench_dbos",
+        help="DBOS's system database, dropped and recreated (default seam_bench_dbos)",
+    )
     parser.add_argument("--profile", action="store_true", help="also profile in-process calls with cProfile")
     parser.add_argument("--json", action="store_true", help="print only a JSON object of the figures")
     args = parser.parse_args(argv)
@@ -816,6 +884,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(
             "need --calls >= 10, --rounds >= 1, --clients >= 2, --workers >= 1, --server-conn-max-age >= 0"
         )
+    if args.dbos and "bench" not in args.dbos_database:
+        parser.error("DBOS's database is dropped at the end: its name must contain 'bench'")
     if args.calls > 100_000 or args.clients > 64 or args.workers > 32:
         parser.error("counts are bounded: --calls <= 100000, --clients <= 64, --workers <= 32")
     # A terminated benchmark still stops its server and drops its scratch table (`finally`).

@@ -1,24 +1,43 @@
-"""What the reconciliation sweep costs per settled row, and what finding its work costs when the
-journal is large.
+"""What the reconciliation sweep costs per settled row, how it scales with workers, and what
+finding its work costs when the journal is large.
 
-One run measures, on a database of its own and against a real sandbox subprocess:
+One run measures, on databases of its own:
 
-1. settle rate: `reconcile_sweep` over N stale intents of the sandbox's `issue_refund` tool (a
+1. settle rate, in process, against a real sandbox subprocess: `reconcile_sweep` over N stale intents of the sandbox's `issue_refund` tool (a
    run that died: old rows, no heartbeat), half of them really performed on the sandbox under
    their keys and half never sent, as rows settled per second; against a baseline of the same
    number of lookups of the same keys made directly with the tool's connector (no claim, no
    settle, no journal event). sweep / baseline is what Seam adds per settled row. Measured at
    the sandbox's own lookup latency and with a persistent `slow:<ms>` fault on payments/lookup
    (default 50 ms), in alternating rounds (the order reversed every other round), medians;
-2. the sweep's query at scale: 1,000,000 settled rows (one INSERT ... SELECT generate_series)
-   and 100 stale ones, ANALYZEd; the time to evaluate `stale_intents(...)` as a list of ids, its
-   EXPLAIN (ANALYZE, BUFFERS) plan, which must use the partial index intent_open_idx, and the
-   same query with that index dropped (inside a transaction that is rolled back) as baseline.
+2. rows settled per second by real `celery worker` processes (prefork, concurrency 1 each) with
+   1, 2 and 4 workers, on Redis (database 12 unless SEAM_BENCH_REDIS_URL says otherwise, emptied
+   before and after), against a downstream that answers at once: the `bench_refund` tool of
+   bench/stub_tools.py, registered in the workers only through SEAM_TOOL_MODULES. So what is
+   measured is Seam's cost per settled row (claim, read, settle + journal event, and the Celery
+   task around the sweep), not the sandbox's: a real downstream's lookup latency adds to it per
+   row and per worker. Each round seeds N stale rows of a dead run (SQL), starts the workers,
+   waits until each is ready, then keeps as many `reconciliation.sweep_stale_intents` tasks
+   queued as there are workers (what beat does every SEAM_SWEEP_INTERVAL_SECONDS, without the
+   wait) until every row is settled. The rate is N over the span from the first settle to the
+   last (from settled_at); baselines: the same sweep run in this process with the same tool (no
+   Celery), and 1 worker for the 2- and 4-worker figures. Rounds alternate the order (1, 2, 4
+   then 4, 2, 1); medians;
+3. the sweep's query at scale: 10,000,000 settled rows and 100 stale ones, in a database of its
+   own (`seam_bench_sweep`, kept between runs and reused when it holds that volume; seeded with
+   INSERT ... SELECT generate_series in chunks, the time printed), ANALYZEd; the time to evaluate
+   `stale_intents(...)` as a list of ids, its EXPLAIN (ANALYZE, BUFFERS) plan, which must use the
+   partial index intent_open_idx; against baselines measured in the same run: the same query on
+   a small journal (the reconcile database: 100 stale rows among a few thousand), a primary-key
+   read on the large table, and the same query with intent_open_idx dropped (inside a
+   transaction that is rolled back).
 
     DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python bench/reconcile.py [--json] [--keep]
 
 The database, `seam_bench_reconcile` unless `--database` says otherwise, on the server
-DATABASE_URL names, is created and migrated by the script and dropped at the end unless `--keep`.
+DATABASE_URL names, is created and migrated by the script and dropped at the end unless `--keep`;
+`--sweep-database` (default `seam_bench_sweep`) is kept, as seeding it takes minutes.
+`--parts` picks what to measure (default: query,workers,settle).
 `--json` prints only a JSON object of the figures on stdout; progress goes to stderr.
 """
 
@@ -32,7 +51,9 @@ import os
 import platform
 import signal
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -51,8 +72,12 @@ if str(ROOT) not in sys.path:
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test"
 TOOL = "issue_refund"
 REFUND = {"order_id": "SU-90317", "amount": "14.95", "currency": "USD"}
-SETTLED_ROWS = 1_000_000
+SETTLED_ROWS = 10_000_000
 STALE_ROWS = 100
+SWEEP_ALIAS = "sweep"
+SEED_CHUNK = 1_000_000
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/12"
+SWEEP_TASK = "reconciliation.sweep_stale_intents"
 
 
 class BenchError(RuntimeError):
@@ -89,24 +114,34 @@ def drop_database(url: str, name: str) -> None:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
-def setup_django(database: str) -> str:
+def setup_django(database: str, *, sweep_database: str | None = None, broker: str | None = None) -> str:
+    """Point Django at the bench database (and, as the `sweep` alias, at the large one), start it
+    and migrate both. Returns the bench database's URL."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.test")
     os.environ["DJANGO_DEBUG"] = "false"
+    if broker:
+        os.environ["CELERY_BROKER_URL"] = broker  # read by the settings: the bench's own Redis db
     url = _with_database(os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL), database)
     if urlsplit(url).scheme not in ("postgres", "postgresql", "pgsql"):
         raise BenchError("the benchmark measures PostgreSQL; DATABASE_URL names another database")
     create_database(url, database)
+    if sweep_database:
+        create_database(url, sweep_database)
     os.environ["DATABASE_URL"] = url
 
     import django
     from django.conf import settings
 
+    if sweep_database:
+        settings.DATABASES[SWEEP_ALIAS] = {**settings.DATABASES["default"], "NAME": sweep_database}
     django.setup()
     if settings.DATABASES["default"]["NAME"] != database:
         raise BenchError(f"settings point at {settings.DATABASES['default']['NAME']}, not {database}")
     from django.core.management import call_command
 
     call_command("migrate", interactive=False, verbosity=0)
+    if sweep_database:
+        call_command("migrate", database=SWEEP_ALIAS, interactive=False, verbosity=0)
     return url
 
 
@@ -240,7 +275,217 @@ def measure_settle(world: World, *, rows: int, rounds: int, slow_ms: int) -> dic
     }
 
 
-# --- 2. the sweep's query at scale ------------------------------------------------------------
+# --- 2. workers -------------------------------------------------------------------------------
+
+# N open `bench_refund` intents of one run, all of them ten minutes old: a run that died. The keys
+# are 64 hex characters like the journal's; bench/stub_tools.py's lookup answers from the key.
+STUB_INSERT = """
+INSERT INTO handover_intent (run_id, step_id, turn, tool, args, occurrence, idempotency_key, status,
+    error_class, outcome_summary, receipt, request_id, intended_at, settled_at, lookup_attempts,
+    last_lookup_error, next_lookup_at, unknown_reason)
+SELECT %(run)s, %(run)s || ':1:bench_refund:' || g, 1, 'bench_refund', %(args)s::jsonb, g,
+    md5(%(run)s || ':a:' || g) || md5(%(run)s || ':b:' || g), 'intended', '', '', '{}'::jsonb, '',
+    now() - interval '10 minutes', NULL, 0, '', NULL, ''
+FROM generate_series(1, %(n)s) AS g
+"""
+
+
+def stub_batch(world: World, rows: int) -> Any:
+    """A dead run with `rows` open intents of the instant tool, inserted with SQL."""
+    from django.db import connection
+    from django.utils import timezone
+
+    from bench.stub_tools import ARGS
+    from handover.models import Run
+
+    run, _ = world.stale_batch(0)
+    with connection.cursor() as cursor:
+        cursor.execute(STUB_INSERT, {"run": str(run.pk), "n": rows, "args": json.dumps(ARGS)})
+    Run.objects.filter(pk=run.pk).update(last_heartbeat_at=timezone.now() - dt.timedelta(minutes=10))
+    return run
+
+
+def settle_span(run: Any) -> tuple[int, float]:
+    """How many of the run's rows are settled, and the seconds from the first settle to the last."""
+    from django.db.models import Count, Max, Min
+
+    from handover.models import IntentStatus
+
+    agg = run.intents.exclude(status=IntentStatus.INTENDED).aggregate(
+        n=Count("id"), first=Min("settled_at"), last=Max("settled_at")
+    )
+    span = (agg["last"] - agg["first"]).total_seconds() if agg["n"] else 0.0
+    return agg["n"], span
+
+
+class Workers:
+    """`count` real `celery worker` processes (prefork, concurrency 1), each the leader of its own
+    process group so its pool child is stopped with it, each logging to a file."""
+
+    def __init__(self, count: int, env: dict[str, str], logs: Path) -> None:
+        self.logs = [logs / f"worker-{count}-{i}-{time.time_ns()}.log" for i in range(count)]
+        self.processes: list[subprocess.Popen[bytes]] = []
+        for i, path in enumerate(self.logs):
+            with path.open("wb") as log:
+                self.processes.append(
+                    subprocess.Popen(
+                        [
+                            sys.executable,
+                            "-m",
+                            "celery",
+                            "-A",
+                            "config",
+                            "worker",
+                            "--pool=prefork",
+                            "--concurrency=1",
+                            f"--hostname=bench-{count}-{i}@%h",
+                            "--without-gossip",
+                            "--without-mingle",
+                            "--without-heartbeat",
+                            "--loglevel=INFO",
+                        ],
+                        cwd=ROOT,
+                        env=env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                )
+
+    def tail(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-2000:]}" for p in self.logs)
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.check_alive()
+            if all(" ready." in p.read_text(errors="replace") for p in self.logs):
+                return
+            time.sleep(0.1)
+        raise BenchError(f"the workers were not ready within {timeout:.0f}s\n{self.tail()}")
+
+    def check_alive(self) -> None:
+        for process in self.processes:
+            if process.poll() is not None:
+                raise BenchError(f"a worker exited with {process.returncode}\n{self.tail()}")
+
+    def stop(self) -> None:
+        for process in self.processes:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        for process in self.processes:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=max(deadline - time.monotonic(), 0.1))
+        for process in self.processes:
+            with contextlib.suppress(ProcessLookupError):  # only the group this bench started
+                os.killpg(process.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=5)
+
+
+def measure_workers(
+    world: World, *, url: str, broker: str, counts: list[int], rows: int, rounds: int
+) -> dict[str, Any]:
+    import redis
+    from django.test import override_settings
+
+    from config.celery import app
+    from handover.services import Actor
+    from reconciliation.services import reconcile_sweep
+
+    client = redis.Redis.from_url(broker)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        raise BenchError(f"Redis is not reachable at {broker}: {exc}") from exc
+    client.flushdb()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.test",
+        "DATABASE_URL": url,
+        "CELERY_BROKER_URL": broker,
+        "SEAM_TOOL_MODULES": "bench.stub_tools",
+        "DJANGO_CONN_MAX_AGE": "60",  # persistent connections, as production
+        "DJANGO_DEBUG": "false",
+        "PYTHONUNBUFFERED": "1",
+    }
+    rates: dict[str, list[float]] = {"in_process": [], **{str(k): [] for k in counts}}
+    wall_rates: dict[str, list[float]] = {str(k): [] for k in counts}
+    actor = Actor.system("bench-reconcile-sweep")
+
+    def in_process() -> None:
+        run = stub_batch(world, rows)
+        with override_settings(SEAM_TOOL_MODULES=["bench.stub_tools"]):
+            while True:
+                report = reconcile_sweep(run_id=run.pk, limit=500, actor=actor)
+                if not any(report.counts.values()):
+                    break
+        settled, span = settle_span(run)
+        if settled != rows:
+            raise BenchError(f"in process: {settled} of {rows} rows settled")
+        rates["in_process"].append(rows / span)
+
+    def with_workers(count: int, logs: Path) -> None:
+        run = stub_batch(world, rows)
+        workers = Workers(count, env, logs)
+        try:
+            workers.wait_ready()
+            started = time.perf_counter()
+            deadline = time.monotonic() + 300
+            while True:
+                settled, _ = settle_span(run)
+                if settled == rows:
+                    break
+                workers.check_alive()
+                if time.monotonic() > deadline:
+                    raise BenchError(f"{count} workers settled {settled} of {rows} rows in 300 s")
+                # Keep one sweep waiting per worker: each takes the next one as it finishes.
+                for _ in range(max(count - int(client.llen("celery")), 0)):
+                    app.send_task(SWEEP_TASK)
+                time.sleep(0.02)
+            wall = time.perf_counter() - started
+        finally:
+            workers.stop()
+            client.flushdb()
+        settled, span = settle_span(run)
+        rates[str(count)].append(rows / span)
+        wall_rates[str(count)].append(rows / wall)
+        progress(f"  {count} worker(s): {rows / span:.0f} rows/s ({rows} rows in {span:.2f} s)")
+
+    with tempfile.TemporaryDirectory(prefix="bench-workers-") as logs:
+        for n in range(rounds):
+            order = counts if n % 2 == 0 else counts[::-1]
+            progress(f"round {n + 1}/{rounds}: in process, then {', '.join(map(str, order))} worker(s)")
+            in_process()
+            progress(f"  in process: {rates['in_process'][-1]:.0f} rows/s")
+            for count in order:
+                with_workers(count, Path(logs))
+    client.close()
+    medians = {k: statistics.median(v) for k, v in rates.items()}
+    one = str(counts[0])
+    return {
+        "connector": "bench/stub_tools.py bench_refund: every lookup answered at once, no I/O",
+        "rows_per_round": rows,
+        "rounds": rounds,
+        "in_process_rows_per_s": medians["in_process"],
+        "workers": {
+            k: {
+                "workers": int(k),
+                "rows_per_s": medians[k],
+                "rows_per_s_per_worker": medians[k] / int(k),
+                "rows_per_s_wall": statistics.median(wall_rates[k]),
+                "over_1_worker": statistics.median(a / b for a, b in zip(rates[k], rates[one], strict=True)),
+                "over_in_process": statistics.median(
+                    a / b for a, b in zip(rates[k], rates["in_process"], strict=True)
+                ),
+            }
+            for k in map(str, counts)
+        },
+    }
+
+
+# --- 3. the sweep's query at scale ------------------------------------------------------------
 
 BULK_INSERT = """
 INSERT INTO handover_intent (run_id, step_id, turn, tool, args, occurrence, idempotency_key, status,
@@ -248,88 +493,186 @@ INSERT INTO handover_intent (run_id, step_id, turn, tool, args, occurrence, idem
     last_lookup_error, next_lookup_at, unknown_reason)
 SELECT %(run)s, 'bulk:' || g, 1, 'issue_refund', '{}'::jsonb, g,
     md5('bulk-a:' || g) || md5('bulk-b:' || g), 'performed', '', 'bench', '{}'::jsonb, '',
-    now() - interval '30 days' + g * interval '1 second', now() - interval '30 days' + g * interval '1 second',
+    now() - interval '30 days' + g * interval '200 milliseconds',
+    now() - interval '30 days' + g * interval '200 milliseconds' + interval '1 second',
     0, '', NULL, ''
+FROM generate_series(%(first)s, %(last)s) AS g
+"""
+STALE_INSERT = """
+INSERT INTO handover_intent (run_id, step_id, turn, tool, args, occurrence, idempotency_key, status,
+    error_class, outcome_summary, receipt, request_id, intended_at, settled_at, lookup_attempts,
+    last_lookup_error, next_lookup_at, unknown_reason)
+SELECT %(run)s, 'stale:' || g, 2, 'issue_refund', '{}'::jsonb, g,
+    md5('stale-a:' || g) || md5('stale-b:' || g), 'intended', '', '', '{}'::jsonb, '',
+    now() - interval '10 minutes', NULL, 0, '', NULL, ''
 FROM generate_series(1, %(n)s) AS g
 """
+SWEEP_TENANT = "bench-sweep"
 
 
-def measure_query(world: World, *, repetitions: int) -> dict[str, Any]:
-    from django.db import connection, transaction
+def seed_sweep_database(settled_rows: int) -> dict[str, Any]:
+    """The large journal: one dead run with `settled_rows` settled intents, one with STALE_ROWS
+    open ones. Reused when it is already there at that volume."""
+    from django.db import connections
+    from django.utils import timezone
 
+    from handover.models import Intent, IntentStatus, Run, Tenant
+
+    intents = Intent.objects.using(SWEEP_ALIAS)
+    tenant = Tenant.objects.using(SWEEP_ALIAS).filter(slug=SWEEP_TENANT).first()
+    if tenant is not None:
+        settled = intents.filter(run__external_id="sweep-settled").count()
+        stale = intents.filter(run__external_id="sweep-stale", status=IntentStatus.INTENDED).count()
+        if (settled, stale) == (settled_rows, STALE_ROWS):
+            progress(f"reusing {settled:,} settled + {stale} stale rows in the sweep database")
+            return {"reused": True, "seed_s": None}
+        progress(f"the sweep database holds {settled:,} + {stale}: seeding again")
+        with connections[SWEEP_ALIAS].cursor() as cursor:
+            cursor.execute(
+                "TRUNCATE handover_journalevent, handover_intent, handover_run, handover_tenant CASCADE"
+            )
+    started = time.perf_counter()
+    tenant = Tenant.objects.using(SWEEP_ALIAS).create(slug=SWEEP_TENANT, name="Bench sweep")
+    then = timezone.now() - dt.timedelta(minutes=10)
+    runs = {}
+    for name in ("sweep-settled", "sweep-stale"):
+        runs[name] = Run.objects.using(SWEEP_ALIAS).create(
+            tenant=tenant,
+            external_id=name,
+            task_type="bench",
+            schema_version="1",
+            flow_version="bench-1",
+            policy_version="bench-1",
+            capability_version="1",
+            last_heartbeat_at=then,
+        )
+    with connections[SWEEP_ALIAS].cursor() as cursor:
+        for first in range(1, settled_rows + 1, SEED_CHUNK):
+            last = min(first + SEED_CHUNK - 1, settled_rows)
+            t0 = time.perf_counter()
+            cursor.execute(BULK_INSERT, {"run": runs["sweep-settled"].pk, "first": first, "last": last})
+            progress(f"  seeded settled rows {first:,}..{last:,} in {time.perf_counter() - t0:.1f} s")
+        cursor.execute(STALE_INSERT, {"run": runs["sweep-stale"].pk, "n": STALE_ROWS})
+        cursor.execute("VACUUM ANALYZE handover_intent")
+        cursor.execute("ANALYZE handover_run")
+    seed_s = time.perf_counter() - started
+    progress(f"seeded the sweep database in {seed_s:.0f} s")
+    return {"reused": False, "seed_s": seed_s}
+
+
+def measure_query(world: World, *, repetitions: int, settled_rows: int) -> dict[str, Any]:
+    from django.db import connection, connections, transaction
+
+    from handover.models import Intent, IntentStatus, Run
     from reconciliation.selectors import stale_intents
 
-    settled_run, _ = world.stale_batch(0)
-    progress(f"inserting {SETTLED_ROWS:,} settled rows (one INSERT ... SELECT generate_series)")
-    t0 = time.perf_counter()
-    with connection.cursor() as cursor:
-        cursor.execute(BULK_INSERT, {"run": settled_run.pk, "n": SETTLED_ROWS})
-    insert_s = time.perf_counter() - t0
-    # The stale rows: a dead run's open intents, never sent (no sandbox calls needed).
-    stale_run, _ = stale_batch_unsent(world, STALE_ROWS)
+    seeding = seed_sweep_database(settled_rows)
+    # The small journal: 100 stale rows in the reconcile database (the baseline).
+    small_run, _ = stale_batch_unsent(world, STALE_ROWS)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE handover_intent")
         cursor.execute("ANALYZE handover_run")
 
-    def query() -> list[int]:
-        return list(stale_intents(older_than=dt.timedelta(seconds=60)).values_list("pk", flat=True))
+    def query(alias: str) -> list[int]:
+        return list(
+            stale_intents(older_than=dt.timedelta(seconds=60)).using(alias).values_list("pk", flat=True)
+        )
 
-    def timed(label: str) -> tuple[list[float], list[int]]:
-        query()  # warm
+    large_pk = Intent.objects.using(SWEEP_ALIAS).order_by("-pk").values_list("pk", flat=True).first()
+
+    def pk_read() -> list[int]:
+        return list(Intent.objects.using(SWEEP_ALIAS).filter(pk=large_pk).values_list("pk", flat=True))
+
+    def timed(label: str, call: Callable[[], list[int]], reps: int) -> tuple[list[float], list[int]]:
+        call()  # warm
         times, ids = [], []
-        for _ in range(repetitions):
+        for _ in range(reps):
             t = time.perf_counter()
-            ids = query()
+            ids = call()
             times.append(time.perf_counter() - t)
-        progress(f"  {label}: median {statistics.median(times) * 1e3:.2f} ms over {repetitions}")
+        progress(f"  {label}: median {statistics.median(times) * 1e3:.3f} ms over {reps}")
         return times, ids
 
-    def explain() -> str:
+    def explain(alias: str) -> str:
         sql_text, params = (
             stale_intents(older_than=dt.timedelta(seconds=60))
+            .using(alias)
             .values_list("pk", flat=True)
             .query.sql_with_params()
         )
-        with connection.cursor() as cursor:
+        with connections[alias].cursor() as cursor:
             cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql_text, params)
             return "\n".join(row[0] for row in cursor.fetchall())
 
-    indexed, ids = timed("with intent_open_idx")
-    plan = explain()
-    if len(ids) != STALE_ROWS:
-        raise BenchError(f"stale_intents found {len(ids)} rows; {STALE_ROWS} are stale")
+    # Alternating: large, small, primary key; then reversed; the medians over all repetitions.
+    large_t: list[float] = []
+    small_t: list[float] = []
+    pk_t: list[float] = []
+    ids: list[int] = []
+    small_ids: list[int] = []
+    half = max(repetitions // 2, 1)
+    for n in range(2):
+        steps = ["large", "small", "pk"]
+        for name in steps if n == 0 else steps[::-1]:
+            if name == "pk":
+                pk_t += timed("primary-key read, 10M table (baseline)", pk_read, half)[0]
+            elif name == "large":
+                t, ids = timed(
+                    f"stale_intents, {settled_rows:,} settled rows", lambda: query(SWEEP_ALIAS), half
+                )
+                large_t += t
+            else:
+                t, small_ids = timed(
+                    "stale_intents, small journal (baseline)", lambda: query("default"), half
+                )
+                small_t += t
+    plan = explain(SWEEP_ALIAS)
+    plan_small = explain("default")
+    if len(ids) != STALE_ROWS or len(small_ids) != STALE_ROWS:
+        raise BenchError(f"stale_intents found {len(ids)} and {len(small_ids)} rows; {STALE_ROWS} are stale")
     if "intent_open_idx" not in plan:
         raise BenchError(f"the sweep's query does not use intent_open_idx:\n{plan}")
 
     class Rollback(Exception):
         pass
 
-    # Baseline: the same query without the partial index. DROP INDEX is transactional, so the
-    # index is back when the block rolls back.
-    with contextlib.suppress(Rollback), transaction.atomic():
-        with connection.cursor() as cursor:
+    # The same query without the partial index: DROP INDEX is transactional, so the index is back
+    # when the block rolls back. A scan of the whole table, so fewer repetitions.
+    with contextlib.suppress(Rollback), transaction.atomic(using=SWEEP_ALIAS):
+        with connections[SWEEP_ALIAS].cursor() as cursor:
             cursor.execute("DROP INDEX intent_open_idx")
-        unindexed, unindexed_ids = timed("without it (baseline)")
-        plan_without = explain()
+        unindexed, unindexed_ids = timed("without intent_open_idx", lambda: query(SWEEP_ALIAS), 3)
+        plan_without = explain(SWEEP_ALIAS)
         raise Rollback
     if sorted(unindexed_ids) != sorted(ids):
         raise BenchError("the query without the index found different rows")
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM handover_intent")
-        (total,) = cursor.fetchone() or (0,)
-    indexed_med, unindexed_med = statistics.median(indexed), statistics.median(unindexed)
+    total = Intent.objects.using(SWEEP_ALIAS).count()
+    small_total = Intent.objects.count()
+    # The small journal's stale rows are settled by hand, so the workers' sweeps do not see them.
+    Intent.objects.filter(run=small_run, status=IntentStatus.INTENDED).update(
+        status=IntentStatus.NOT_PERFORMED
+    )
+    Run.objects.filter(pk=small_run.pk).update(status="cancelled")
+    large, small, pk = statistics.median(large_t), statistics.median(small_t), statistics.median(pk_t)
     return {
         "rows_in_table": total,
+        "rows_in_small_table": small_total,
         "stale_rows": STALE_ROWS,
-        "insert_s": insert_s,
-        "repetitions": repetitions,
-        "query_ms_median": indexed_med * 1e3,
-        "query_ms_without_partial_index": unindexed_med * 1e3,
-        "without_over_with": unindexed_med / indexed_med,
+        "reused_seed": seeding["reused"],
+        "seed_s": seeding["seed_s"],
+        "repetitions": len(large_t),
+        "query_ms_median": large * 1e3,
+        "query_ms_p95": statistics.quantiles(large_t, n=20, method="inclusive")[18] * 1e3,
+        "small_journal_query_ms_median": small * 1e3,
+        "pk_read_ms_median": pk * 1e3,
+        "large_over_small_journal": large / small,
+        "large_over_pk_read": large / pk,
+        "query_ms_without_partial_index": statistics.median(unindexed) * 1e3,
+        "without_over_with": statistics.median(unindexed) / large,
         "uses_intent_open_idx": True,
         "plan": plan,
+        "plan_small_journal": plan_small,
         "plan_without_partial_index": plan_without,
-        "_stale_run": stale_run.pk,
     }
 
 
@@ -348,6 +691,8 @@ def stale_batch_unsent(world: World, count: int) -> tuple[Any, None]:
 
 
 # --- the run ----------------------------------------------------------------------------------
+
+PARTS = ("query", "workers", "settle")
 
 
 def machine() -> dict[str, Any]:
@@ -371,22 +716,42 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
     from tests.sandbox.process import running_sandbox
 
-    url = setup_django(args.database)
+    broker = os.environ.get("SEAM_BENCH_REDIS_URL", DEFAULT_REDIS_URL)
+    url = setup_django(
+        args.database, sweep_database=args.sweep_database if "query" in args.parts else None, broker=broker
+    )
     started = time.perf_counter()
+    result: dict[str, Any] = {"parts": args.parts}
     try:
         with running_sandbox(url) as (sandbox, _process):
             progress(f"sandbox at {sandbox}")
             with override_settings(SEAM_TOOL_MODULES=["tools.sandbox_tools"], SEAM_SANDBOX_URL=sandbox):
                 world = World(sandbox)
-                settle = []
-                for slow_ms, rows in ((0, args.rows), (args.slow_ms, args.slow_rows)):
-                    progress(
-                        f"settle rate at +{slow_ms} ms lookup latency: {args.rounds} rounds of {rows} rows"
+                # The query first: its small-journal baseline wants a journal of 100 stale rows.
+                if "query" in args.parts:
+                    progress(f"the sweep's query over {args.settled_rows:,} settled rows")
+                    result["query"] = measure_query(
+                        world, repetitions=args.repetitions, settled_rows=args.settled_rows
                     )
-                    settle.append(measure_settle(world, rows=rows, rounds=args.rounds, slow_ms=slow_ms))
-                progress("the sweep's query over a large journal")
-                query = measure_query(world, repetitions=args.repetitions)
-                info = machine()
+                if "workers" in args.parts:
+                    progress(f"celery workers: {args.worker_rounds} rounds of {args.worker_rows} rows")
+                    result["workers"] = measure_workers(
+                        world,
+                        url=url,
+                        broker=broker,
+                        counts=[1, 2, 4],
+                        rows=args.worker_rows,
+                        rounds=args.worker_rounds,
+                    )
+                if "settle" in args.parts:
+                    settle = []
+                    for slow_ms, rows in ((0, args.rows), (args.slow_ms, args.slow_rows)):
+                        progress(
+                            f"settle rate at +{slow_ms} ms lookup latency: {args.rounds} rounds of {rows} rows"
+                        )
+                        settle.append(measure_settle(world, rows=rows, rounds=args.rounds, slow_ms=slow_ms))
+                    result["settle"] = settle
+                result["machine"] = machine()
     finally:
         from django.db import connections
 
@@ -394,43 +759,72 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         if not args.keep:
             progress(f"dropping database {args.database}")
             drop_database(url, args.database)
-    query.pop("_stale_run")
-    return {"machine": info, "settle": settle, "query": query, "elapsed_s": time.perf_counter() - started}
+    result["elapsed_s"] = time.perf_counter() - started
+    return result
 
 
 def render(result: dict[str, Any]) -> str:
-    m, q = result["machine"], result["query"]
+    m = result["machine"]
     lines = [
         f"reconciliation sweep — {m['date']} on {m['host']} ({m['platform']}, {m['cpus']} CPUs, "
         f"Python {m['python']}, PostgreSQL {m['postgresql']})",
-        "",
-        "1. settle rate: reconcile_sweep vs the same lookups made directly with the connector",
-        f"   {'lookup latency':>16} {'rows':>5} {'sweep rows/s':>13} {'lookups/s':>10} "
-        f"{'sweep ms/row':>13} {'lookup ms':>10} {'Seam ms/row':>12} {'ratio':>6}",
     ]
-    for s in result["settle"]:
+    if "settle" in result:
+        lines += [
+            "",
+            "1. settle rate, in process: reconcile_sweep vs the same lookups made directly with the connector",
+            f"   {'lookup latency':>16} {'rows':>5} {'sweep rows/s':>13} {'lookups/s':>10} "
+            f"{'sweep ms/row':>13} {'lookup ms':>10} {'Seam ms/row':>12} {'ratio':>6}",
+        ]
+        for s in result["settle"]:
+            lines.append(
+                f"   {'+' + str(s['lookup_latency_ms']) + ' ms':>16} {s['rows']:>5} {s['sweep_rows_per_s']:>13.1f} "
+                f"{s['baseline_lookups_per_s']:>10.1f} {s['sweep_ms_per_row']:>13.2f} {s['baseline_ms_per_lookup']:>10.2f} "
+                f"{s['seam_overhead_ms_per_row']:>12.2f} {s['sweep_over_baseline']:>6.2f}"
+            )
         lines.append(
-            f"   {'+' + str(s['lookup_latency_ms']) + ' ms':>16} {s['rows']:>5} {s['sweep_rows_per_s']:>13.1f} "
-            f"{s['baseline_lookups_per_s']:>10.1f} {s['sweep_ms_per_row']:>13.2f} {s['baseline_ms_per_lookup']:>10.2f} "
-            f"{s['seam_overhead_ms_per_row']:>12.2f} {s['sweep_over_baseline']:>6.2f}"
+            f"   (medians over {result['settle'][0]['rounds']} alternating rounds; ratio = sweep / direct "
+            "lookups, paired by round; Seam ms/row = claim + settle + journal event per row)"
         )
-    lines += [
-        f"   (medians over {result['settle'][0]['rounds']} alternating rounds; ratio = sweep / direct lookups, "
-        "paired by round; Seam ms/row = claim + settle + journal event per row)",
-        "",
-        f"2. the sweep's query: {q['rows_in_table']:,} intent rows, {q['stale_rows']} stale "
-        f"(bulk insert took {q['insert_s']:.1f} s)",
-        f"   stale_intents(...) as a list of ids: {q['query_ms_median']:.2f} ms median over {q['repetitions']}",
-        f"   without intent_open_idx (baseline): {q['query_ms_without_partial_index']:.2f} ms "
-        f"-> the partial index is {q['without_over_with']:.0f}x faster",
-        f"   uses intent_open_idx: {'yes' if q['uses_intent_open_idx'] else 'NO'}",
-        "   EXPLAIN (ANALYZE, BUFFERS):",
-        *(f"     {line}" for line in q["plan"].splitlines()),
-        "   without the partial index:",
-        *(f"     {line}" for line in q["plan_without_partial_index"].splitlines()),
-        "",
-        f"elapsed {result['elapsed_s']:.0f} s",
-    ]
+    if "workers" in result:
+        w = result["workers"]
+        lines += [
+            "",
+            f"2. rows settled per second by celery workers ({w['connector']}; {w['rows_per_round']} rows "
+            f"per round, medians over {w['rounds']} rounds)",
+            f"   in process, no Celery (baseline): {w['in_process_rows_per_s']:.0f} rows/s",
+            f"   {'workers':>8} {'rows/s':>8} {'per worker':>11} {'incl. start':>12} {'/ 1 worker':>11} "
+            f"{'/ in process':>13}",
+        ]
+        for k in w["workers"].values():
+            lines.append(
+                f"   {k['workers']:>8} {k['rows_per_s']:>8.0f} {k['rows_per_s_per_worker']:>11.0f} "
+                f"{k['rows_per_s_wall']:>12.0f} {k['over_1_worker']:>11.2f} {k['over_in_process']:>13.2f}"
+            )
+        lines.append(
+            "   (rows/s: first settle to last; incl. start: from the first task sent, workers already up)"
+        )
+    if "query" in result:
+        q = result["query"]
+        seeded = "reused" if q["reused_seed"] else f"seeded in {q['seed_s']:.0f} s"
+        lines += [
+            "",
+            f"3. the sweep's query: {q['rows_in_table']:,} intent rows, {q['stale_rows']} stale ({seeded})",
+            f"   stale_intents(...) as a list of ids: {q['query_ms_median']:.3f} ms median, "
+            f"p95 {q['query_ms_p95']:.3f} ms, over {q['repetitions']}",
+            f"   baseline, the same query on a journal of {q['rows_in_small_table']:,} rows: "
+            f"{q['small_journal_query_ms_median']:.3f} ms -> ratio {q['large_over_small_journal']:.2f}",
+            f"   baseline, a primary-key read on the large table: {q['pk_read_ms_median']:.3f} ms "
+            f"-> ratio {q['large_over_pk_read']:.2f}",
+            f"   without intent_open_idx: {q['query_ms_without_partial_index']:.1f} ms "
+            f"-> the partial index is {q['without_over_with']:.0f}x faster",
+            f"   uses intent_open_idx: {'yes' if q['uses_intent_open_idx'] else 'NO'}",
+            "   EXPLAIN (ANALYZE, BUFFERS):",
+            *(f"     {line}" for line in q["plan"].splitlines()),
+            "   without the partial index:",
+            *(f"     {line}" for line in q["plan_without_partial_index"].splitlines()),
+        ]
+    lines += ["", f"elapsed {result['elapsed_s']:.0f} s"]
     return "\n".join(lines)
 
 
@@ -442,17 +836,42 @@ def main(argv: list[str] | None = None) -> int:
         "--slow-rows", type=int, default=100, help="stale intents per slow round (default 100)"
     )
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
+    parser.add_argument(
+        "--worker-rows", type=int, default=2000, help="stale intents per worker round (default 2000)"
+    )
+    parser.add_argument("--worker-rounds", type=int, default=2, help="worker rounds (default 2)")
     parser.add_argument("--repetitions", type=int, default=20, help="query repetitions (default 20)")
     parser.add_argument(
+        "--settled-rows",
+        type=int,
+        default=SETTLED_ROWS,
+        help=f"settled rows in the sweep database (default {SETTLED_ROWS:,})",
+    )
+    parser.add_argument(
+        "--parts",
+        type=lambda v: [p for p in v.split(",") if p],
+        default=list(PARTS),
+        help="what to measure, comma-separated: query,workers,settle (default all)",
+    )
+    parser.add_argument(
         "--database", default="seam_bench_reconcile", help="database (default seam_bench_reconcile)"
+    )
+    parser.add_argument(
+        "--sweep-database",
+        default="seam_bench_sweep",
+        help="the large journal's database, kept between runs (default seam_bench_sweep)",
     )
     parser.add_argument("--keep", action="store_true", help="do not drop the database at the end")
     parser.add_argument("--json", action="store_true", help="print only a JSON object of the figures")
     args = parser.parse_args(argv)
-    if args.rows < 2 or args.slow_rows < 2 or args.rounds < 1 or args.repetitions < 1 or args.slow_ms < 1:
-        parser.error("need --rows >= 2, --slow-rows >= 2, --rounds >= 1, --repetitions >= 1, --slow-ms >= 1")
-    if "bench" not in args.database:
-        parser.error("the database is dropped at the end: its name must contain 'bench'")
+    if args.rows < 2 or args.slow_rows < 2 or args.rounds < 1 or args.repetitions < 2 or args.slow_ms < 1:
+        parser.error("need --rows >= 2, --slow-rows >= 2, --rounds >= 1, --repetitions >= 2, --slow-ms >= 1")
+    if args.worker_rows < 10 or args.worker_rounds < 1 or args.settled_rows < 1:
+        parser.error("need --worker-rows >= 10, --worker-rounds >= 1, --settled-rows >= 1")
+    if set(args.parts) - set(PARTS) or not args.parts:
+        parser.error(f"--parts takes a comma-separated subset of {','.join(PARTS)}")
+    if "bench" not in args.database or "bench" not in args.sweep_database:
+        parser.error("the databases are emptied or dropped: their names must contain 'bench'")
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
         result = measure(args)

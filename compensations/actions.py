@@ -100,8 +100,8 @@ def dead_letter_retry(ctx: StaffContext, *, dead_letter_id: Any, note: Any = "")
     it is reopened with the new error, keeping its owner."""
     from .tasks import compensate_step
 
-    note = journal._clean_text(note, field="note", limit=MAX_NOTE_CHARS)
     with _acting_on(ctx, dead_letter_id) as letter:
+        note = journal._clean_text(note, field="note", limit=MAX_NOTE_CHARS)
         _refuse_if_resolved(letter)
         compensation = letter.compensation
         retried = Compensation.objects.filter(
@@ -132,8 +132,9 @@ def dead_letter_retry(ctx: StaffContext, *, dead_letter_id: Any, note: Any = "")
 
 def dead_letter_resolve(ctx: StaffContext, *, dead_letter_id: Any, note: Any) -> DeadLetter:
     """Close the letter: a person undid the effect by hand, or decided it stands. Note required."""
-    note = journal._clean_text(note, field="note", limit=MAX_NOTE_CHARS, required=True)
     with _acting_on(ctx, dead_letter_id) as letter:
+        # Checked inside: who may act, and on which letter, is said before what is missing.
+        note = journal._clean_text(note, field="note", limit=MAX_NOTE_CHARS, required=True)
         _refuse_if_resolved(letter)
         DeadLetter.objects.filter(pk=letter.pk).update(
             resolved_at=timezone.now(), resolved_by=ctx.user, resolution_note=note

@@ -124,6 +124,13 @@ class DeadLetter(models.Model):
 
     class Meta:
         permissions = [("assign_deadletter", "Assign dead letters to a person (team leads)")]
+        indexes = [
+            models.Index(
+                fields=["created_at"],
+                condition=models.Q(resolved_at__isnull=True),
+                name="deadletter_open_idx",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"dead letter: {self.compensation}"

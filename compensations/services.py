@@ -6,7 +6,9 @@ with a person as its owner, and the run is escalated with `compensation_failed`.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -18,6 +20,8 @@ from django.utils import timezone
 from handover import services as journal
 from handover.models import Intent, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
 from handover.tool_errors import ToolError
+from observability import metrics
+from observability.context import log_context
 from tools import services as tools
 
 from .mapping import compensation_args
@@ -30,6 +34,8 @@ FINISHED = (
     CompensationStatus.NOT_POSSIBLE,
 )
 RETRYABLE = ("transient",)
+
+logger = logging.getLogger(__name__)
 
 
 class CompensationPending(Exception):
@@ -74,6 +80,27 @@ def compensation_schedule(*, original: Intent, actor: journal.Actor) -> Compensa
     return compensation
 
 
+def compensation_requeue_stalled(*, quiet_for: timedelta, limit: int = 500) -> list[int]:
+    """Queue again each pending compensation that no worker has touched for `quiet_for`: its
+    message was lost (the broker restarted empty or was flushed, a whole worker died and its
+    message waits out the visibility timeout). The row, not the broker, says what is owed.
+
+    Each row is claimed with a compare-and-swap on updated_at, so two beats requeue it once, and
+    the next pass leaves it alone while this message is on its way. A message that turns out to
+    be a second one is harmless: execution finds the compensation's intent by its key."""
+    from .tasks import compensate_step
+
+    now = timezone.now()
+    cutoff = now - quiet_for
+    stalled = Compensation.objects.filter(status=CompensationStatus.PENDING, updated_at__lt=cutoff)
+    requeued = []
+    for pk in stalled.order_by("updated_at").values_list("pk", flat=True)[:limit]:
+        if stalled.filter(pk=pk).update(updated_at=now):
+            compensate_step.delay(pk)
+            requeued.append(pk)
+    return requeued
+
+
 def compensation_execute(*, compensation: Compensation, actor: journal.Actor) -> Compensation:
     """Run one compensation through the journal. Idempotent: a finished one is returned as is;
     a redelivered one finds its own intent by key and does not send again."""
@@ -83,28 +110,43 @@ def compensation_execute(*, compensation: Compensation, actor: journal.Actor) ->
     if compensation.status in FINISHED:
         return compensation
     original = compensation.original
+    with log_context(run_id=original.run_id, step_id=original.step_id, compensation_id=compensation.pk):
+        try:
+            done = _execute(compensation=compensation, actor=actor)
+        except CompensationRetry:
+            metrics.compensation_executed("retry")
+            logger.info("compensation will be retried (transient failure)")
+            raise
+        except CompensationPending:
+            metrics.compensation_executed("pending")
+            logger.info("compensation in doubt: waiting for reconciliation")
+            raise
+        metrics.compensation_executed(done.status)
+        log = logger.error if done.status == CompensationStatus.DEAD_LETTERED else logger.info
+        log("compensation %s: %s", done.status, done.last_error or done.not_undone or "undone")
+    return done
+
+
+def _execute(*, compensation: Compensation, actor: journal.Actor) -> Compensation:
+    original = compensation.original
     entry = CatalogueEntry.objects.get(tool=original.tool)
     args = compensation_args(entry, original.args, original.receipt)
     run = original.run
-    turn = (run.intents.aggregate(last=Max("turn"))["last"] or 0) + 1
-    Compensation.objects.filter(pk=compensation.pk).update(attempts=F("attempts") + 1)
+    # Touching updated_at says "a worker has this in hand" to compensation_requeue_stalled.
+    Compensation.objects.filter(pk=compensation.pk).update(
+        attempts=F("attempts") + 1, updated_at=timezone.now()
+    )
     try:
-        performed = tools.tool_perform(
-            run=run,
-            tool=entry.compensating_tool,
-            args=args,
-            turn=turn,
-            occurrence=compensation.retry_round,
-            actor=actor,
-            compensation=True,
+        intent = _send_compensation(
+            compensation=compensation, run=run, tool=entry.compensating_tool, args=args, actor=actor
         )
     except journal.IntentInDoubt as doubt:
         _link(compensation, doubt.intent)
         raise CompensationPending(str(doubt)) from doubt
     except ToolError as exc:
-        intent = _compensation_intent(run, entry.compensating_tool, args, compensation.retry_round)
-        if intent is not None:
-            _link(compensation, intent)
+        intent_in_error = _compensation_intent(run, entry.compensating_tool, args, compensation.retry_round)
+        if intent_in_error is not None:
+            _link(compensation, intent_in_error)
         if exc.error_class == "ambiguous":
             raise CompensationPending(exc.message) from exc
         attempts = Compensation.objects.values_list("attempts", flat=True).get(pk=compensation.pk)
@@ -116,14 +158,14 @@ def compensation_execute(*, compensation: Compensation, actor: journal.Actor) ->
         return _dead_letter(
             compensation=compensation, error_class=exc.error_class, error=exc.message, actor=actor
         )
-    _link(compensation, performed.intent)
-    receipt = performed.intent.receipt
-    if performed.intent.status != IntentStatus.PERFORMED:
+    _link(compensation, intent)
+    receipt = intent.receipt
+    if intent.status != IntentStatus.PERFORMED:
         # Replayed from an earlier, failed attempt of this very key.
         return _dead_letter(
             compensation=compensation,
-            error_class=performed.intent.error_class or "bug",
-            error=performed.intent.outcome_summary,
+            error_class=intent.error_class or "bug",
+            error=intent.outcome_summary,
             actor=actor,
         )
     partial = _partial_loss(entry, receipt)
@@ -138,6 +180,42 @@ def compensation_execute(*, compensation: Compensation, actor: journal.Actor) ->
             resolved_at=timezone.now(), resolution_note=f"retry round {compensation.retry_round} succeeded"
         )
     return Compensation.objects.get(pk=compensation.pk)
+
+
+STEP_SLOT_ATTEMPTS = 5
+
+
+def _send_compensation(
+    *, compensation: Compensation, run: Run, tool: str, args: dict[str, Any], actor: journal.Actor
+) -> Intent:
+    """The compensating call through the journal, under its own key, in the run's next turn.
+
+    A redelivered task finds its intent by key: performed or failed, the stored outcome comes
+    back; proved `not_performed` by reconciliation (the worker died before the call left), it is
+    re-admitted and sent with the same key. Two compensations of one run at once may both pick
+    the same next turn; the one that loses the step slot takes the turn after."""
+    for _ in range(STEP_SLOT_ATTEMPTS):
+        turn = _next_turn(run)
+        try:
+            performed = tools.tool_perform(
+                run=run,
+                tool=tool,
+                args=args,
+                turn=turn,
+                occurrence=compensation.retry_round,
+                actor=actor,
+                compensation=True,
+            )
+        except journal.StepTaken:
+            continue  # another compensation of this run took the turn: take the next
+        if performed.intent.status == IntentStatus.NOT_PERFORMED:
+            return tools.tool_resend(intent=performed.intent, actor=actor)
+        return performed.intent
+    raise journal.Conflict(f"no free turn for {tool} after {STEP_SLOT_ATTEMPTS} attempts", field="step_id")
+
+
+def _next_turn(run: Run) -> int:
+    return (run.intents.aggregate(last=Max("turn"))["last"] or 0) + 1
 
 
 def _partial_loss(entry: CatalogueEntry, receipt: dict[str, Any]) -> str:

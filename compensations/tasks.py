@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from datetime import timedelta
 
 from celery import Task, shared_task
 from django.conf import settings
@@ -11,7 +12,13 @@ from handover.models import Run
 from handover.services import Actor
 
 from .models import Compensation
-from .services import CompensationPending, CompensationRetry, compensation_execute, run_undo
+from .services import (
+    CompensationPending,
+    CompensationRetry,
+    compensation_execute,
+    compensation_requeue_stalled,
+    run_undo,
+)
 
 EXECUTOR = Actor.system("compensations-executor")
 
@@ -63,3 +70,18 @@ def compensate_run(self: Task, run_id: str, user_id: int) -> str:
     if result.pending:
         raise self.retry(countdown=settings.SEAM_COMPENSATION_PENDING_RETRY_SECONDS)
     return result.summary()
+
+
+@shared_task(
+    name="compensations.requeue_stalled",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    time_limit=120,
+    soft_time_limit=100,
+    ignore_result=True,
+)
+def requeue_stalled() -> int:
+    """Periodic (CELERY_BEAT_SCHEDULE): the broker is not the record of what is owed. A pending
+    compensation whose message was lost is found again from its row and queued again."""
+    quiet_for = timedelta(seconds=float(settings.SEAM_COMPENSATION_REQUEUE_AFTER_SECONDS))
+    return len(compensation_requeue_stalled(quiet_for=quiet_for))

@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
@@ -12,5 +13,10 @@ urlpatterns = [
     path("api/v1/", include("handover.urls_api")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
-    path("sandbox/", include("sandbox.urls")),
+    path("", include("observability.urls")),
 ]
+
+# The sandbox is a test double of the downstream systems with no users and no authentication:
+# mounted for the demo and the tests, never in production (SEAM_SANDBOX_ENABLED).
+if settings.SEAM_SANDBOX_ENABLED:
+    urlpatterns.append(path("sandbox/", include("sandbox.urls")))

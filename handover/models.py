@@ -246,6 +246,8 @@ class Intent(models.Model):
                 condition=Q(status="intended"),
                 name="intent_open_idx",
             ),
+            # The rows a person must decide (metrics, the queue's "?" badge): rare, so cheap to keep.
+            models.Index(fields=["run"], condition=Q(status="unknown"), name="intent_unknown_idx"),
         ]
 
     def __str__(self) -> str:

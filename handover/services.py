@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import logging
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -17,10 +18,12 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from observability import metrics
+from observability.context import journal_log_context
 from tools.registry import ArgumentsRefused, UnknownTool, get_tool
 
 from . import journal_sql
@@ -47,6 +50,10 @@ MAX_MESSAGE_CHARS = 10_000
 TOOL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]{0,99}$")
 VERSION_NAMES = ("schema", "flow", "policy", "capability")
 MAX_COUNTER = 2**31 - 1  # turn and occurrence are PostgreSQL integers
+
+# One DEBUG line per intent and per outcome (with run_id and step_id from the log context);
+# an ambiguous dispatch is a WARNING.
+logger = logging.getLogger("seam.journal")
 
 
 # --- who acts ---------------------------------------------------------------------------------
@@ -101,6 +108,10 @@ class Conflict(JournalError):
     status_code = 409
 
 
+class StepTaken(Conflict):
+    """The step slot (run, turn, tool, occurrence) already holds a different intent."""
+
+
 class OpenTransactionRefused(JournalError):
     """Raised when an intent would be recorded inside a transaction the caller still holds open:
     the call would leave before the row is committed, which is the failure the journal exists to
@@ -119,6 +130,42 @@ class IntentInDoubt(Conflict):
             "no outcome yet; it will be settled by asking the downstream system, not re-sent"
         )
         self.intent = intent
+
+
+class JournalUnavailable(JournalError):
+    """The journal's database did not confirm the intent (it is down, restarting, or the
+    connection was cut), so the call was not made. Retrying is safe: if the row did land, the
+    retry finds it open and leaves it to reconciliation instead of sending."""
+
+    status_code = 503
+
+
+class OutcomeNotRecorded(JournalError):
+    """The call was made (its intent is committed), but the database did not take its outcome.
+    The row stays `intended`, and reconciliation settles it by asking the downstream about its key."""
+
+    status_code = 503
+
+    def __init__(self, intent: Intent, cause: Exception) -> None:
+        super().__init__(
+            f"{intent.tool} was called with key {intent.idempotency_key}, but its outcome could not "
+            f"be recorded ({str(cause).strip() or type(cause).__name__}); the intent stays open and "
+            "reconciliation will settle it by asking the downstream system. Do not call it again."
+        )
+        self.intent = intent
+
+
+# Errors that mean the database connection failed, not that the statement was refused.
+CONNECTION_ERRORS = (OperationalError, InterfaceError)
+
+
+def _drop_broken_connection() -> None:
+    """After a connection error, close this thread's connection if it is broken, so the next
+    call reconnects. Django does this itself only at a request's (or Celery task's) boundaries;
+    an agent runtime performing calls in a loop has none, and would otherwise get "the
+    connection is lost" forever after a database restart."""
+    if not connection.in_atomic_block:
+        connection.close_if_unusable_or_obsolete()
 
 
 # --- durability -------------------------------------------------------------------------------
@@ -427,6 +474,7 @@ class IntentRecorded:
     created: bool
 
 
+@journal_log_context
 def intent_record(
     *,
     run: Run,
@@ -482,6 +530,8 @@ def intent_record(
         # The step slot is taken; whether by this same intent is decided below.
         run_status, new_id = RunStatus.RUNNING, None
     if new_id is not None:
+        metrics.intent_recorded()
+        logger.debug("intent recorded: %s, key %s", tool, key)
         return IntentRecorded(intent=_recorded_intent(new_id, fields), created=True)
     if run_status is None:
         raise NotFound("run not found", field="run")
@@ -491,7 +541,7 @@ def intent_record(
     if run_status != RunStatus.RUNNING and not compensation:
         raise Conflict(f"run is {run_status}; no new intents are admitted", field="run")
     taken = Intent.objects.filter(run=run, step_id=step_id).first()
-    raise Conflict(
+    raise StepTaken(
         f"step {step_id} is already recorded with different arguments"
         f"{f' (key {taken.idempotency_key})' if taken else ''}; use another turn or occurrence for a new intent",
         field="args",
@@ -611,6 +661,7 @@ def _outcome_fields(intent: Intent) -> dict[str, Any]:
     }
 
 
+@journal_log_context
 def outcome_record(
     *,
     intent: Intent,
@@ -672,6 +723,8 @@ def outcome_record(
         actor=actor,
         event_data=event_data,
     ):
+        metrics.intent_settled(new_status)
+        logger.debug("outcome recorded: %s%s", new_status, f" ({error_class})" if error_class else "")
         settled = copy.copy(intent)
         for name, value in wanted.items():
             setattr(settled, name, value)
@@ -852,9 +905,11 @@ def run_hand_over(
     return escalation
 
 
+@journal_log_context
 def dispatch_ambiguous_record(*, intent: Intent, error_class: str, message: str, actor: Actor) -> None:
     """The call may or may not have reached the downstream (a timeout after sending, a crash in
     the tool). The row stays `intended`; the event keeps the evidence for whoever settles it."""
+    logger.warning("dispatch outcome unknown (%s): the intent stays open for reconciliation", error_class)
     with durable():
         event_record(
             run=intent.run,
@@ -878,6 +933,7 @@ class Performed:
     replayed: bool  # True when the outcome comes from an earlier, already settled attempt
 
 
+@journal_log_context
 def perform(
     *,
     run: Run,
@@ -894,53 +950,75 @@ def perform(
     If the intent was already settled, its stored outcome is returned and nothing is sent. If it
     is recorded but open (another process is on it, or died on it), IntentInDoubt is raised and
     nothing is sent. A ToolError settles the row as failed with its class, except `ambiguous`,
-    which leaves the row open; any other exception also leaves it open and is re-raised."""
-    recorded = intent_record(
-        run=run,
-        tool=tool,
-        args=args,
-        turn=turn,
-        occurrence=occurrence,
-        actor=actor,
-        compensation=compensation,
-    )
+    which leaves the row open; any other exception also leaves it open and is re-raised.
+
+    When the database cannot be reached: JournalUnavailable before the call (it was not made),
+    OutcomeNotRecorded after it (it was made; reconciliation settles the open row)."""
+    try:
+        recorded = intent_record(
+            run=run,
+            tool=tool,
+            args=args,
+            turn=turn,
+            occurrence=occurrence,
+            actor=actor,
+            compensation=compensation,
+        )
+    except CONNECTION_ERRORS as exc:
+        _drop_broken_connection()
+        raise JournalUnavailable(
+            f"the intent for {tool} could not be recorded: the journal's database did not confirm "
+            f"it ({str(exc).strip() or type(exc).__name__}), so the call was not made"
+        ) from exc
     intent = recorded.intent
     if intent.is_settled:
         return Performed(intent=intent, replayed=True)
     if not recorded.created:
         raise IntentInDoubt(intent)
-    try:
-        result = dispatch(intent.args, intent.idempotency_key)
-    except ToolError as exc:
-        if exc.error_class == ErrorClass.AMBIGUOUS:
-            dispatch_ambiguous_record(
-                intent=intent, error_class=exc.error_class, message=exc.message, actor=actor
+    with _recording_after_the_call(intent):
+        try:
+            result = dispatch(intent.args, intent.idempotency_key)
+        except ToolError as exc:
+            if exc.error_class == ErrorClass.AMBIGUOUS:
+                dispatch_ambiguous_record(
+                    intent=intent, error_class=exc.error_class, message=exc.message, actor=actor
+                )
+                raise
+            outcome_record(
+                intent=intent,
+                ok=False,
+                summary=exc.message,
+                error_class=exc.error_class,
+                request_id=exc.request_id,
+                actor=actor,
             )
             raise
-        outcome_record(
+        except BaseException as exc:
+            if isinstance(exc, Exception):
+                dispatch_ambiguous_record(
+                    intent=intent, error_class=ErrorClass.AMBIGUOUS, message=repr(exc), actor=actor
+                )
+            raise
+        outcome = outcome_record(
             intent=intent,
-            ok=False,
-            summary=exc.message,
-            error_class=exc.error_class,
-            request_id=exc.request_id,
+            ok=True,
+            summary=result.summary,
+            receipt=result.receipt,
+            request_id=result.request_id,
             actor=actor,
         )
-        raise
-    except BaseException as exc:
-        if isinstance(exc, Exception):
-            dispatch_ambiguous_record(
-                intent=intent, error_class=ErrorClass.AMBIGUOUS, message=repr(exc), actor=actor
-            )
-        raise
-    outcome = outcome_record(
-        intent=intent,
-        ok=True,
-        summary=result.summary,
-        receipt=result.receipt,
-        request_id=result.request_id,
-        actor=actor,
-    )
     return Performed(intent=outcome.intent, replayed=False)
+
+
+@contextlib.contextmanager
+def _recording_after_the_call(intent: Intent) -> Iterator[None]:
+    """Once the call has left, a lost database turns into OutcomeNotRecorded: the caller must
+    learn that the call was made, not only that something failed."""
+    try:
+        yield
+    except CONNECTION_ERRORS as exc:
+        _drop_broken_connection()
+        raise OutcomeNotRecorded(intent, exc) from exc
 
 
 # --- what the customer was told ---------------------------------------------------------------

@@ -28,7 +28,7 @@ from handover.models import Intent, IntentStatus, JournalEvent, OutcomeReason, R
 from handover.selectors import plan_with_keys
 from handover.tool_errors import ToolError
 from tools import services as tools
-from tools.registry import UnknownTool, get_tool
+from tools.registry import UnknownTool
 
 from .models import PHASES, Strategy, TaskPolicy
 from .selectors import stale_after
@@ -226,24 +226,7 @@ def _perform_step(*, run: Run, step: dict[str, Any], turn: int, actor: journal.A
 
 def _send_readmitted(*, intent: Intent, tool: str, actor: journal.Actor) -> None:
     """Send, with its own key, a call reconciliation proved never happened."""
-    reopened = journal.intent_readmit(intent=intent, actor=actor)
-    connector = get_tool(tool).get_connector()
-    try:
-        result = _send_with_retries(partial(connector.perform, reopened.args, reopened.idempotency_key))
-    except ToolError as exc:
-        if exc.error_class != "ambiguous":
-            journal.outcome_record(
-                intent=reopened, ok=False, summary=exc.message, error_class=exc.error_class, actor=actor
-            )
-        raise
-    journal.outcome_record(
-        intent=reopened,
-        ok=True,
-        summary=result.summary,
-        receipt=result.receipt,
-        request_id=result.request_id,
-        actor=actor,
-    )
+    tools.tool_resend(intent=intent, actor=actor, send=_send_with_retries)
 
 
 def _send_with_retries(call: Callable[[], Any]) -> Any:

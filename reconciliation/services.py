@@ -11,6 +11,7 @@ Each row is worked in three steps, none holding a transaction across the network
 
 from __future__ import annotations
 
+import logging
 import random
 from collections import Counter
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ from handover.services import (
     inside_open_transaction,
 )
 from handover.tool_errors import ToolError
+from observability import metrics
+from observability.context import log_context
 from tools import services as tools
 from tools.connectors import NotPerformed, Performed, Unknown
 from tools.registry import UnknownTool
@@ -43,6 +46,8 @@ MAX_REASON_CHARS = 4000
 # A lookup is a read: a failure to get an answer, even after the request left, changes nothing
 # downstream, so both classes mean "ask again later".
 RETRYABLE_LOOKUP_ERRORS = frozenset({ErrorClass.TRANSIENT, ErrorClass.AMBIGUOUS})
+
+logger = logging.getLogger(__name__)
 
 
 class ReconcileOutcome(StrEnum):
@@ -66,12 +71,17 @@ class Reconciled:
 def _claim(*, intent_id: int, now: datetime) -> Intent | None:
     """Take a lease on the row if it is open and due; None if it is not (or someone has it)."""
     lease = timedelta(seconds=float(settings.SEAM_LOOKUP_LEASE_SECONDS))
+    # SKIP LOCKED: a row another session holds locked (a long transaction, a person's action, a
+    # stuck settle) is "someone else has it" for now, not a wait. A plain UPDATE would queue
+    # behind that lock, and every sweep after it too, since each comes to the oldest row first.
+    due = (
+        Intent.objects.select_for_update(skip_locked=True, no_key=True)
+        .filter(pk=intent_id, status=IntentStatus.INTENDED)
+        .filter(Q(next_lookup_at__isnull=True) | Q(next_lookup_at__lte=now))
+        .values("pk")
+    )
     with transaction.atomic(durable=True):
-        claimed = (
-            Intent.objects.filter(pk=intent_id, status=IntentStatus.INTENDED)
-            .filter(Q(next_lookup_at__isnull=True) | Q(next_lookup_at__lte=now))
-            .update(next_lookup_at=now + lease)
-        )
+        claimed = Intent.objects.filter(pk__in=due).update(next_lookup_at=now + lease)
     if claimed != 1:
         return None
     return Intent.objects.select_related("run").get(pk=intent_id)
@@ -187,7 +197,18 @@ def intent_reconcile(*, intent_id: int, actor: Actor) -> Reconciled:
         raise OpenTransactionRefused(OPEN_TRANSACTION_MESSAGE)
     intent = _claim(intent_id=intent_id, now=timezone.now())
     if intent is None:
+        metrics.reconcile_outcome(ReconcileOutcome.SKIPPED)
         return Reconciled(intent_id=intent_id, outcome=ReconcileOutcome.SKIPPED, detail="not open or not due")
+    with log_context(run_id=intent.run_id, step_id=intent.step_id, intent_id=intent.pk):
+        result = _reconcile_claimed(intent=intent, actor=actor)
+        metrics.reconcile_outcome(result.outcome)
+        log = logger.warning if result.outcome == ReconcileOutcome.UNKNOWN else logger.info
+        log("intent reconciled: %s%s", result.outcome, f" ({result.detail})" if result.detail else "")
+    return result
+
+
+def _reconcile_claimed(*, intent: Intent, actor: Actor) -> Reconciled:
+    """Ask about a row this sweeper holds the lease on, and settle it with the answer."""
     try:
         answer = tools.intent_lookup(intent=intent)
     except UnknownTool as exc:

@@ -1,14 +1,21 @@
 """What must hold after a run died, checked against the sandbox's ledger (the world) rather
-than against Seam's own rows alone."""
+than against Seam's own rows alone.
+
+An effect in the ledger belongs to an intent by its idempotency key; the legacy ERP ignores keys,
+so its effects belong by what the call carried (sku, qty and reference: a stock correction and
+its undo share the reference and differ in the sign of the quantity)."""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
-from handover.models import Intent, IntentStatus, Run
+from handover.models import Intent, IntentStatus, JournalEvent, Run
 
 PRECONDITION_PREFIX = "precondition:"
+# Tools whose provider ignores idempotency keys, and the arguments that identify one call.
+KEYLESS_IDENTITY: dict[str, tuple[str, ...]] = {"adjust_stock": ("sku", "qty", "reference")}
 
 
 @dataclass(frozen=True)
@@ -19,52 +26,125 @@ class WorldCheck:
     violations: tuple[str, ...]
 
 
+def _identity(values: dict[str, Any], names: tuple[str, ...]) -> str:
+    return "ref:" + "|".join(str(values.get(name)) for name in names)
+
+
+def intent_identity(intent: Intent) -> str:
+    """What names this intent's effect in the ledger: its key, or for a keyless provider what
+    the call carried."""
+    names = KEYLESS_IDENTITY.get(intent.tool)
+    return _identity(intent.args, names) if names else intent.idempotency_key
+
+
+def effect_identity(effect: Any) -> str:
+    if effect.idempotency_key:
+        return str(effect.idempotency_key)
+    return _identity(effect.request, KEYLESS_IDENTITY.get(effect.operation, ("reference",)))
+
+
+def _run_effects(intents: list[Intent], *, world_is_this_run: bool) -> list[Any]:
+    from sandbox.models import Effect  # the sandbox is the world; Seam's code never imports it
+
+    ledger = Effect.objects.all()
+    if not world_is_this_run:
+        keys = [i.idempotency_key for i in intents]
+        references = [str(i.args.get("reference")) for i in intents if i.tool in KEYLESS_IDENTITY]
+        ledger = ledger.filter(idempotency_key__in=keys) | ledger.filter(
+            idempotency_key="", business_ref__in=references
+        )
+    return [e for e in ledger if not (e.idempotency_key or "").startswith(PRECONDITION_PREFIX)]
+
+
 def check_run(run: Run, *, world_is_this_run: bool = True) -> WorldCheck:
     """With `world_is_this_run` (a test's fresh world), any effect without an intent row in
     front of it is an orphan. Otherwise (a shared demo world) only this run's effects — by key,
     or by business reference for the ERP — are considered."""
-    from sandbox.models import Effect  # the sandbox is the world; Seam's code never imports it
-
     intents = list(Intent.objects.filter(run=run))
-    keys = {i.idempotency_key: i for i in intents}
-    references = {str(i.args.get("reference")): i for i in intents if i.tool == "adjust_stock"}
+    identities = {intent_identity(i) for i in intents}
     violations: list[str] = []
-    ledger = Effect.objects.all()
-    if not world_is_this_run:
-        ledger = ledger.filter(idempotency_key__in=list(keys)) | ledger.filter(
-            idempotency_key="", business_ref__in=list(references)
-        )
-    effects = [e for e in ledger if not (e.idempotency_key or "").startswith(PRECONDITION_PREFIX)]
     mine = []
-    for effect in effects:
-        if effect.idempotency_key:
-            if effect.idempotency_key not in keys:
-                violations.append(
-                    f"orphan write: {effect.provider}.{effect.operation} key {effect.idempotency_key}"
-                )
-                continue
-        elif effect.business_ref not in references:
-            violations.append(
-                f"orphan write without key: {effect.provider}.{effect.operation} ref {effect.business_ref}"
+    for effect in _run_effects(intents, world_is_this_run=world_is_this_run):
+        if effect_identity(effect) not in identities:
+            what = (
+                f"key {effect.idempotency_key}"
+                if effect.idempotency_key
+                else f"without key, ref {effect.business_ref}"
             )
+            violations.append(f"orphan write: {effect.provider}.{effect.operation} {what}")
             continue
         mine.append(effect)
-    twice = [
-        k for k, n in Counter(e.idempotency_key or f"ref:{e.business_ref}" for e in mine).items() if n > 1
-    ]
+    twice = [k for k, n in Counter(effect_identity(e) for e in mine).items() if n > 1]
     violations.extend(f"effect performed twice: {k}" for k in twice)
     open_rows = [i for i in intents if i.status == IntentStatus.INTENDED]
     if len(open_rows) > 1:
         violations.append(f"{len(open_rows)} intents left open; a run has at most one call in flight")
     performed = [i for i in intents if i.status == IntentStatus.PERFORMED]
-    effect_keys = {e.idempotency_key for e in mine if e.idempotency_key}
-    effect_refs = {e.business_ref for e in mine if not e.idempotency_key}
+    in_world = {effect_identity(e) for e in mine}
     for intent in performed:
-        exists = intent.idempotency_key in effect_keys or (
-            intent.tool == "adjust_stock" and str(intent.args.get("reference")) in effect_refs
-        )
-        if not exists:
+        if intent_identity(intent) not in in_world:
             violations.append(f"{intent.step_id} is recorded as performed but the world has no such effect")
     return WorldCheck(
         performed=len(performed), open=len(open_rows), effects=len(mine), violations=tuple(violations)
     )
+
+
+SETTLE_EVENTS = (JournalEvent.Kind.OUTCOME_RECORDED, JournalEvent.Kind.INTENT_RECONCILED)
+
+
+def compensation_intent_ids(run: Run) -> set[int]:
+    """The run's intents recorded as compensations (their `intent_recorded` event says so)."""
+    return set(
+        JournalEvent.objects.filter(
+            run=run, kind=JournalEvent.Kind.INTENT_RECORDED, data__compensation=True
+        ).values_list("intent_id", flat=True)
+    )
+
+
+def check_recovered(run: Run) -> tuple[str, ...]:
+    """After recovery (reconciliation, the policy's decision, any compensation re-run): the
+    world check of `check_run`, and
+
+    - nothing settled twice: each intent has at most one settling event (`outcome_recorded` or
+      `intent_reconciled`) per admission (the first, plus one per `intent_readmitted`);
+    - every intent settled or `unknown`: none is left `intended`;
+    - the handover's `completed` equals the effects that exist: the step ids it lists are
+      exactly the run's non-compensation intents whose effect is in the ledger. An effect later
+      undone by a compensation still happened, so it stays in `completed` (with its
+      compensation); the undo effects themselves belong to compensation intents, which the
+      handover never lists as completed work, and are checked here to exist exactly once for
+      each performed compensation intent."""
+    from handover.handover import handover_for
+
+    world = check_run(run)
+    violations = list(world.violations)
+    intents = list(Intent.objects.filter(run=run).order_by("id"))
+    for intent in intents:
+        if intent.status == IntentStatus.INTENDED:
+            violations.append(f"{intent.step_id} is still intended after recovery")
+    events = Counter(
+        (intent_id, kind)
+        for intent_id, kind in JournalEvent.objects.filter(
+            run=run, kind__in=(*SETTLE_EVENTS, JournalEvent.Kind.INTENT_READMITTED)
+        ).values_list("intent_id", "kind")
+    )
+    for intent in intents:
+        settled = sum(events[(intent.pk, kind)] for kind in SETTLE_EVENTS)
+        allowed = 1 + events[(intent.pk, JournalEvent.Kind.INTENT_READMITTED)]
+        if settled > allowed:
+            violations.append(f"{intent.step_id} was settled {settled} times (admitted {allowed})")
+
+    effects = Counter(effect_identity(e) for e in _run_effects(intents, world_is_this_run=True))
+    undo_ids = compensation_intent_ids(run)
+    listed = {item["step_id"] for item in handover_for(run)["completed"]}
+    existing = {i.step_id for i in intents if i.pk not in undo_ids and effects[intent_identity(i)]}
+    for step_id in sorted(listed - existing):
+        violations.append(f"the handover lists {step_id} as completed but the world has no such effect")
+    for step_id in sorted(existing - listed):
+        violations.append(f"{step_id} happened in the world but the handover does not list it as completed")
+    for intent in intents:
+        if intent.pk in undo_ids and intent.status == IntentStatus.PERFORMED:
+            count = effects[intent_identity(intent)]
+            if count != 1:
+                violations.append(f"undo {intent.step_id} exists {count} times in the world")
+    return tuple(violations)

@@ -5,13 +5,15 @@ what the customer was told recorded as it is said.
 The kill-point harness lives here too: `kill_after_writes=N` hard-kills this process (SIGKILL:
 no cleanup, no `finally`, no atexit) once N writes have been recorded as performed, and
 `kill_between_accept_and_record=N` kills it after the Nth write's provider accepted the call but
-before its outcome is committed — the ambiguity window of seed 002."""
+before its outcome is committed — the ambiguity window of seed 002. `writes_killed` puts the same
+kill points into code that is not the runner (a resumption, a compensation)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -42,6 +44,43 @@ class KillPlan:
     after_writes: int | None = None
     between_accept_and_record: int | None = None
     kill: Callable[[], None] = hard_kill
+
+
+@contextlib.contextmanager
+def writes_killed(kill: KillPlan) -> Iterator[None]:
+    """While open, every call this process sends through the journal (`handover.services.perform`:
+    a resumption's steps, a compensation's undo) counts as a write, and the process is killed at
+    the plan's kill point: after the Nth call's outcome is committed, or after its provider
+    accepted it and before the outcome is committed. A call answered from an earlier, settled
+    attempt sends nothing and does not count. The harness wraps the journal from outside, so
+    production code carries no test-only branch."""
+    real_perform = journal.perform
+    sent = 0
+
+    def perform(**kwargs: Any) -> journal.Performed:
+        nonlocal sent
+        real_dispatch = kwargs.pop("dispatch")
+        dispatched = False
+
+        def dispatch(call_args: dict[str, Any], key: str) -> DispatchResult:
+            nonlocal sent, dispatched
+            result: DispatchResult = real_dispatch(call_args, key)
+            sent += 1
+            dispatched = True
+            if kill.between_accept_and_record == sent:
+                kill.kill()  # the provider has it; our outcome row never will
+            return result
+
+        done = real_perform(dispatch=dispatch, **kwargs)
+        if dispatched and kill.after_writes == sent:
+            kill.kill()
+        return done
+
+    journal.perform = perform
+    try:
+        yield
+    finally:
+        journal.perform = real_perform
 
 
 @dataclass

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from handover import services as journal
 from handover.models import Intent, Run
+from handover.tool_errors import ToolError
 
 from .connectors import HttpConnector, LookupResult
 from .registry import ArgumentsRefused, UnknownTool, get_tool
@@ -43,6 +46,33 @@ def tool_perform(
         actor=actor,
         compensation=compensation,
     )
+
+
+def tool_resend(
+    *, intent: Intent, actor: journal.Actor, send: Callable[[Callable[[], Any]], Any] | None = None
+) -> Intent:
+    """Send, with its own key, a call reconciliation proved never happened (`not_performed`):
+    re-admitted, sent, settled. `send` wraps the call (e.g. with transient retries). A ToolError
+    settles the row as failed with its class (ambiguous leaves it open) and is re-raised."""
+    reopened = journal.intent_readmit(intent=intent, actor=actor)
+    connector = get_tool(reopened.tool).get_connector()
+    call = functools.partial(connector.perform, reopened.args, reopened.idempotency_key)
+    try:
+        result = send(call) if send is not None else call()
+    except ToolError as exc:
+        if exc.error_class != "ambiguous":
+            journal.outcome_record(
+                intent=reopened, ok=False, summary=exc.message, error_class=exc.error_class, actor=actor
+            )
+        raise
+    return journal.outcome_record(
+        intent=reopened,
+        ok=True,
+        summary=result.summary,
+        receipt=result.receipt,
+        request_id=result.request_id,
+        actor=actor,
+    ).intent
 
 
 def tool_read(*, tool: str, args: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:

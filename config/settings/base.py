@@ -45,9 +45,12 @@ INSTALLED_APPS = [
     "sandbox",
     "tools",
     "scenarios",
+    "observability",
 ]
 
 MIDDLEWARE = [
+    # First, so every later middleware's and view's log records carry the request id.
+    "observability.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -138,6 +141,9 @@ SEAM_JOURNAL_SINGLE_STATEMENT = _env_or_fail(env.bool, "SEAM_JOURNAL_SINGLE_STAT
 # downstream systems listens (python manage.py runsandbox).
 SEAM_TOOL_MODULES = _env_or_fail(env.list, "SEAM_TOOL_MODULES", default=["tools.sandbox_tools"])
 SEAM_SANDBOX_URL = env("SEAM_SANDBOX_URL", default="http://127.0.0.1:8100")
+# Whether Seam's own URLs include the sandbox at /sandbox/ (the demo and the tests do; it has no
+# authentication, so production refuses to). `manage.py runsandbox` serves it either way.
+SEAM_SANDBOX_ENABLED = _env_or_fail(env.bool, "SEAM_SANDBOX_ENABLED", default=False)
 
 # What versions the running code has per task type (schema, flow, policy, capability): a dotted
 # path to a function returning {task_type: {...}}. A dead run recorded under other versions is not
@@ -223,6 +229,8 @@ CELERY_TASK_TIME_LIMIT = 300
 CELERY_TASK_SOFT_TIME_LIMIT = 240
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = TIME_ZONE
+# Workers log through LOGGING below (JSON lines with task and run ids), not Celery's own format.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # Reconciliation (reconciliation/): an intent row still `intended` this long after it was
 # recorded, with its run silent as long, is in doubt and its downstream is asked about its key.
@@ -238,6 +246,12 @@ SEAM_LOOKUP_BACKOFF_MAX_SECONDS = _env_or_fail(env.float, "SEAM_LOOKUP_BACKOFF_M
 # How long a sweeper's claim on a row lasts while it asks (longer than a lookup's timeouts).
 SEAM_LOOKUP_LEASE_SECONDS = _env_or_fail(env.float, "SEAM_LOOKUP_LEASE_SECONDS", default=60.0)
 SEAM_SWEEP_INTERVAL_SECONDS = _env_or_fail(env.float, "SEAM_SWEEP_INTERVAL_SECONDS", default=10.0)
+# A pending compensation no worker has touched for this long lost its message (a broker restart
+# or flush, a whole worker killed) and is queued again from its row. Longer than the longest
+# retry countdown (about two minutes), so a compensation waiting out a retry is left alone.
+SEAM_COMPENSATION_REQUEUE_AFTER_SECONDS = _env_or_fail(
+    env.float, "SEAM_COMPENSATION_REQUEUE_AFTER_SECONDS", default=300.0
+)
 CELERY_BEAT_SCHEDULE = {
     "reconciliation-sweep-stale-intents": {
         "task": "reconciliation.sweep_stale_intents",
@@ -245,12 +259,34 @@ CELERY_BEAT_SCHEDULE = {
         # A sweep not started within its interval is dropped: the next one re-finds the rows.
         "options": {"expires": SEAM_SWEEP_INTERVAL_SECONDS},
     },
+    "compensations-requeue-stalled": {
+        "task": "compensations.requeue_stalled",
+        "schedule": SEAM_SWEEP_INTERVAL_SECONDS,
+        "options": {"expires": SEAM_SWEEP_INTERVAL_SECONDS},
+    },
 }
 
-LOGGING = {
+# Logs (observability/logs.py): one JSON object per line with SEAM_LOG_JSON=1 (production's
+# default), a readable line otherwise; both carry request_id, task_id, run_id and step_id where
+# known. The journal's per-call lines (logger seam.journal) are DEBUG.
+SEAM_LOG_JSON = _env_or_fail(env.bool, "SEAM_LOG_JSON", default=False)
+LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"context": {"()": "observability.logs.ContextFilter"}},
+    "formatters": {
+        "plain": {"()": "observability.logs.PlainFormatter"},
+        "json": {"()": "observability.logs.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json" if SEAM_LOG_JSON else "plain",
+            "filters": ["context"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env("DJANGO_LOG_LEVEL", default="INFO")},
 }
+
+# /metrics (observability): when set, a scrape must present it as `Authorization: Bearer ...`.
+SEAM_METRICS_TOKEN = env("SEAM_METRICS_TOKEN", default="")

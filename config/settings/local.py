@@ -8,5 +8,7 @@ DEBUG = env.bool("DJANGO_DEBUG", default=True)
 MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
 
 # Serve static files from the app and static/ folders directly; no collectstatic in development.
+# The sandbox of downstream systems is served at /sandbox/ beside Seam's pages.
+SEAM_SANDBOX_ENABLED = env.bool("SEAM_SANDBOX_ENABLED", default=True)
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True

@@ -3,7 +3,7 @@
 from django.core.exceptions import ImproperlyConfigured
 
 from .base import *  # noqa: F403
-from .base import database_from_env, env
+from .base import LOGGING, _env_or_fail, database_from_env, env
 
 SECRET_KEY = env("DJANGO_SECRET_KEY")
 if SECRET_KEY.startswith("insecure") or len(SECRET_KEY) < 50:
@@ -11,10 +11,37 @@ if SECRET_KEY.startswith("insecure") or len(SECRET_KEY) < 50:
 DEBUG = False
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS")
 DATABASES = {"default": database_from_env(env("DATABASE_URL"))}
+if not DATABASES["default"]["ENGINE"].endswith("postgresql"):
+    raise ImproperlyConfigured("DATABASE_URL must name PostgreSQL (postgres://...) in production.")
+# Persistent connections, checked before each request or task reuses them (CONN_HEALTH_CHECKS,
+# set by database_from_env): a worker's connection that PostgreSQL or a proxy dropped overnight
+# is replaced instead of failing the next task. 0 closes each at the end of its request.
+DATABASES["default"]["CONN_MAX_AGE"] = _env_or_fail(env.int, "DJANGO_CONN_MAX_AGE", default=60)
 CELERY_BROKER_URL = env("CELERY_BROKER_URL")
+if not CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    raise ImproperlyConfigured("CELERY_BROKER_URL must name Redis (redis:// or rediss://) in production.")
+
+# JSON log lines by default (SEAM_LOG_JSON=0 for readable ones).
+SEAM_LOG_JSON = _env_or_fail(env.bool, "SEAM_LOG_JSON", default=True)
+LOGGING["handlers"]["console"]["formatter"] = "json" if SEAM_LOG_JSON else "plain"
+
+# The sandbox (a test double of the downstream systems, without authentication) is never part
+# of a production Seam; `manage.py runsandbox` still serves it in a process of its own.
+if _env_or_fail(env.bool, "SEAM_SANDBOX_ENABLED", default=False):
+    raise ImproperlyConfigured("SEAM_SANDBOX_ENABLED cannot be true in production.")
+SEAM_SANDBOX_ENABLED = False
+
+# /metrics names runs in doubt and dead letters: a deployment either gives Prometheus a token or
+# says, explicitly, that its metrics port is private (SEAM_METRICS_PUBLIC=1).
+if not env("SEAM_METRICS_TOKEN", default="") and not _env_or_fail(
+    env.bool, "SEAM_METRICS_PUBLIC", default=False
+):
+    raise ImproperlyConfigured("SEAM_METRICS_TOKEN must be set in production (or SEAM_METRICS_PUBLIC=1).")
 
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
+# Prometheus and the load balancer's health check talk plain HTTP to each node directly.
+SECURE_REDIRECT_EXEMPT = [r"^metrics$", r"^healthz$"]
 SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
 SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=60 * 60 * 24 * 30)

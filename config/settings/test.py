@@ -9,7 +9,14 @@ DATABASES = {"default": database_from_env("postgres://postgres@127.0.0.1:5432/te
 # these settings (the benchmark's) may ask for persistent ones, as production has by default.
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DJANGO_CONN_MAX_AGE", default=0)
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/15")
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# A message taken by a worker that then died whole (not just a pool process) comes back only
+# after the visibility timeout, found by a live worker's periodic scan of unacknowledged
+# messages; the tests that kill whole workers shorten both to see it happen.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env.int("SEAM_BROKER_VISIBILITY_TIMEOUT", default=3600),
+    "unacked_restore_interval": env.int("SEAM_BROKER_RESTORE_INTERVAL", default=10),
+    "unacked_restore_throttle": env.int("SEAM_BROKER_RESTORE_THROTTLE", default=10),
+}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
 STORAGES = {
@@ -18,6 +25,8 @@ STORAGES = {
 }
 
 # Serve static files from the app and static/ folders directly; no collectstatic in development.
+# The sandbox of downstream systems is served at /sandbox/ beside Seam's pages.
+SEAM_SANDBOX_ENABLED = env.bool("SEAM_SANDBOX_ENABLED", default=True)
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
 

@@ -192,3 +192,48 @@ def test_transient_failures_are_retried_within_a_budget_then_dead_lettered(
     assert final.status == CompensationStatus.DEAD_LETTERED
     assert DeadLetter.objects.get(compensation=final).attempts == 2
     assert _undo_effects(ledger, original) == []
+
+
+def test_a_redelivered_compensation_whose_call_never_left_is_sent_with_its_own_key(
+    make_run: Any, sandbox_tools: str, ledger: Any
+) -> None:
+    # The worker recorded the undo's intent and died before the call left; reconciliation then
+    # proved it never happened. The redelivered task sends it (once), instead of dead-lettering.
+    from compensations.mapping import compensation_args
+    from compensations.models import CatalogueEntry
+    from reconciliation.services import intent_reconcile
+
+    run = make_run()
+    refund = _perform(run, "issue_refund", {"order_id": ORDER, "amount": "14.95", "currency": "USD"}, 1)
+    compensation = compensation_request(original=refund, actor=EXECUTOR)
+    args = compensation_args(CatalogueEntry.objects.get(tool="issue_refund"), refund.args, refund.receipt)
+    orphan = journal.intent_record(
+        run=run, tool="reverse_refund", args=args, turn=2, actor=EXECUTOR, compensation=True
+    ).intent
+    assert intent_reconcile(intent_id=orphan.pk, actor=EXECUTOR).outcome == "not_performed"
+
+    done = compensation_execute(compensation=compensation, actor=EXECUTOR)
+
+    assert done.status == CompensationStatus.DONE
+    assert [e.idempotency_key for e in _undo_effects(ledger, refund)] == [orphan.idempotency_key]
+    assert not DeadLetter.objects.exists()
+
+
+def test_a_compensation_that_loses_its_turn_to_another_takes_the_next(
+    make_run: Any, sandbox_tools: str, ledger: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from compensations import services
+
+    run = make_run()
+    first = _perform(run, "issue_refund", {"order_id": ORDER, "amount": "14.95", "currency": "USD"}, 1)
+    second = _perform(run, "issue_refund", {"order_id": ORDER, "amount": "2.50", "currency": "USD"}, 2)
+    _undo(second)  # takes turn 3 with reverse_refund
+    # The second compensation read "next turn: 3" before the first recorded its intent there.
+    turns = iter([3, 4])
+    monkeypatch.setattr(services, "_next_turn", lambda run: next(turns))
+
+    done = _undo(first)
+
+    assert done.status == CompensationStatus.DONE
+    assert len(_undo_effects(ledger, first)) == 1 and len(_undo_effects(ledger, second)) == 1
+    assert sorted(run.intents.filter(tool="reverse_refund").values_list("turn", flat=True)) == [3, 4]

@@ -92,7 +92,8 @@ def test_when_the_intent_cannot_be_committed_the_dispatch_never_happens(
         with connection.cursor() as cursor:
             cursor.execute("SET lock_timeout = '200ms'")
         try:
-            with pytest.raises(OperationalError):
+            # The agent is told in words that the call was not made, with the database's reason.
+            with pytest.raises(services.JournalUnavailable, match="could not be recorded") as refused:
                 services.perform(
                     run=run,
                     tool="issue_refund",
@@ -105,6 +106,8 @@ def test_when_the_intent_cannot_be_committed_the_dispatch_never_happens(
             with connection.cursor() as cursor:
                 cursor.execute("RESET lock_timeout")
         blocker.rollback()
+    assert "the call was not made" in refused.value.message
+    assert isinstance(refused.value.__cause__, OperationalError)
     assert calls == []
     assert not Intent.objects.filter(run=run).exists()
 

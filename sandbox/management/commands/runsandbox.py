@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, connections
@@ -33,6 +34,9 @@ class Command(BaseCommand):
                 f"cannot reach the sandbox's tables ({exc}); is the database up and migrated?"
             ) from exc
         connections.close_all()
+        # This process is the downstream systems, not Seam: serve the sandbox's routes only (Seam
+        # itself mounts them only where SEAM_SANDBOX_ENABLED, never in production).
+        settings.ROOT_URLCONF = "sandbox.root_urls"
         server = make_server(options["host"], options["port"], WSGIHandler())
         url = f"http://{options['host']}:{server.server_port}"
         self.stdout.write(f"Sandbox listening on {url} (API under /sandbox/api/)")

@@ -1,0 +1,96 @@
+"""`python manage.py seam_db_roles [--role seam_app] [--login] [--apply]`: the PostgreSQL role the
+application should run as, so that the journal and the audit trail stay append-only whatever
+the application does (docs/architecture.md, "Database roles").
+
+Migrations run as the tables' owner; the web, the workers and beat connect as this role, which:
+
+- owns nothing, so it cannot ALTER a table, drop or disable the append-only triggers;
+- may SELECT, INSERT, UPDATE and DELETE rows of the application's tables, except
+- handover_auditentry and handover_journalevent: SELECT and INSERT only (no UPDATE, DELETE,
+  TRUNCATE), on top of the triggers that refuse UPDATE and DELETE to everyone;
+- holds TRUNCATE, REFERENCES and TRIGGER on nothing, and only reads django_migrations;
+- may use the sequences (USAGE, SELECT: not setval).
+
+Without --apply it prints the SQL. Grants name the tables that exist now: run it again after
+every `migrate` that adds a table (it is idempotent)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connections, transaction
+from psycopg import sql
+
+APPEND_ONLY = ("handover_auditentry", "handover_journalevent")
+READ_ONLY = ("django_migrations",)
+
+
+def role_statements(*, role: str, database: str, tables: list[str], login: bool) -> list[sql.Composed]:
+    """The statements, in order. Each may run again: CREATE ROLE only if missing, and every
+    table's privileges are revoked before they are granted, so a table that became append-only
+    loses what it had."""
+    ident = sql.Identifier(role)
+    create = sql.SQL(
+        "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = {name}) "
+        "THEN CREATE ROLE {role} {login} NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS; "
+        "END IF; END $$"
+    ).format(name=sql.Literal(role), role=ident, login=sql.SQL("LOGIN" if login else "NOLOGIN"))
+    statements = [
+        create,
+        sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(sql.Identifier(database), ident),
+        sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(ident),
+    ]
+    for table in sorted(tables):
+        table_ident = sql.Identifier(table)
+        statements.append(sql.SQL("REVOKE ALL ON TABLE {} FROM {}").format(table_ident, ident))
+        if table in APPEND_ONLY:
+            privileges = "SELECT, INSERT"
+        elif table in READ_ONLY:
+            privileges = "SELECT"
+        else:
+            privileges = "SELECT, INSERT, UPDATE, DELETE"
+        statements.append(
+            sql.SQL("GRANT {} ON TABLE {} TO {}").format(sql.SQL(privileges), table_ident, ident)
+        )
+    statements.append(sql.SQL("GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {}").format(ident))
+    return statements
+
+
+class Command(BaseCommand):
+    help = "Print (or with --apply run) the SQL creating the application's PostgreSQL role and grants."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--role", default="seam_app", help="The application's role (default seam_app).")
+        parser.add_argument(
+            "--login",
+            action="store_true",
+            help="Create the role with LOGIN (set its password yourself: ALTER ROLE ... PASSWORD).",
+        )
+        parser.add_argument("--apply", action="store_true", help="Run the SQL instead of printing it.")
+        parser.add_argument("--database", default="default", help="The Django database alias.")
+
+    def handle(self, *args: Any, role: str, login: bool, apply: bool, database: str, **options: Any) -> None:
+        connection = connections[database]
+        if connection.vendor != "postgresql":
+            raise CommandError("Database roles are PostgreSQL's; this database is " + connection.vendor)
+        tables = connection.introspection.table_names()
+        missing = [table for table in APPEND_ONLY if table not in tables]
+        if missing:
+            raise CommandError(f"Tables {missing} do not exist yet: run migrate first.")
+        statements = role_statements(
+            role=role, database=connection.settings_dict["NAME"], tables=tables, login=login
+        )
+        connection.ensure_connection()
+        raw = connection.connection
+        assert raw is not None
+        if not apply:
+            for statement in statements:
+                self.stdout.write(statement.as_string(raw) + ";")
+            return
+        with transaction.atomic(using=database), connection.cursor() as cursor:
+            for statement in statements:
+                cursor.execute(statement.as_string(raw))
+        self.stdout.write(
+            f"Role {role}: granted on {len(tables)} tables ({', '.join(APPEND_ONLY)} append-only)."
+        )

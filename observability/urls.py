@@ -1,0 +1,10 @@
+from django.urls import path
+
+from . import views
+
+app_name = "observability"
+
+urlpatterns = [
+    path("metrics", views.metrics, name="metrics"),
+    path("healthz", views.healthz, name="healthz"),
+]

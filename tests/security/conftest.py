@@ -1,0 +1,25 @@
+"""Fixtures and the closing summary of the security tests (issue 8, "Bad input and access")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.security import figures
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if figures.FUZZ_TRIED:
+        terminalreporter.section("API fuzzing: requests per operation (of which refused, >= 400)")
+        for label in sorted(figures.FUZZ_TRIED):
+            terminalreporter.write_line(
+                f"{figures.FUZZ_TRIED[label]:5d} ({figures.FUZZ_REFUSED[label]:5d})  {label}"
+            )
+        terminalreporter.write_line(
+            f"{sum(figures.FUZZ_TRIED.values()):5d} ({sum(figures.FUZZ_REFUSED.values()):5d})  in all"
+        )
+    if figures.MATRIX:
+        terminalreporter.section("Access matrix")
+        terminalreporter.write_line(
+            f"{figures.MATRIX['urls']} URL patterns x {figures.MATRIX['personas']} personas: "
+            f"{figures.MATRIX['requests']} requests"
+        )

@@ -1,0 +1,12 @@
+"""Figures the security tests gather while they run, printed in pytest's closing summary (by
+tests/security/conftest.py) for docs/reliability.md."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+# API fuzzing: operation label → requests sent, and of those, refused with a status >= 400.
+FUZZ_TRIED: Counter[str] = Counter()
+FUZZ_REFUSED: Counter[str] = Counter()
+# The access matrix: (URL patterns, personas, requests made).
+MATRIX: dict[str, int] = {}

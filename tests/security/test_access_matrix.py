@@ -1,0 +1,435 @@
+"""Every URL the application serves x every kind of caller → the status each must get.
+
+The URL patterns are read from the resolver, so a route added without a row in `EXPECTED` (or
+a row left behind for a removed route) fails `test_every_url_pattern_has_an_expectation`. Path
+parameters are filled with real objects of the right kind: a run of the callers' tenant with an
+open step, a (resolved) dead letter of that tenant, each action slug the view knows, and for the
+admin the primary key of an existing row of the model.
+
+The callers: nobody logged in; support staff, a team lead and an admin (superuser) of tenant
+sundry; support staff of another tenant (acme); an agent token of sundry, and one of acme, sent
+as `Authorization: Bearer`. Decisions this table records:
+
+- HTML pages and their actions are for staff sessions. An agent token is not a session, so it
+  is sent to log in like nobody (302), never served a page.
+- The REST API authenticates agent tokens and staff sessions. Staff sessions may read (their
+  tenant only) and may not write the journal (403): only an agent records intents and outcomes.
+- Another tenant's run or dead letter is a 404 (the object does not exist for that caller);
+  a role that may not do something is a 403.
+- The OpenAPI schema and its browser (`/api/schema/`, `/api/docs/`) are public: they describe
+  the contract, not any tenant's data.
+- The Django admin is for the admin only; everyone else is sent to its login page.
+- The sandbox (a test double of the downstream systems) answers everyone the same: it has no
+  users at all, which is why production does not mount it (test_production_settings)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from django.apps import apps
+from django.contrib.admin.sites import site as admin_site
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
+
+from compensations.models import Compensation, CompensationStatus, DeadLetter
+from handover import services
+from handover.models import AgentToken, Run, Tenant
+from handover.views import ACTIONS as RUN_ACTIONS
+from tests import factories
+from tests.security.figures import MATRIX
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PERSONAS = ["anonymous", "support", "lead", "admin", "outsider", "agent", "other_agent"]
+STAFF = ["support", "lead", "admin"]
+AGENTS = ["agent", "other_agent"]
+
+
+# --- what a response may be -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What a response must be, said in words for the failure message."""
+
+    words: str
+    test: Callable[[Any], bool]
+
+    def __call__(self, response: Any) -> bool:
+        return self.test(response)
+
+
+def status(*codes: int) -> Expect:
+    return Expect(" or ".join(map(str, codes)), lambda r: r.status_code in codes)
+
+
+def _redirect_to(prefix: str) -> Callable[[Any], bool]:
+    return lambda r: r.status_code == 302 and r["Location"].startswith(prefix)
+
+
+LOGIN = Expect("302 to /accounts/login/", _redirect_to("/accounts/login/"))
+ADMIN_LOGIN = Expect("302 to /admin/login/", _redirect_to("/admin/login/"))
+PAST_THE_ADMIN_DOOR = Expect(
+    "served by the admin (not sent to its login, no 5xx)",
+    lambda r: r.status_code < 500 and not _redirect_to("/admin/login/")(r),
+)
+ANSWERED = Expect("any answer but a 5xx (the same for every caller)", lambda r: r.status_code < 500)
+OK = status(200)
+UNAUTHORISED = status(401)
+FORBIDDEN = status(403)
+NOT_FOUND = status(404)
+# The service decided (created, the same row again, or a refusal of the state): past auth.
+AGENT_WRITE = status(200, 201, 409)
+
+
+@dataclass(frozen=True)
+class Call:
+    method: str
+    expect: dict[str, Expect]
+    data: dict[str, Any] = field(default_factory=dict)
+    # Fill `<slug:action>` with each of these (one request each); empty: the pattern has none.
+    actions: tuple[str, ...] = ()
+
+
+def page(**overrides: Expect) -> Call:
+    """A staff page of the caller's tenant: staff 200, the rest sent to log in."""
+    expect = {
+        "anonymous": LOGIN,
+        "support": OK,
+        "lead": OK,
+        "admin": OK,
+        "outsider": OK,
+        "agent": LOGIN,
+        "other_agent": LOGIN,
+    }
+    return Call("GET", expect | overrides)
+
+
+def everyone(expect: Expect, method: str = "GET") -> Call:
+    return Call(method, dict.fromkeys(PERSONAS, expect))
+
+
+def api_read(outsider: Expect = NOT_FOUND) -> Call:
+    return Call(
+        "GET",
+        {
+            "anonymous": UNAUTHORISED,
+            **dict.fromkeys(STAFF, OK),
+            "outsider": outsider,
+            "agent": OK,
+            "other_agent": outsider,
+        },
+    )
+
+
+def api_write(data: dict[str, Any] | None = None, outsider_agent: Expect = NOT_FOUND) -> Call:
+    return Call(
+        "POST",
+        {
+            "anonymous": UNAUTHORISED,
+            # A staff session may read the API but never write the journal.
+            **dict.fromkeys([*STAFF, "outsider"], FORBIDDEN),
+            "agent": AGENT_WRITE,
+            "other_agent": outsider_agent,
+        },
+        data or {},
+    )
+
+
+RUN_ACT = Call(
+    "POST",
+    {
+        "anonymous": LOGIN,
+        # Past the role and tenant checks, the action refuses a form without the page's state.
+        **dict.fromkeys(STAFF, status(400)),
+        "outsider": NOT_FOUND,
+        "agent": LOGIN,
+        "other_agent": LOGIN,
+    },
+    {"note": "checked the carrier portal"},
+    tuple(RUN_ACTIONS),
+)
+
+
+def _dead_letter_act(allowed: Expect, support: Expect, outsider: Expect = NOT_FOUND) -> dict[str, Expect]:
+    return {
+        "anonymous": LOGIN,
+        "support": support,
+        "lead": allowed,
+        "admin": allowed,
+        "outsider": outsider,
+        "agent": LOGIN,
+        "other_agent": LOGIN,
+    }
+
+
+# --- the table --------------------------------------------------------------------------------
+
+# Route (as the resolver spells it, prefixes joined) → the calls made to it.
+EXPECTED: dict[str, list[Call]] = {
+    # The staff dashboard.
+    "": [page()],
+    "runs/": [page()],
+    "runs/<uuid:run_id>/": [page(outsider=NOT_FOUND)],
+    "runs/<uuid:run_id>/panel/": [page(outsider=NOT_FOUND)],
+    "runs/<uuid:run_id>/confirm/<slug:action>/": [
+        Call("GET", page(outsider=NOT_FOUND).expect, actions=tuple(RUN_ACTIONS))
+    ],
+    "runs/<uuid:run_id>/act/<slug:action>/": [RUN_ACT],
+    "audit/": [page(support=FORBIDDEN, outsider=FORBIDDEN)],
+    "audit.csv": [page(support=FORBIDDEN, outsider=FORBIDDEN)],
+    "dead-letters/": [page()],
+    "dead-letters/<int:dead_letter_id>/<slug:action>/": [
+        # The letter is resolved, so every action that passes the role and tenant checks is
+        # refused with 409 and nothing is written; assigning needs a team lead.
+        Call(
+            "POST",
+            _dead_letter_act(status(409), support=status(409)),
+            {"note": "undone by hand"},
+            ("take", "retry", "resolve"),
+        ),
+        # Support staff of another tenant: the role is checked first, then the tenant.
+        Call(
+            "POST",
+            _dead_letter_act(status(409), support=FORBIDDEN, outsider=FORBIDDEN),
+            {"owner": "0"},
+            ("assign",),
+        ),
+    ],
+    "catalogue/": [page()],
+    # Logging in and out.
+    "accounts/login/": [everyone(OK)],
+    "accounts/logout/": [everyone(LOGIN, method="POST")],
+    # The REST API.
+    "api/v1/runs/": [
+        api_read(outsider=OK),
+        api_write(
+            {"task_type": "returns", "versions": dict(factories.VERSIONS), "plan": []},
+            outsider_agent=AGENT_WRITE,  # creates a run in its own tenant
+        ),
+    ],
+    "api/v1/runs/<str:run_id>/": [api_read()],
+    "api/v1/runs/<str:run_id>/handover/": [api_read()],
+    "api/v1/runs/<str:run_id>/intents/": [
+        api_write({"tool": "issue_refund", "args": {"amount": "14.95"}, "turn": 7})
+    ],
+    "api/v1/runs/<str:run_id>/intents/<str:step_id>/outcome/": [
+        api_write({"ok": True, "summary": "label RL-7734", "receipt": {"label": "RL-7734"}})
+    ],
+    "api/v1/runs/<str:run_id>/customer-messages/": [
+        api_write({"channel": "email", "body": "Your return label is on its way."})
+    ],
+    "api/v1/runs/<str:run_id>/heartbeat/": [api_write()],
+    "api/v1/runs/<str:run_id>/complete/": [api_write()],
+    "api/v1/runs/<str:run_id>/cancel/": [api_write({"reason": "the customer withdrew"})],
+    "api/v1/runs/<str:run_id>/counters/": [api_write({"kind": "retry"})],
+    "api/schema/": [everyone(OK)],
+    "api/docs/": [everyone(OK)],
+    # Operations: a health check for the load balancer, and Prometheus's scrape (public here:
+    # SEAM_METRICS_TOKEN is unset in the test settings; see test_metrics_need_their_token_when_set).
+    "healthz": [everyone(OK)],
+    "metrics": [everyone(OK)],
+    # The admin's own login and logout (every other admin route is ADMIN_ROUTE below).
+    "admin/login/": [
+        Call(
+            "GET", dict.fromkeys(PERSONAS, OK) | {"admin": Expect("302 to /admin/", _redirect_to("/admin/"))}
+        )
+    ],
+    "admin/logout/": [
+        Call(
+            "POST",
+            dict.fromkeys(PERSONAS, Expect("302 to /admin/", _redirect_to("/admin/")))
+            | {"admin": LOGIN},  # logged out, then LOGOUT_REDIRECT_URL
+        )
+    ],
+}
+# Every other route under admin/ is one of the admin site's own views (its index, app lists,
+# and the views of each registered model), all behind `admin_site.admin_view`.
+ADMIN_ROUTE = Call("GET", dict.fromkeys(PERSONAS, ADMIN_LOGIN) | {"admin": PAST_THE_ADMIN_DOOR})
+# Every route under sandbox/ is the test double's, answered alike to everyone.
+SANDBOX_ROUTE = everyone(ANSWERED)
+
+
+def expected_calls(route: str) -> list[Call] | None:
+    if route in EXPECTED:
+        return EXPECTED[route]
+    if route.startswith("admin/"):
+        return [ADMIN_ROUTE]
+    if route.startswith("sandbox/"):
+        return [SANDBOX_ROUTE]
+    return None
+
+
+# --- the routes -------------------------------------------------------------------------------
+
+
+def routes(patterns: list[Any] | None = None, prefix: str = "") -> Iterator[str]:
+    """Every URL pattern the resolver knows, as the concatenation of its prefixes' patterns."""
+    for pattern in get_resolver().url_patterns if patterns is None else patterns:
+        if isinstance(pattern, URLResolver):
+            yield from routes(pattern.url_patterns, prefix + str(pattern.pattern))
+        else:
+            assert isinstance(pattern, URLPattern)
+            yield prefix + str(pattern.pattern)
+
+
+# Regular-expression routes (the admin's and the sandbox's catch-alls, the admin's app lists and
+# django-simple-history's views), each with a path that matches it.
+REGEX_SAMPLES = {
+    "admin/^(?P<app_label>auth|handover|reconciliation|compensations|fanout)/$": "admin/handover/",
+    "admin/(?P<url>.*)$": "admin/no-such-page/",
+    "admin/reconciliation/taskpolicy/^([^/]+)/history/([^/]+)/$": "admin/reconciliation/taskpolicy/{pk}/history/1/",
+    "admin/compensations/catalogueentry/^([^/]+)/history/([^/]+)/$": "admin/compensations/catalogueentry/{pk}/history/1/",
+    "sandbox/^api/(?P<rest>.*)$": "sandbox/api/no-such-thing",
+}
+
+
+@dataclass
+class World:
+    tenant: Tenant
+    run: Run
+    step_id: str
+    dead_letter: DeadLetter
+    clients: dict[str, Callable[[], Client]]
+
+
+def _admin_object_pk(route: str) -> str:
+    """A real primary key of the model an admin route is about (or 0 when it has no rows)."""
+    match = re.match(r"admin/(\w+)/(\w+)/", route)
+    if match is None:
+        return "0"
+    try:
+        model = apps.get_model(match[1], match[2])
+    except LookupError:
+        return "0"
+    first = model._default_manager.order_by("pk").first()
+    return str(first.pk) if first is not None else "0"
+
+
+def url_for(route: str, world: World, action: str = "") -> str:
+    pk = _admin_object_pk(route)
+    if route in REGEX_SAMPLES:
+        return "/" + REGEX_SAMPLES[route].format(pk=pk)
+    values = {
+        "run_id": str(world.run.pk),
+        "step_id": world.step_id,
+        "dead_letter_id": str(world.dead_letter.pk),
+        "action": action,
+        "object_id": pk,
+        "id": pk,
+        "content_type_id": "1",
+        "key": "no-such-key",
+        "code": "W1",
+        "order_id": "SU-90317",
+    }
+
+    def fill(match: re.Match[str]) -> str:
+        return values[match[2]]
+
+    path = re.sub(r"<(?:(\w+):)?(\w+)>", fill, route)
+    assert not re.search(r"[\^$(]", path), f"{route}: add a sample path to REGEX_SAMPLES"
+    return "/" + path
+
+
+@pytest.fixture
+def world(persona: Any, tenant: Tenant, other_tenant: Tenant) -> World:
+    actor = services.Actor.agent("returns-bot")
+    run = factories.run_via_service(tenant=tenant, actor=actor)
+    intent = services.intent_record(
+        run=run, tool="start_return", args={"order_id": "SU-90317"}, turn=1, actor=actor
+    ).intent
+    done = services.intent_record(run=run, tool="reserve", args={"sku": "B-1"}, turn=2, actor=actor).intent
+    services.outcome_record(intent=done, ok=True, receipt={"reservation": "R-1"}, actor=actor)
+    compensation = Compensation.objects.create(original=done, status=CompensationStatus.DEAD_LETTERED)
+    users = {
+        "support": persona("support_staff", tenant),
+        "lead": persona("team_lead", tenant),
+        "admin": persona("admin", tenant),
+        "outsider": persona("support_staff", other_tenant),
+    }
+    letter = DeadLetter.objects.create(
+        compensation=compensation,
+        error_class="permanent",
+        error="refused",
+        attempts=5,
+        owner=users["lead"],
+        resolved_at=timezone.now(),
+        resolved_by=users["lead"],
+        resolution_note="undone by hand",
+    )
+    tokens = {"agent": tenant, "other_agent": other_tenant}
+    secrets = {}
+    for name, owner in tokens.items():
+        secrets[name] = AgentToken.new_secret()
+        AgentToken.objects.create(tenant=owner, name=name, digest=AgentToken.digest_of(secrets[name]))
+
+    def client_for(name: str) -> Callable[[], Client]:
+        def make() -> Client:
+            if name in users:
+                client = Client()
+                client.force_login(users[name])
+                return client
+            if name in secrets:
+                return Client(headers={"Authorization": f"Bearer {secrets[name]}"})
+            return Client()
+
+        return make
+
+    return World(tenant, run, intent.step_id, letter, {name: client_for(name) for name in PERSONAS})
+
+
+# --- the tests --------------------------------------------------------------------------------
+
+
+def test_every_url_pattern_has_an_expectation() -> None:
+    served = list(routes())
+    missing = [route for route in served if expected_calls(route) is None]
+    stale = sorted(set(EXPECTED) - set(served))
+    assert not missing, f"URL patterns with no row in EXPECTED: {missing}"
+    assert not stale, f"rows in EXPECTED for routes that no longer exist: {stale}"
+    assert set(PERSONAS) == {name for calls in EXPECTED.values() for c in calls for name in c.expect}
+    admin_models = {f"admin/{m._meta.app_label}/{m._meta.model_name}/" for m in admin_site._registry}
+    assert admin_models <= set(served)
+
+
+def test_every_url_answers_every_caller_as_the_table_says(world: World) -> None:
+    wrong: list[str] = []
+    requests = 0
+    served = list(routes())
+    clients: dict[str, Client] = {}
+    for route in served:
+        calls = expected_calls(route)
+        assert calls is not None
+        for call in calls:
+            for action in call.actions or ("",):
+                url = url_for(route, world, action)
+                answers: dict[str, int] = {}
+                for persona in PERSONAS:
+                    # One client per caller, logged in again after a logout.
+                    if persona not in clients:
+                        clients[persona] = world.clients[persona]()
+                    client = clients[persona]
+                    send = client.post if call.method == "POST" else client.get
+                    kwargs: dict[str, Any] = {}
+                    if call.method == "POST" and url.startswith("/api/"):
+                        kwargs["content_type"] = "application/json"
+                    response = send(url, call.data, **kwargs)
+                    if "logout" in route:
+                        del clients[persona]
+                    requests += 1
+                    answers[persona] = response.status_code
+                    if not call.expect[persona](response):
+                        location = f" -> {response.get('Location')}" if response.status_code == 302 else ""
+                        wrong.append(
+                            f"{call.method} {url} as {persona}: {response.status_code}{location}, "
+                            f"expected {call.expect[persona].words}"
+                        )
+                if call is SANDBOX_ROUTE and len(set(answers.values())) != 1:
+                    wrong.append(f"GET {url}: the sandbox answered callers differently: {answers}")
+    MATRIX.update(urls=len(served), personas=len(PERSONAS), requests=requests)
+    assert not wrong, "\n".join(wrong)

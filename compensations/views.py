@@ -14,7 +14,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from handover import selectors
 from handover.services import JournalError
-from handover.views import HtmxHttpRequest, _context, _tenant
+from handover.staff import request_tenant, staff_context
+from handover.views import HtmxHttpRequest
 
 from . import actions
 from .models import CatalogueEntry
@@ -36,7 +37,7 @@ DEAD_LETTER_ACTIONS: dict[str, DeadLetterAction] = {
 
 
 def _dead_letters_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
-    tenant = _tenant(request)
+    tenant = request_tenant(request)
     show = request.GET.get("show", "open") if request.method == "GET" else request.POST.get("show", "open")
     letters = list(selectors.dead_letters_for(tenant=tenant, show=show)[:200])
     history = selectors.dead_letter_history(tenant=tenant, letter_ids=[letter.pk for letter in letters])
@@ -63,7 +64,7 @@ def dead_letter_act(request: HtmxHttpRequest, dead_letter_id: int, action: str) 
     if action not in DEAD_LETTER_ACTIONS:
         return HttpResponse("No such action.", status=404)
     try:
-        DEAD_LETTER_ACTIONS[action](_context(request), dead_letter_id, request)
+        DEAD_LETTER_ACTIONS[action](staff_context(request), dead_letter_id, request)
     except JournalError as error:
         context = _dead_letters_context(request, error=error)
         template = (

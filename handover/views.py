@@ -24,8 +24,9 @@ from django_htmx.middleware import HtmxDetails
 
 from . import actions, selectors
 from .handover import handover_build, handover_rows, run_state_token
-from .models import AuditAction, CustomerMessage, OutcomeReason, Run, RunStatus, Tenant
+from .models import AuditAction, CustomerMessage, OutcomeReason, Run, RunStatus
 from .services import JournalError
+from .staff import request_tenant, staff_context
 
 RUNS_PER_PAGE = 50
 REASON_LABELS = {**dict(OutcomeReason.choices), "run_stuck": "Stuck: the agent went quiet"}
@@ -36,22 +37,6 @@ _URL_PLACEHOLDER = uuid.UUID(int=0)
 
 class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
-
-
-def _tenant(request: HttpRequest) -> Tenant:
-    tenant = selectors.tenant_for_user(request.user)
-    if tenant is None:
-        raise Http404("Your account belongs to no tenant.")
-    return tenant
-
-
-def _request_id(request: HttpRequest) -> str:
-    given = request.headers.get("X-Request-ID", "")[:100]
-    return given or uuid.uuid4().hex
-
-
-def _context(request: HttpRequest) -> actions.StaffContext:
-    return actions.StaffContext(user=request.user, tenant=_tenant(request), request_id=_request_id(request))
 
 
 # --- the queue --------------------------------------------------------------------------------
@@ -147,7 +132,7 @@ def _run_context(run: Run, request: HttpRequest, **extra: Any) -> dict[str, Any]
 
 
 def _run_or_404(request: HttpRequest, run_id: Any) -> Run:
-    run = selectors.run_get_for_page(tenant=_tenant(request), run_id=run_id)
+    run = selectors.run_get_for_page(tenant=request_tenant(request), run_id=run_id)
     if run is None:
         raise Http404("No such run.")
     return run
@@ -249,7 +234,7 @@ def run_confirm(request: HtmxHttpRequest, run_id: str, action: str) -> HttpRespo
 def run_act(request: HtmxHttpRequest, run_id: str, action: str) -> HttpResponse:
     if action not in ACTIONS:
         raise Http404("No such action.")
-    ctx = _context(request)
+    ctx = staff_context(request)
     run = _run_or_404(request, run_id)
     try:
         ACTIONS[action](ctx, run, request)
@@ -287,7 +272,7 @@ def _audit_filters(request: HttpRequest) -> selectors.AuditFilters:
 @permission_required("handover.view_audit_trail", raise_exception=True)
 @require_GET
 def audit(request: HtmxHttpRequest) -> HttpResponse:
-    tenant = _tenant(request)
+    tenant = request_tenant(request)
     filters = _audit_filters(request)
     entries = selectors.audit_entries(tenant=tenant, filters=filters)
     page = Paginator(entries, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
@@ -328,7 +313,7 @@ AUDIT_COLUMNS = [
 @require_GET
 def audit_csv(request: HttpRequest) -> StreamingHttpResponse:
     """The filtered audit trail as CSV, streamed so a long trail never sits in memory."""
-    entries = selectors.audit_entries(tenant=_tenant(request), filters=_audit_filters(request))
+    entries = selectors.audit_entries(tenant=request_tenant(request), filters=_audit_filters(request))
     writer = csv.writer(_Echo())
 
     def rows() -> Any:

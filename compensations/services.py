@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from handover import services as journal
 from handover.models import Intent, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
+from handover.selectors import compensation_intent_ids
 from handover.tool_errors import ToolError
 from observability import metrics
 from observability.context import log_context
@@ -332,16 +333,9 @@ def run_compensate(*, run: Run, actor: journal.Actor) -> RunCompensation:
     """Undo the run's performed steps in reverse order, each through compensation_execute, and
     say what could not be undone. Compensation intents themselves are never compensated."""
     result = RunCompensation()
-    # Compensation intents are never themselves compensated: they are the ones recorded with the
-    # `compensation` flag (linked to a Compensation row or not yet). Their events are looked up
-    # by run (journal_run_at_idx): journal events have no index by intent.
     steps = list(
         run.intents.filter(status=IntentStatus.PERFORMED)
-        .exclude(
-            events__run=run,
-            events__kind=JournalEvent.Kind.INTENT_RECORDED,
-            events__data__compensation=True,
-        )
+        .exclude(pk__in=compensation_intent_ids(run=run))
         .order_by("-intended_at", "-id")
     )
     for step in steps:

@@ -38,7 +38,7 @@ from .models import (
     RunStatus,
     Tenant,
 )
-from .selectors import plan_with_keys
+from .selectors import compensation_intent_ids, plan_with_keys
 
 ACT = "handover.act_on_run"
 MAX_NOTE_CHARS = 4000
@@ -140,13 +140,6 @@ def _step(run: Run, step_id: str) -> Intent:
     return intent
 
 
-def _is_compensation(intent: Intent) -> bool:
-    # By run too: journal events have no index by intent, journal_run_at_idx serves this.
-    return intent.events.filter(
-        run_id=intent.run_id, kind=JournalEvent.Kind.INTENT_RECORDED, data__compensation=True
-    ).exists()
-
-
 def _audit(ctx: StaffContext, action: str, run: Run, **fields: Any) -> AuditEntry:
     return audit_record(
         user=ctx.user, tenant=ctx.tenant, action=action, run=run, request_id=ctx.request_id, **fields
@@ -182,7 +175,7 @@ def step_compensate(ctx: StaffContext, *, run_id: Any, step_id: str, state: str)
             raise ActionRefused(
                 f"{step_id} is {intent.status}; only a performed step is undone", field="step_id"
             )
-        if _is_compensation(intent):
+        if intent.pk in compensation_intent_ids(run=run):
             raise ActionRefused(f"{step_id} is itself a compensation; it is not undone", field="step_id")
         compensation = compensation_schedule(original=intent, actor=ctx.actor)
         _bump(run)

@@ -31,7 +31,7 @@ from .models import (
     Run,
     RunStatus,
 )
-from .selectors import plan_with_keys
+from .selectors import compensation_intent_ids_in, plan_with_keys
 
 HANDOVER_VERSION = "1"
 
@@ -70,11 +70,7 @@ def handover_rows(run: Run) -> HandoverRows:
     }
     tools = {i.tool for i in intents} | {step.get("tool", "") for step in run.plan}
     catalogue = {e.tool: e for e in CatalogueEntry.objects.filter(tool__in=tools)}
-    compensation_intent_ids = {
-        e.intent_id
-        for e in events
-        if e.kind == JournalEvent.Kind.INTENT_RECORDED and e.intent_id and (e.data or {}).get("compensation")
-    }
+    compensation_intent_ids = compensation_intent_ids_in(events)
     return HandoverRows(
         run=run,
         intents=intents,

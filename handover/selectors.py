@@ -274,3 +274,26 @@ def run_get_for_page(*, tenant: Tenant, run_id: Any) -> Run | None:
     except ValueError:
         return None
     return Run.objects.select_related("tenant", "assignee").filter(tenant=tenant, pk=pk).first()
+
+
+# --- compensation intents ---------------------------------------------------------------------
+
+# An undo is recorded like any call; what marks it is its `intent_recorded` event, written with
+# `compensation: true` (handover.services.intent_record). Compensation intents are never listed
+# as the run's own work and never undone themselves.
+COMPENSATION_RECORDED = Q(kind=JournalEvent.Kind.INTENT_RECORDED, data__compensation=True)
+
+
+def compensation_intent_ids(*, run: Run) -> set[int]:
+    """The ids of the run's compensation intents, in one query (journal_run_at_idx)."""
+    ids = JournalEvent.objects.filter(COMPENSATION_RECORDED, run=run).values_list("intent_id", flat=True)
+    return {pk for pk in ids if pk is not None}
+
+
+def compensation_intent_ids_in(events: list[JournalEvent]) -> set[int]:
+    """The same, read from a run's events already loaded (the run page has them)."""
+    return {
+        e.intent_id
+        for e in events
+        if e.kind == JournalEvent.Kind.INTENT_RECORDED and e.intent_id and (e.data or {}).get("compensation")
+    }

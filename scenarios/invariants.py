@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from handover.models import Intent, IntentStatus, JournalEvent, Run
+from handover.selectors import compensation_intent_ids
 
 PRECONDITION_PREFIX = "precondition:"
 # Tools whose provider ignores idempotency keys, and the arguments that identify one call.
@@ -92,15 +93,6 @@ def check_run(run: Run, *, world_is_this_run: bool = True) -> WorldCheck:
 SETTLE_EVENTS = (JournalEvent.Kind.OUTCOME_RECORDED, JournalEvent.Kind.INTENT_RECONCILED)
 
 
-def compensation_intent_ids(run: Run) -> set[int]:
-    """The run's intents recorded as compensations (their `intent_recorded` event says so)."""
-    return set(
-        JournalEvent.objects.filter(
-            run=run, kind=JournalEvent.Kind.INTENT_RECORDED, data__compensation=True
-        ).values_list("intent_id", flat=True)
-    )
-
-
 def check_recovered(run: Run) -> tuple[str, ...]:
     """After recovery (reconciliation, the policy's decision, any compensation re-run): the
     world check of `check_run`, and
@@ -135,7 +127,7 @@ def check_recovered(run: Run) -> tuple[str, ...]:
             violations.append(f"{intent.step_id} was settled {settled} times (admitted {allowed})")
 
     effects = Counter(effect_identity(e) for e in _run_effects(intents, world_is_this_run=True))
-    undo_ids = compensation_intent_ids(run)
+    undo_ids = compensation_intent_ids(run=run)
     listed = {item["step_id"] for item in handover_for(run)["completed"]}
     existing = {i.step_id for i in intents if i.pk not in undo_ids and effects[intent_identity(i)]}
     for step_id in sorted(listed - existing):

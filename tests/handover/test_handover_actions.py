@@ -89,6 +89,16 @@ def test_compensating_the_pickup_undoes_it_in_the_world_with_one_audit_row(
     assert any("start_return was undone" in b for b in actions.resume_preview(escalated_bench).blockers)
     assert "resuming is not possible" in handover["next_action"]["text"]
     assert "offer replacement" in handover["next_action"]["text"]
+    # The undo is never itself undone, even when asked for by hand.
+    undo_step = escalated_bench.intents.get(tool="cancel_pickup").step_id
+    with pytest.raises(actions.ActionRefused, match="itself a compensation"):
+        actions.step_compensate(
+            ctx(support, escalated_bench),
+            run_id=escalated_bench.pk,
+            step_id=undo_step,
+            state=run_state_token(Run.objects.get(pk=escalated_bench.pk)),
+        )
+    assert Compensation.objects.count() == 1
 
 
 def test_a_stale_page_is_refused_with_what_changed_and_nothing_applied(

@@ -20,9 +20,10 @@ from django.db import connection
 from compensations.defaults import DEFAULT_CATALOGUE, catalogue_seed_defaults
 from compensations.models import Compensation, CompensationStatus
 from handover.models import AgentToken, IntentStatus, Run, RunStatus, Tenant
+from handover.selectors import compensation_intent_ids
 from reconciliation.defaults import DEFAULT_POLICIES, policies_seed_defaults
 from scenarios.flows import FLOWS
-from scenarios.invariants import check_recovered, check_run, compensation_intent_ids
+from scenarios.invariants import check_recovered, check_run
 from scenarios.tickets import TICKETS
 from tests.reconciliation.test_decisions import expected_outcome
 from tests.sandbox.process import database_url
@@ -180,7 +181,7 @@ def test_a_compensation_killed_mid_way_undoes_each_step_once_after_recovery(
     assert check_recovered(run) == ()
     live = Compensation.objects.filter(original__run=run).exclude(status=CompensationStatus.NOT_POSSIBLE)
     assert sorted(live.values_list("status", flat=True)) == [CompensationStatus.DONE] * undos
-    undo_ids = compensation_intent_ids(run)
+    undo_ids = compensation_intent_ids(run=run)
     assert run.intents.filter(pk__in=undo_ids, status=IntentStatus.PERFORMED).count() == undos
     writes = len(FLOWS[TICKETS[ticket_id].task_type].writes)
     assert check_run(run).effects == writes + undos

@@ -11,15 +11,11 @@ tests/handover/test_services_journal.py, which runs against both."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 import psycopg
-from django.db import connection
-
-from .keys import canonical_json
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 INSERT_INTENT = """
 WITH run AS (
@@ -34,13 +30,18 @@ WITH run AS (
            'intended', '', '', '{}'::jsonb, '', %(now)s
     FROM run
     -- A run admits new intents while running; a compensation is admitted on any run.
-    WHERE run.status = 'running' OR %(any_run_status)s
+    WHERE run.status = 'running' OR %(compensation)s
     ON CONFLICT (idempotency_key) DO NOTHING
     RETURNING id
 ), event AS (
+    -- The event's data is built here rather than serialised in Python: the same object as
+    -- services._intent_event_data, for one JSON encoding fewer per call.
     INSERT INTO handover_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
     SELECT %(run_id)s, inserted.id, 'intent_recorded', %(actor_kind)s, %(actor_name)s, %(user_id)s,
-           %(event_data)s::jsonb, %(now)s
+           jsonb_build_object('step_id', %(step_id)s::text, 'tool', %(tool)s::text,
+                              'idempotency_key', %(key)s::text)
+           || CASE WHEN %(compensation)s THEN '{"compensation": true}'::jsonb ELSE '{}'::jsonb END,
+           %(now)s
     FROM inserted
 )
 SELECT (SELECT status FROM run), (SELECT id FROM inserted)
@@ -54,35 +55,37 @@ WITH settled AS (
     WHERE id = %(intent_id)s AND status = 'intended'
     RETURNING id, run_id
 ), event AS (
+    -- The same data as services._settle_intent's ORM path writes.
     INSERT INTO handover_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
     SELECT settled.run_id, settled.id, 'outcome_recorded', %(actor_kind)s, %(actor_name)s, %(user_id)s,
-           %(event_data)s::jsonb, %(now)s
+           jsonb_build_object('status', %(status)s::text, 'error_class', %(error_class)s::text,
+                              'receipt', %(receipt)s::jsonb),
+           %(now)s
     FROM settled
 )
 SELECT count(*) FROM settled
 """
 
 
-@contextlib.contextmanager
-def _prepared_cursor() -> Iterator[psycopg.Cursor[Any]]:
+def _prepared_cursor(db: BaseDatabaseWrapper) -> psycopg.Cursor[Any]:
     """A server-binding psycopg cursor on Django's connection. Django's own cursors bind
     parameters client-side, so PostgreSQL would parse and plan these CTEs on every call;
-    prepared once per connection, they are only executed. Errors are wrapped as Django's.
+    prepared once per connection, they are only executed.
 
     The cursor is made once per driver connection and kept on Django's connection wrapper (a
     new connection, after CONN_MAX_AGE or an error, gets a new one): it holds no state between
     calls that matters, since each call fetches its one row before returning."""
-    connection.ensure_connection()
-    raw = connection.connection
-    cursor: psycopg.Cursor[Any] | None = getattr(connection, "_seam_journal_cursor", None)
+    db.ensure_connection()
+    raw = db.connection
+    cursor: psycopg.Cursor[Any] | None = getattr(db, "_seam_journal_cursor", None)
     if cursor is None or cursor.connection is not raw or cursor.closed:
         cursor = psycopg.Cursor(raw)
-        connection._seam_journal_cursor = cursor  # type: ignore[attr-defined]
-    with connection.wrap_database_errors:
-        yield cursor
+        db._seam_journal_cursor = cursor  # type: ignore[attr-defined]
+    return cursor
 
 
 def insert_intent(
+    db: BaseDatabaseWrapper,
     *,
     run_id: Any,
     step_id: str,
@@ -95,14 +98,14 @@ def insert_intent(
     actor_kind: str,
     actor_name: str,
     user_id: int | None,
-    event_data: dict[str, Any],
-    any_run_status: bool = False,
+    compensation: bool = False,
 ) -> tuple[str | None, int | None]:
     """(the run's status, or None if there is no such run; the new intent's id, or None if the
     run admits no intents or the key is already recorded). Raises IntegrityError when the step
     slot is taken by a different intent. `args_json` is the arguments' canonical_json, which
-    the caller has already made for the key."""
-    with _prepared_cursor() as cursor:
+    the caller has already made for the key. A compensation is admitted on a run in any state."""
+    cursor = _prepared_cursor(db)
+    with db.wrap_database_errors:  # psycopg's errors become Django's (IntegrityError...)
         cursor.execute(
             INSERT_INTENT,
             {
@@ -117,8 +120,7 @@ def insert_intent(
                 "actor_kind": actor_kind,
                 "actor_name": actor_name,
                 "user_id": user_id,
-                "event_data": canonical_json(event_data),
-                "any_run_status": any_run_status,
+                "compensation": compensation,
             },
             prepare=True,
         )
@@ -129,6 +131,7 @@ def insert_intent(
 
 
 def settle_intent(
+    db: BaseDatabaseWrapper,
     *,
     intent_id: int,
     status: str,
@@ -140,11 +143,11 @@ def settle_intent(
     actor_kind: str,
     actor_name: str,
     user_id: int | None,
-    event_data: dict[str, Any],
 ) -> bool:
     """Compare-and-swap an open intent to its outcome, with its event. False if it was not open.
     `receipt_json` is the receipt's canonical_json, which the caller made to check its size."""
-    with _prepared_cursor() as cursor:
+    cursor = _prepared_cursor(db)
+    with db.wrap_database_errors:
         cursor.execute(
             SETTLE_INTENT,
             {
@@ -158,7 +161,6 @@ def settle_intent(
                 "actor_kind": actor_kind,
                 "actor_name": actor_name,
                 "user_id": user_id,
-                "event_data": canonical_json(event_data),
             },
             prepare=True,
         )

@@ -18,12 +18,23 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    connection,
+    connections,
+    transaction,
+)
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F
 from django.utils import timezone
 
 from observability import metrics
+from observability.context import bind as bind_log_context
 from observability.context import journal_log_context
+from observability.context import unbind as unbind_log_context
 from tools.registry import ArgumentsRefused, UnknownTool, get_tool
 
 from . import journal_sql
@@ -177,18 +188,25 @@ OPEN_TRANSACTION_MESSAGE = (
 )
 
 
-def _single_statement_journal() -> bool:
+def _single_statement_journal(db: BaseDatabaseWrapper) -> bool:
     """Whether the hot writes use handover.journal_sql (PostgreSQL only; a setting lets the suite
     run the portable ORM path on PostgreSQL too)."""
-    return connection.vendor == "postgresql" and settings.SEAM_JOURNAL_SINGLE_STATEMENT
+    return db.vendor == "postgresql" and settings.SEAM_JOURNAL_SINGLE_STATEMENT
 
 
-def inside_open_transaction() -> bool:
-    connection = transaction.get_connection()
+def inside_open_transaction(db: BaseDatabaseWrapper | None = None) -> bool:
+    if db is None:
+        db = transaction.get_connection()
+    if not db.atomic_blocks:  # the usual case, and on every journaled call
+        return not db.get_autocommit()
     # Django's TestCase wraps each test in atomic blocks it marks as its own; durable blocks
     # ignore those, and so do we. Any other open block means the caller holds a transaction.
-    blocks = [b for b in connection.atomic_blocks if not getattr(b, "_from_testcase", False)]
-    return bool(blocks) or (not connection.get_autocommit() and not connection.in_atomic_block)
+    return any(not getattr(b, "_from_testcase", False) for b in db.atomic_blocks)
+
+
+def _refuse_open_transaction(db: BaseDatabaseWrapper) -> None:
+    if inside_open_transaction(db):
+        raise OpenTransactionRefused(OPEN_TRANSACTION_MESSAGE)
 
 
 @contextlib.contextmanager
@@ -468,6 +486,48 @@ def step_id_for(*, run: Run, turn: int, tool: str, occurrence: int = 0) -> str:
     return f"{base}:{occurrence}" if occurrence else base
 
 
+@dataclass(frozen=True, slots=True)
+class _IntentDraft:
+    """An intent checked and keyed, not yet written: what intent_record and perform both insert."""
+
+    run: Run
+    tool: str
+    args: dict[str, Any]
+    args_json: str  # canonical_json(args), made once for the size limit, the key and the row
+    turn: int
+    occurrence: int
+    key: str
+    step_id: str
+
+
+def _intent_draft(*, run: Run, tool: Any, args: Any, turn: Any, occurrence: Any) -> _IntentDraft:
+    tool = _clean_tool(tool)
+    clean, args_json = _clean_args_json(args)
+    _check_counter(turn, field="turn")
+    _check_counter(occurrence, field="occurrence")
+    _check_registered_arguments(tool, clean)
+    run_id = str(run.pk)
+    key = idempotency_key_of_json(
+        tenant_slug=run.tenant.slug,
+        run_id=run_id,
+        tool=tool,
+        args_json=args_json,
+        policy_version=run.policy_version,
+        occurrence=occurrence,
+    )
+    step_id = f"{run_id}:{turn}:{tool}:{occurrence}" if occurrence else f"{run_id}:{turn}:{tool}"
+    return _IntentDraft(
+        run=run,
+        tool=tool,
+        args=clean,
+        args_json=args_json,
+        turn=turn,
+        occurrence=occurrence,
+        key=key,
+        step_id=step_id,
+    )
+
+
 @dataclass(frozen=True)
 class IntentRecorded:
     intent: Intent
@@ -490,77 +550,72 @@ def intent_record(
     The same intent again (same tool, canonical arguments and occurrence in this run) returns
     the row recorded the first time, whoever recorded it; a different intent in a step slot
     that is already taken is a conflict."""
-    tool = _clean_tool(tool)
-    clean, args_json = _clean_args_json(args)
-    _check_counter(turn, field="turn")
-    _check_counter(occurrence, field="occurrence")
-    _check_registered_arguments(tool, clean)
-    key = idempotency_key_of_json(
-        tenant_slug=run.tenant.slug,
-        run_id=str(run.pk),
-        tool=tool,
-        args_json=args_json,
-        policy_version=run.policy_version,
-        occurrence=occurrence,
-    )
-    step_id = step_id_for(run=run, turn=turn, tool=tool, occurrence=occurrence)
+    draft = _intent_draft(run=run, tool=tool, args=args, turn=turn, occurrence=occurrence)
+    new_id, intended_at, run_status = _intent_write(draft, actor=actor, compensation=compensation)
+    if new_id is None:
+        existing = _intent_already_recorded(draft, run_status=run_status, compensation=compensation)
+        return IntentRecorded(intent=existing, created=False)
+    return IntentRecorded(intent=_intent_loaded(new_id, draft, intended_at=intended_at), created=True)
+
+
+def _intent_write(
+    draft: _IntentDraft, *, actor: Actor, compensation: bool
+) -> tuple[int | None, datetime, str | None]:
+    """Insert the draft and its event, committed: (new id, intended_at, run status). The id is
+    None when the run admits no intents or the slot is taken (_intent_already_recorded says
+    which); the run status is None when there is no such run."""
     now = timezone.now()
-    event_data: dict[str, Any] = {"step_id": step_id, "tool": tool, "idempotency_key": key}
-    fields = {
-        "run": run,
-        "step_id": step_id,
-        "turn": turn,
-        "tool": tool,
-        "args": clean,
-        "occurrence": occurrence,
-        "idempotency_key": key,
-        "intended_at": now,
-    }
-    if compensation:
-        event_data["compensation"] = True
     try:
-        run_status, new_id = _insert_intent(
-            fields=fields,
-            args_json=args_json,
-            actor=actor,
-            event_data=event_data,
-            any_run_status=compensation,
-        )
+        run_status, new_id = _insert_intent(draft, now=now, actor=actor, any_run_status=compensation)
     except IntegrityError:
-        # The step slot is taken; whether by this same intent is decided below.
+        # The step slot is taken; whether by this same intent is decided by the caller.
         run_status, new_id = RunStatus.RUNNING, None
     if new_id is not None:
         metrics.intent_recorded()
-        logger.debug("intent recorded: %s, key %s", tool, key)
-        return IntentRecorded(intent=_recorded_intent(new_id, fields), created=True)
+        logger.debug("intent recorded: %s, key %s", draft.tool, draft.key)
+    return new_id, now, run_status
+
+
+def _intent_already_recorded(draft: _IntentDraft, *, run_status: str | None, compensation: bool) -> Intent:
+    """Why a draft was not inserted: the row already holding its key is returned (the same intent
+    again); otherwise NotFound (no run), Conflict (the run admits no intents) or StepTaken (its
+    step slot holds another intent)."""
     if run_status is None:
         raise NotFound("run not found", field="run")
-    existing = Intent.objects.filter(idempotency_key=key).select_related("run").first()
+    existing = Intent.objects.filter(idempotency_key=draft.key).select_related("run").first()
     if existing is not None:
-        return IntentRecorded(intent=existing, created=False)
+        return existing
     if run_status != RunStatus.RUNNING and not compensation:
         raise Conflict(f"run is {run_status}; no new intents are admitted", field="run")
-    taken = Intent.objects.filter(run=run, step_id=step_id).first()
+    taken = Intent.objects.filter(run=draft.run, step_id=draft.step_id).first()
     raise StepTaken(
-        f"step {step_id} is already recorded with different arguments"
+        f"step {draft.step_id} is already recorded with different arguments"
         f"{f' (key {taken.idempotency_key})' if taken else ''}; use another turn or occurrence for a new intent",
         field="args",
     )
 
 
-def _recorded_intent(pk: int, fields: dict[str, Any]) -> Intent:
-    """The row just inserted, as Django would load it, without a query. Built positionally
-    (Model.from_db), which costs a third of Intent(**fields) on every journaled call."""
+def _intent_loaded(pk: int, draft: _IntentDraft, *, intended_at: datetime, **settled: Any) -> Intent:
+    """The row as Django would load it, without a query: the draft just inserted, with `settled`
+    columns when its outcome is recorded too. Built positionally (Model.from_db), which costs a
+    third of Intent(**fields) on every journaled call."""
     values = {
         **_NEW_INTENT_COLUMNS,
         "receipt": {},
         "id": pk,
-        "run_id": fields["run"].pk,
-        **{name: value for name, value in fields.items() if name != "run"},
+        "run_id": draft.run.pk,
+        "step_id": draft.step_id,
+        "turn": draft.turn,
+        "tool": draft.tool,
+        "args": draft.args,
+        "occurrence": draft.occurrence,
+        "idempotency_key": draft.key,
+        "intended_at": intended_at,
+        **settled,
     }
     names = _intent_attnames()
-    intent = Intent.from_db(connection.alias, names, [values[name] for name in names])
-    Intent._meta.get_field("run").set_cached_value(intent, fields["run"])
+    intent = Intent.from_db(DEFAULT_DB_ALIAS, names, [values[name] for name in names])
+    _INTENT_RUN_FIELD.set_cached_value(intent, draft.run)
     return intent
 
 
@@ -576,6 +631,7 @@ _NEW_INTENT_COLUMNS: dict[str, Any] = {
     "next_lookup_at": None,
     "unknown_reason": "",
 }
+_INTENT_RUN_FIELD = Intent._meta.get_field("run")
 
 
 @functools.cache
@@ -583,46 +639,49 @@ def _intent_attnames() -> tuple[str, ...]:
     return tuple(field.attname for field in Intent._meta.concrete_fields)
 
 
+def _intent_event_data(draft: _IntentDraft, *, compensation: bool) -> dict[str, Any]:
+    """The intent_recorded event's data; journal_sql.INSERT_INTENT builds the same in SQL."""
+    data: dict[str, Any] = {"step_id": draft.step_id, "tool": draft.tool, "idempotency_key": draft.key}
+    if compensation:
+        data["compensation"] = True
+    return data
+
+
 def _insert_intent(
-    *,
-    fields: dict[str, Any],
-    args_json: str,
-    actor: Actor,
-    event_data: dict[str, Any],
-    any_run_status: bool = False,
+    draft: _IntentDraft, *, now: datetime, actor: Actor, any_run_status: bool
 ) -> tuple[str | None, int | None]:
     """Insert the intent row and its event, committed together, unless the run admits no
     intents or the key is already recorded. Returns (run status or None, new intent id or None);
-    raises IntegrityError when the step slot holds another intent."""
-    run = fields["run"]
-    if inside_open_transaction():
-        raise OpenTransactionRefused(OPEN_TRANSACTION_MESSAGE)
-    if _single_statement_journal():
+    raises IntegrityError when the step slot holds another intent. `any_run_status` is set for
+    compensations, which are admitted on a run in any state (and say so in their event)."""
+    db = connections[DEFAULT_DB_ALIAS]
+    _refuse_open_transaction(db)
+    if _single_statement_journal(db):
         # Inside Django's test transaction a failed statement would poison it; a savepoint
         # contains the failure there. In production this runs in autocommit (checked above).
-        guard = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
+        guard = transaction.atomic() if db.in_atomic_block else contextlib.nullcontext()
         with guard:
             return journal_sql.insert_intent(
-                run_id=run.pk,
-                step_id=fields["step_id"],
-                turn=fields["turn"],
-                tool=fields["tool"],
-                args_json=args_json,
-                occurrence=fields["occurrence"],
-                key=fields["idempotency_key"],
-                now=fields["intended_at"],
+                db,
+                run_id=draft.run.pk,
+                step_id=draft.step_id,
+                turn=draft.turn,
+                tool=draft.tool,
+                args_json=draft.args_json,
+                occurrence=draft.occurrence,
+                key=draft.key,
+                now=now,
                 actor_kind=actor.kind,
                 actor_name=actor.name,
                 user_id=actor.user_id,
-                event_data=event_data,
-                any_run_status=any_run_status,
+                compensation=any_run_status,
             )
     with durable():
         # Lock the run row (without blocking foreign-key checks) so that an intent is never
         # admitted while the run is being completed or cancelled under us.
         status = (
             Run.objects.select_for_update(no_key=True)
-            .filter(pk=run.pk)
+            .filter(pk=draft.run.pk)
             .values_list("status", flat=True)
             .first()
         )
@@ -630,18 +689,27 @@ def _insert_intent(
             return status, None
         try:
             with transaction.atomic():
-                intent = Intent.objects.create(**fields)
+                intent = Intent.objects.create(
+                    run=draft.run,
+                    step_id=draft.step_id,
+                    turn=draft.turn,
+                    tool=draft.tool,
+                    args=draft.args,
+                    occurrence=draft.occurrence,
+                    idempotency_key=draft.key,
+                    intended_at=now,
+                )
         except IntegrityError:
-            if Intent.objects.filter(idempotency_key=fields["idempotency_key"]).exists():
+            if Intent.objects.filter(idempotency_key=draft.key).exists():
                 return status, None
             raise
         event_record(
-            run=run,
+            run=draft.run,
             intent=intent,
             kind=JournalEvent.Kind.INTENT_RECORDED,
             actor=actor,
-            at=fields["intended_at"],
-            data=event_data,
+            at=now,
+            data=_intent_event_data(draft, compensation=any_run_status),
         )
     return status, intent.pk
 
@@ -652,42 +720,45 @@ class OutcomeRecorded:
     changed: bool
 
 
-def _outcome_fields(intent: Intent) -> dict[str, Any]:
-    return {
-        "status": intent.status,
-        "error_class": intent.error_class,
-        "outcome_summary": intent.outcome_summary,
-        "receipt": intent.receipt,
-    }
+@dataclass(frozen=True, slots=True)
+class _OutcomeDraft:
+    """An outcome checked, not yet written."""
+
+    status: str
+    error_class: str
+    summary: str
+    receipt: dict[str, Any]
+    receipt_json: str
+    request_id: str
+
+    def as_columns(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "error_class": self.error_class,
+            "outcome_summary": self.summary,
+            "receipt": self.receipt,
+        }
 
 
-@journal_log_context
-def outcome_record(
-    *,
-    intent: Intent,
-    ok: bool,
-    summary: str = "",
-    receipt: dict[str, Any] | None = None,
-    error_class: str = "",
-    request_id: str = "",
-    actor: Actor,
-) -> OutcomeRecorded:
-    """Settle an intent with what the call did. Recording the same outcome again is harmless
-    (a lost acknowledgement is retried); a different outcome for a settled row is a conflict."""
+def _outcome_draft(
+    *, ok: Any, summary: Any, receipt: Any, error_class: Any, request_id: Any
+) -> _OutcomeDraft:
     if not isinstance(ok, bool):
         raise InvalidInput("ok must be true or false", field="ok")
     summary = _clean_text(summary, field="summary", limit=MAX_SUMMARY_CHARS)
     request_id = _clean_text(request_id, field="request_id", limit=200)
-    receipt = receipt or {}
-    if not isinstance(receipt, dict):
+    if not receipt:
+        receipt, receipt_json = {}, "{}"
+    elif not isinstance(receipt, dict):
         raise InvalidInput("receipt must be a JSON object", field="receipt")
-    try:
-        receipt = canonical_args(receipt)
-    except NotCanonicalisable as exc:
-        raise InvalidInput(f"receipt: {exc}", field="receipt") from exc
-    receipt_json = canonical_json(receipt)
-    if len(receipt_json.encode("utf-8")) > MAX_RECEIPT_BYTES:
-        raise InvalidInput(f"receipt is over {MAX_RECEIPT_BYTES} bytes", field="receipt")
+    else:
+        try:
+            receipt = canonical_args(receipt)
+        except NotCanonicalisable as exc:
+            raise InvalidInput(f"receipt: {exc}", field="receipt") from exc
+        receipt_json = canonical_json(receipt)
+        if len(receipt_json.encode("utf-8")) > MAX_RECEIPT_BYTES:
+            raise InvalidInput(f"receipt is over {MAX_RECEIPT_BYTES} bytes", field="receipt")
     error_class = error_class or ""
     if ok and error_class:
         raise InvalidInput("error_class is only for failed calls (ok=false)", field="error_class")
@@ -703,82 +774,110 @@ def outcome_record(
                 "settled by asking the downstream system",
                 field="error_class",
             )
-    new_status = IntentStatus.PERFORMED if ok else IntentStatus.FAILED
-    wanted = {
-        "status": new_status,
-        "error_class": error_class,
-        "outcome_summary": summary,
-        "receipt": receipt,
-    }
-    now = timezone.now()
-    event_data = {"status": new_status, "error_class": error_class, "receipt": receipt}
-    # Compare-and-swap: only an open row is settled, so two racing settlements (a retried
-    # acknowledgement, a worker and the runtime) produce one transition.
-    if _settle_intent(
-        intent=intent,
-        wanted=wanted,
+    return _OutcomeDraft(
+        status=IntentStatus.PERFORMED if ok else IntentStatus.FAILED,
+        error_class=error_class,
+        summary=summary,
+        receipt=receipt,
         receipt_json=receipt_json,
         request_id=request_id,
-        now=now,
-        actor=actor,
-        event_data=event_data,
-    ):
-        metrics.intent_settled(new_status)
-        logger.debug("outcome recorded: %s%s", new_status, f" ({error_class})" if error_class else "")
+    )
+
+
+@journal_log_context
+def outcome_record(
+    *,
+    intent: Intent,
+    ok: bool,
+    summary: str = "",
+    receipt: dict[str, Any] | None = None,
+    error_class: str = "",
+    request_id: str = "",
+    actor: Actor,
+) -> OutcomeRecorded:
+    """Settle an intent with what the call did. Recording the same outcome again is harmless
+    (a lost acknowledgement is retried); a different outcome for a settled row is a conflict."""
+    draft = _outcome_draft(
+        ok=ok, summary=summary, receipt=receipt, error_class=error_class, request_id=request_id
+    )
+    now = _outcome_write(intent.pk, intent.run_id, draft, actor=actor)
+    if now is not None:
         settled = copy.copy(intent)
-        for name, value in wanted.items():
+        for name, value in draft.as_columns().items():
             setattr(settled, name, value)
-        settled.request_id = request_id
+        settled.request_id = draft.request_id
         settled.settled_at = now
         return OutcomeRecorded(intent=settled, changed=True)
-    fresh = Intent.objects.select_related("run").get(pk=intent.pk)
-    if _outcome_fields(fresh) != wanted:
+    return OutcomeRecorded(intent=_outcome_already_recorded(intent.pk, draft), changed=False)
+
+
+def _outcome_write(intent_pk: int, run_id: Any, draft: _OutcomeDraft, *, actor: Actor) -> datetime | None:
+    """Compare-and-swap: only an open row is settled, so two racing settlements (a retried
+    acknowledgement, a worker and the runtime) produce one transition. The settled_at written,
+    or None if the row was not open."""
+    now = timezone.now()
+    if not _settle_intent(intent_pk, run_id, draft, now=now, actor=actor):
+        return None
+    metrics.intent_settled(draft.status)
+    logger.debug(
+        "outcome recorded: %s%s", draft.status, f" ({draft.error_class})" if draft.error_class else ""
+    )
+    return now
+
+
+def _outcome_already_recorded(intent_pk: int, draft: _OutcomeDraft) -> Intent:
+    """The row someone else settled: returned if it holds this same outcome, else Conflict."""
+    fresh = Intent.objects.select_related("run").get(pk=intent_pk)
+    if _outcome_fields(fresh) != draft.as_columns():
         raise Conflict(
             f"intent {fresh.step_id} is already settled as {fresh.status}"
             f"{' (' + fresh.error_class + ')' if fresh.error_class else ''} with a different outcome",
             field="ok",
         )
-    return OutcomeRecorded(intent=fresh, changed=False)
+    return fresh
 
 
-def _settle_intent(
-    *,
-    intent: Intent,
-    wanted: dict[str, Any],
-    receipt_json: str,
-    request_id: str,
-    now: datetime,
-    actor: Actor,
-    event_data: dict[str, Any],
-) -> bool:
-    if inside_open_transaction():
-        raise OpenTransactionRefused(OPEN_TRANSACTION_MESSAGE)
-    if _single_statement_journal():
+def _outcome_fields(intent: Intent) -> dict[str, Any]:
+    return {
+        "status": intent.status,
+        "error_class": intent.error_class,
+        "outcome_summary": intent.outcome_summary,
+        "receipt": intent.receipt,
+    }
+
+
+def _settle_intent(intent_pk: int, run_id: Any, draft: _OutcomeDraft, *, now: datetime, actor: Actor) -> bool:
+    db = connections[DEFAULT_DB_ALIAS]
+    _refuse_open_transaction(db)
+    if _single_statement_journal(db):
         return journal_sql.settle_intent(
-            intent_id=intent.pk,
-            status=wanted["status"],
-            error_class=wanted["error_class"],
-            summary=wanted["outcome_summary"],
-            receipt_json=receipt_json,
-            request_id=request_id,
+            db,
+            intent_id=intent_pk,
+            status=draft.status,
+            error_class=draft.error_class,
+            summary=draft.summary,
+            receipt_json=draft.receipt_json,
+            request_id=draft.request_id,
             now=now,
             actor_kind=actor.kind,
             actor_name=actor.name,
             user_id=actor.user_id,
-            event_data=event_data,
         )
     with durable():
-        settled = Intent.objects.filter(pk=intent.pk, status=IntentStatus.INTENDED).update(
-            request_id=request_id, settled_at=now, **wanted
+        settled = Intent.objects.filter(pk=intent_pk, status=IntentStatus.INTENDED).update(
+            request_id=draft.request_id, settled_at=now, **draft.as_columns()
         )
         if settled:
-            event_record(
-                run=intent.run,
-                intent=intent,
+            JournalEvent.objects.create(
+                run_id=run_id,
+                intent_id=intent_pk,
                 kind=JournalEvent.Kind.OUTCOME_RECORDED,
-                actor=actor,
+                actor_kind=actor.kind,
+                actor_name=actor.name,
+                user_id=actor.user_id,
+                # journal_sql.SETTLE_INTENT builds the same in SQL.
+                data={"status": draft.status, "error_class": draft.error_class, "receipt": draft.receipt},
                 at=now,
-                data=event_data,
             )
     return bool(settled)
 
@@ -933,7 +1032,6 @@ class Performed:
     replayed: bool  # True when the outcome comes from an earlier, already settled attempt
 
 
-@journal_log_context
 def perform(
     *,
     run: Run,
@@ -953,39 +1051,51 @@ def perform(
     which leaves the row open; any other exception also leaves it open and is re-raised.
 
     When the database cannot be reached: JournalUnavailable before the call (it was not made),
-    OutcomeNotRecorded after it (it was made; reconciliation settles the open row)."""
+    OutcomeNotRecorded after it (it was made; reconciliation settles the open row).
+
+    This is every agent's hot path, so it does the work of intent_record and outcome_record
+    through their parts rather than through them: one log context for the whole call, and the
+    Intent built once, after the outcome, instead of once per write (docs/performance.md)."""
+    draft = _intent_draft(run=run, tool=tool, args=args, turn=turn, occurrence=occurrence)
+    token = bind_log_context(run_id=run.pk, step_id=draft.step_id)
     try:
-        recorded = intent_record(
-            run=run,
-            tool=tool,
-            args=args,
-            turn=turn,
-            occurrence=occurrence,
-            actor=actor,
-            compensation=compensation,
-        )
+        return _perform(draft, dispatch=dispatch, actor=actor, compensation=compensation)
+    finally:
+        unbind_log_context(token)
+
+
+def _perform(draft: _IntentDraft, *, dispatch: Dispatch, actor: Actor, compensation: bool) -> Performed:
+    try:
+        new_id, intended_at, run_status = _intent_write(draft, actor=actor, compensation=compensation)
+        if new_id is None:
+            existing = _intent_already_recorded(draft, run_status=run_status, compensation=compensation)
     except CONNECTION_ERRORS as exc:
         _drop_broken_connection()
         raise JournalUnavailable(
-            f"the intent for {tool} could not be recorded: the journal's database did not confirm "
-            f"it ({str(exc).strip() or type(exc).__name__}), so the call was not made"
+            f"the intent for {draft.tool} could not be recorded: the journal's database did not "
+            f"confirm it ({str(exc).strip() or type(exc).__name__}), so the call was not made"
         ) from exc
-    intent = recorded.intent
-    if intent.is_settled:
-        return Performed(intent=intent, replayed=True)
-    if not recorded.created:
-        raise IntentInDoubt(intent)
-    with _recording_after_the_call(intent):
+    if new_id is None:
+        if existing.is_settled:
+            return Performed(intent=existing, replayed=True)
+        raise IntentInDoubt(existing)
+
+    def recorded() -> Intent:
+        return _intent_loaded(new_id, draft, intended_at=intended_at)
+
+    # From here on the call has left (or may have): a lost database is OutcomeNotRecorded, so
+    # the caller learns that the call was made, not only that something failed.
+    try:
         try:
-            result = dispatch(intent.args, intent.idempotency_key)
+            result = dispatch(draft.args, draft.key)
         except ToolError as exc:
             if exc.error_class == ErrorClass.AMBIGUOUS:
                 dispatch_ambiguous_record(
-                    intent=intent, error_class=exc.error_class, message=exc.message, actor=actor
+                    intent=recorded(), error_class=exc.error_class, message=exc.message, actor=actor
                 )
                 raise
             outcome_record(
-                intent=intent,
+                intent=recorded(),
                 ok=False,
                 summary=exc.message,
                 error_class=exc.error_class,
@@ -996,29 +1106,31 @@ def perform(
         except BaseException as exc:
             if isinstance(exc, Exception):
                 dispatch_ambiguous_record(
-                    intent=intent, error_class=ErrorClass.AMBIGUOUS, message=repr(exc), actor=actor
+                    intent=recorded(), error_class=ErrorClass.AMBIGUOUS, message=repr(exc), actor=actor
                 )
             raise
-        outcome = outcome_record(
-            intent=intent,
+        outcome = _outcome_draft(
             ok=True,
             summary=result.summary,
             receipt=result.receipt,
+            error_class="",
             request_id=result.request_id,
-            actor=actor,
         )
-    return Performed(intent=outcome.intent, replayed=False)
-
-
-@contextlib.contextmanager
-def _recording_after_the_call(intent: Intent) -> Iterator[None]:
-    """Once the call has left, a lost database turns into OutcomeNotRecorded: the caller must
-    learn that the call was made, not only that something failed."""
-    try:
-        yield
+        settled_at = _outcome_write(new_id, draft.run.pk, outcome, actor=actor)
+        if settled_at is None:  # settled meanwhile by someone else (reconciliation, a person)
+            return Performed(intent=_outcome_already_recorded(new_id, outcome), replayed=False)
     except CONNECTION_ERRORS as exc:
         _drop_broken_connection()
-        raise OutcomeNotRecorded(intent, exc) from exc
+        raise OutcomeNotRecorded(recorded(), exc) from exc
+    settled = _intent_loaded(
+        new_id,
+        draft,
+        intended_at=intended_at,
+        request_id=outcome.request_id,
+        settled_at=settled_at,
+        **outcome.as_columns(),
+    )
+    return Performed(intent=settled, replayed=False)
 
 
 # --- what the customer was told ---------------------------------------------------------------

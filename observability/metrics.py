@@ -16,6 +16,7 @@ Two kinds, on purpose:
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Iterable, Iterator
@@ -55,8 +56,14 @@ def intent_recorded() -> None:
     INTENTS_RECORDED.inc()
 
 
+@functools.cache
+def _intents_settled_as(status: str) -> Any:
+    # labels() looks the child up under a lock on every call; the children are never removed.
+    return INTENTS_SETTLED.labels(status=status)
+
+
 def intent_settled(status: str) -> None:
-    INTENTS_SETTLED.labels(status=status).inc()
+    _intents_settled_as(status).inc()
 
 
 def reconcile_outcome(outcome: str) -> None:

@@ -27,9 +27,10 @@ it stays close to that floor. One run measures, against the same database:
    `@DBOS.step()` per call, its natural unit (bench/dbos_peer.py). journal / DBOS per recorded
    call is printed beside the target (below 1: the journal is faster). `--no-dbos` leaves it out.
 
-Each measurement is warmed up first, then run in alternating rounds (floors, journal, REST...,
-the order reversed every other round) so that machine noise falls on all of them alike; the
-figures printed are medians over the rounds. Run it from the project root:
+Each measurement is warmed up first, then run in alternating rounds (the order reversed every
+other round) so that machine noise falls on all of them alike: 15 rounds of the in-process
+measurements (the floors, the journal, DBOS), whose ratios are paired by round, then 5 of REST.
+The figures printed are medians over the rounds. Run it from the project root:
 
     DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python bench/journal.py [--calls N] [--json]
 
@@ -219,11 +220,17 @@ class Series:
 
 
 def ratio_of_means(numerator: Series, denominator: Series) -> float:
-    """Paired by round (they ran next to each other), then the median over rounds."""
+    """Paired by round (they ran next to each other), then the median over rounds. For two
+    series measured in rounds of their own (REST against in process), see ratio_of_medians."""
     return statistics.median(
         statistics.fmean(a.latencies) / statistics.fmean(b.latencies)
         for a, b in zip(numerator.samples, denominator.samples, strict=True)
     )
+
+
+def ratio_of_medians(numerator: Series, denominator: Series) -> float:
+    """The ratio of the two series' median per-round means (not paired: different rounds)."""
+    return numerator.summary()["mean_ms"] / denominator.summary()["mean_ms"]
 
 
 def timed_loop(calls: int, one_call: Callable[[], None]) -> Sample:
@@ -654,15 +661,20 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             wait_until_serving(base, server, secret=secret, run_id=rest_runs[0])
             one = [RestClient(base, secret, rest_runs[0])]
             many = [RestClient(base, secret, run_id) for run_id in rest_runs[1:]]
-            runners: dict[str, Callable[[], Sample]] = {
+            # The in-process measurements are short (a round of 150 calls takes a fraction of a
+            # second), so they get many rounds of their own, alternating, and the floor ratios are
+            # medians over many pairs; the REST rounds, seconds each, run after them.
+            in_process_runners: dict[str, Callable[[], Sample]] = {
                 "scratch_floor": lambda: floor.run(args.calls),
                 "schema_floor": lambda: schema_floor.run(args.calls),
                 "journal": lambda: in_process.run(args.calls),
+            }
+            if peer is not None:
+                in_process_runners["dbos"] = lambda: timed_loop(args.calls, peer.call)
+            rest_runners: dict[str, Callable[[], Sample]] = {
                 "rest_1": lambda: rest_round(one, args.calls),
                 f"rest_{args.clients}": lambda: rest_round(many, args.calls),
             }
-            if peer is not None:
-                runners["dbos"] = lambda: timed_loop(args.calls, peer.call)
             progress(f"warming up ({warmup} calls each)")
             floor.run(warmup)
             schema_floor.run(warmup)
@@ -671,12 +683,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             rest_round(many, max(warmup, 4 * args.clients))  # every worker, every client
             if peer is not None:
                 timed_loop(warmup, peer.call)
-            order = list(runners)
-            for round_number in range(args.rounds):
-                this_round = order if round_number % 2 == 0 else order[::-1]
-                progress(f"round {round_number + 1}/{args.rounds}: {', '.join(this_round)}")
-                for name in this_round:
-                    series[name].samples.append(runners[name]())
+            for runners, rounds in ((in_process_runners, args.rounds), (rest_runners, args.rest_rounds)):
+                order = list(runners)
+                for round_number in range(rounds):
+                    this_round = order if round_number % 2 == 0 else order[::-1]
+                    progress(f"round {round_number + 1}/{rounds}: {', '.join(this_round)}")
+                    for name in this_round:
+                        series[name].samples.append(runners[name]())
             for client in [*one, *many]:
                 client.close()
         if args.profile:
@@ -719,6 +732,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "postgresql": f"{server_version // 10000}.{server_version % 10000}",
         "calls_per_round": args.calls,
         "rounds": args.rounds,
+        "rest_rounds": args.rest_rounds,
         "settings": os.environ["DJANGO_SETTINGS_MODULE"],
         "server": {
             "workers": args.workers,
@@ -741,8 +755,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         # journal_over_scratch_floor exactly): the table's indexes and constraints, then the
         # journal events and Seam's Python.
         "schema_floor_over_scratch_floor": ratio_of_means(series["schema_floor"], series["scratch_floor"]),
-        "rest_1_over_scratch_floor": ratio_of_means(series["rest_1"], series["scratch_floor"]),
-        "rest_1_over_journal": ratio_of_means(series["rest_1"], series["journal"]),
+        "rest_1_over_scratch_floor": ratio_of_medians(series["rest_1"], series["scratch_floor"]),
+        "rest_1_over_journal": ratio_of_medians(series["rest_1"], series["journal"]),
         # The peer: below 1, the journal records a call faster than DBOS records a workflow of one
         # step on the same server.
         "journal_over_dbos": ratio_of_means(series["journal"], series["dbos"]) if peer else None,
@@ -766,8 +780,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 def render(result: dict[str, Any]) -> str:
     lines = [
         f"Seam journal benchmark: PostgreSQL {result['postgresql']} at {result['database']}",
-        f"{result['rounds']} alternating rounds of {result['calls_per_round']} calls each; "
-        "figures are medians over the rounds",
+        f"{result['rounds']} alternating rounds in process, then {result['rest_rounds']} of REST, "
+        f"of {result['calls_per_round']} calls each; figures are medians over the rounds",
         "own CPU: this process's CPU time per call (Python and driver; for REST, the clients only)",
         "",
         f"{'measurement':<46}{'mean ms':>9}{'p50 ms':>9}{'p99 ms':>9}{'calls/s':>10}{'own CPU ms':>12}",
@@ -845,7 +859,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--calls", type=int, default=150, help="calls per round per measurement (default 150)"
     )
-    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (default 5)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=15,
+        help="alternating rounds of the in-process measurements (default 15)",
+    )
+    parser.add_argument("--rest-rounds", type=int, default=5, help="alternating rounds of REST (default 5)")
     parser.add_argument("--clients", type=int, default=8, help="concurrent REST clients (default 8)")
     parser.add_argument("--workers", type=int, default=4, help="gunicorn workers (default 4)")
     parser.add_argument(
@@ -877,12 +897,13 @@ def main(argv: list[str] | None = None) -> int:
     if (
         args.calls < 10
         or args.rounds < 1
+        or args.rest_rounds < 1
         or args.clients < 2
         or args.workers < 1
         or args.server_conn_max_age < 0
     ):
         parser.error(
-            "need --calls >= 10, --rounds >= 1, --clients >= 2, --workers >= 1, --server-conn-max-age >= 0"
+            "need --calls >= 10, --rounds >= 1, --rest-rounds >= 1, --clients >= 2, --workers >= 1, --server-conn-max-age >= 0"
         )
     if args.dbos and "bench" not in args.dbos_database:
         parser.error("DBOS's database is dropped at the end: its name must contain 'bench'")

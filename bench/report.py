@@ -122,8 +122,9 @@ def met(flag: Any) -> str:
 
 def journal(r: dict[str, Any]) -> list[str]:
     lines = [
-        f"PostgreSQL {r['postgresql']}, {r['rounds']} alternating rounds of {r['calls_per_round']} calls; "
-        "medians over the rounds. Ratios are paired by round.",
+        f"PostgreSQL {r['postgresql']}, {r['rounds']} alternating rounds in process and "
+        f"{r.get('rest_rounds', r['rounds'])} of REST, {r['calls_per_round']} calls each; medians over the "
+        "rounds. Ratios between in-process measurements are paired by round.",
         "",
     ]
     lines += table(

@@ -17,51 +17,62 @@ from typing import Any
 import psycopg
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+# Parameters are bound by position, once each, in a first CTE that names and types them: psycopg
+# then has no named parameters to reorder on every call, and the SQL below still reads by name.
 INSERT_INTENT = """
-WITH run AS (
+WITH p AS (
+    SELECT %s::uuid AS run_id, %s::text AS step_id, %s::integer AS turn, %s::text AS tool,
+           %s::jsonb AS args, %s::integer AS occurrence, %s::text AS key,
+           %s::timestamptz AS now, %s::text AS actor_kind, %s::text AS actor_name,
+           %s::integer AS user_id, %s::boolean AS compensation
+), run AS (
     -- FOR SHARE: intents of one run may be admitted side by side, but never while the run's
     -- status is being changed (completed, cancelled) under them.
-    SELECT id, status FROM handover_run WHERE id = %(run_id)s FOR SHARE
+    SELECT id, status FROM handover_run WHERE id = (SELECT run_id FROM p) FOR SHARE
 ), inserted AS (
     INSERT INTO handover_intent (
         run_id, step_id, turn, tool, args, occurrence, idempotency_key, status,
         error_class, outcome_summary, receipt, request_id, intended_at)
-    SELECT run.id, %(step_id)s, %(turn)s, %(tool)s, %(args)s::jsonb, %(occurrence)s, %(key)s,
-           'intended', '', '', '{}'::jsonb, '', %(now)s
-    FROM run
+    SELECT run.id, p.step_id, p.turn, p.tool, p.args, p.occurrence, p.key,
+           'intended', '', '', '{}'::jsonb, '', p.now
+    FROM run, p
     -- A run admits new intents while running; a compensation is admitted on any run.
-    WHERE run.status = 'running' OR %(compensation)s
+    WHERE run.status = 'running' OR p.compensation
     ON CONFLICT (idempotency_key) DO NOTHING
     RETURNING id
 ), event AS (
     -- The event's data is built here rather than serialised in Python: the same object as
     -- services._intent_event_data, for one JSON encoding fewer per call.
     INSERT INTO handover_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
-    SELECT %(run_id)s, inserted.id, 'intent_recorded', %(actor_kind)s, %(actor_name)s, %(user_id)s,
-           jsonb_build_object('step_id', %(step_id)s::text, 'tool', %(tool)s::text,
-                              'idempotency_key', %(key)s::text)
-           || CASE WHEN %(compensation)s THEN '{"compensation": true}'::jsonb ELSE '{}'::jsonb END,
-           %(now)s
-    FROM inserted
+    SELECT p.run_id, inserted.id, 'intent_recorded', p.actor_kind, p.actor_name, p.user_id,
+           jsonb_build_object('step_id', p.step_id, 'tool', p.tool, 'idempotency_key', p.key)
+           || CASE WHEN p.compensation THEN '{"compensation": true}'::jsonb ELSE '{}'::jsonb END,
+           p.now
+    FROM inserted, p
 )
 SELECT (SELECT status FROM run), (SELECT id FROM inserted)
 """
 
 SETTLE_INTENT = """
-WITH settled AS (
+WITH p AS (
+    SELECT %s::bigint AS intent_id, %s::text AS status, %s::text AS error_class,
+           %s::text AS summary, %s::jsonb AS receipt, %s::text AS request_id,
+           %s::timestamptz AS now, %s::text AS actor_kind, %s::text AS actor_name,
+           %s::integer AS user_id
+), settled AS (
     UPDATE handover_intent
-    SET status = %(status)s, error_class = %(error_class)s, outcome_summary = %(summary)s,
-        receipt = %(receipt)s::jsonb, request_id = %(request_id)s, settled_at = %(now)s
-    WHERE id = %(intent_id)s AND status = 'intended'
-    RETURNING id, run_id
+    SET status = p.status, error_class = p.error_class, outcome_summary = p.summary,
+        receipt = p.receipt, request_id = p.request_id, settled_at = p.now
+    FROM p
+    WHERE handover_intent.id = p.intent_id AND handover_intent.status = 'intended'
+    RETURNING handover_intent.id, handover_intent.run_id
 ), event AS (
     -- The same data as services._settle_intent's ORM path writes.
     INSERT INTO handover_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
-    SELECT settled.run_id, settled.id, 'outcome_recorded', %(actor_kind)s, %(actor_name)s, %(user_id)s,
-           jsonb_build_object('status', %(status)s::text, 'error_class', %(error_class)s::text,
-                              'receipt', %(receipt)s::jsonb),
-           %(now)s
-    FROM settled
+    SELECT settled.run_id, settled.id, 'outcome_recorded', p.actor_kind, p.actor_name, p.user_id,
+           jsonb_build_object('status', p.status, 'error_class', p.error_class, 'receipt', p.receipt),
+           p.now
+    FROM settled, p
 )
 SELECT count(*) FROM settled
 """
@@ -108,20 +119,21 @@ def insert_intent(
     with db.wrap_database_errors:  # psycopg's errors become Django's (IntegrityError...)
         cursor.execute(
             INSERT_INTENT,
-            {
-                "run_id": run_id,
-                "step_id": step_id,
-                "turn": turn,
-                "tool": tool,
-                "args": args_json,
-                "occurrence": occurrence,
-                "key": key,
-                "now": now,
-                "actor_kind": actor_kind,
-                "actor_name": actor_name,
-                "user_id": user_id,
-                "compensation": compensation,
-            },
+            # In the order of INSERT_INTENT's first CTE.
+            (
+                run_id,
+                step_id,
+                turn,
+                tool,
+                args_json,
+                occurrence,
+                key,
+                now,
+                actor_kind,
+                actor_name,
+                user_id,
+                compensation,
+            ),
             prepare=True,
         )
         row = cursor.fetchone()
@@ -150,18 +162,19 @@ def settle_intent(
     with db.wrap_database_errors:
         cursor.execute(
             SETTLE_INTENT,
-            {
-                "intent_id": intent_id,
-                "status": status,
-                "error_class": error_class,
-                "summary": summary,
-                "receipt": receipt_json,
-                "request_id": request_id,
-                "now": now,
-                "actor_kind": actor_kind,
-                "actor_name": actor_name,
-                "user_id": user_id,
-            },
+            # In the order of SETTLE_INTENT's first CTE.
+            (
+                intent_id,
+                status,
+                error_class,
+                summary,
+                receipt_json,
+                request_id,
+                now,
+                actor_kind,
+                actor_name,
+                user_id,
+            ),
             prepare=True,
         )
         row = cursor.fetchone()

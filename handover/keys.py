@@ -7,6 +7,7 @@ identical effect that a run legitimately wants twice."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -105,7 +106,18 @@ def idempotency_key_of_json(
     """idempotency_key for arguments already canonicalised and serialised by canonical_json: the
     journal's hot path serialises them once, for the key, the size limit and the row. The
     material is spelled exactly as canonical_json spells the list (tests/handover/test_keys.py)."""
-    head = canonical_json([KEY_SCHEME, tenant_slug, str(run_id), tool])  # '[...]'
-    tail = canonical_json([policy_version, occurrence])
-    material = f"{head[:-1]},{args_json},{tail[1:]}"
+    material = (
+        f"{_key_head(tenant_slug, str(run_id), tool)},{args_json},{_key_tail(policy_version, occurrence)}"
+    )
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+# The material's parts before and after the arguments repeat across a run's calls; spelled once.
+@functools.lru_cache(maxsize=4096)
+def _key_head(tenant_slug: str, run_id: str, tool: str) -> str:
+    return canonical_json([KEY_SCHEME, tenant_slug, run_id, tool])[:-1]  # '[...' without ']'
+
+
+@functools.lru_cache(maxsize=256, typed=True)  # True, 1 and 1.0 are spelled differently
+def _key_tail(policy_version: str, occurrence: int) -> str:
+    return canonical_json([policy_version, occurrence])[1:]  # '...]' without '['

@@ -35,7 +35,7 @@ from observability import metrics
 from observability.context import bind as bind_log_context
 from observability.context import journal_log_context
 from observability.context import unbind as unbind_log_context
-from tools.registry import ArgumentsRefused, UnknownTool, get_tool
+from tools.registry import ArgumentsRefused, find_tool
 
 from . import journal_sql
 from .keys import NotCanonicalisable, canonical_args, canonical_json, idempotency_key_of_json
@@ -198,7 +198,8 @@ def inside_open_transaction(db: BaseDatabaseWrapper | None = None) -> bool:
     if db is None:
         db = transaction.get_connection()
     if not db.atomic_blocks:  # the usual case, and on every journaled call
-        return not db.get_autocommit()
+        # db.autocommit is only meaningful once connected; get_autocommit() connects first.
+        return not (db.autocommit if db.connection is not None else db.get_autocommit())
     # Django's TestCase wraps each test in atomic blocks it marks as its own; durable blocks
     # ignore those, and so do we. Any other open block means the caller holds a transaction.
     return any(not getattr(b, "_from_testcase", False) for b in db.atomic_blocks)
@@ -339,9 +340,8 @@ def _check_registered_arguments(tool: str, args: dict[str, Any]) -> None:
     """A registered tool's arguments must satisfy its schema before any intent is recorded. An
     unregistered tool is still journaled — the record matters most when nothing else knows the
     call — but reconciliation cannot ask anyone about it and will hand it to a person."""
-    try:
-        spec = get_tool(tool)
-    except UnknownTool:
+    spec = find_tool(tool)
+    if spec is None:
         return
     try:
         spec.validate(args)
@@ -482,15 +482,19 @@ def run_complete(*, run: Run, actor: Actor) -> Run:
 
 
 def step_id_for(*, run: Run, turn: int, tool: str, occurrence: int = 0) -> str:
-    base = f"{run.pk}:{turn}:{tool}"
-    return f"{base}:{occurrence}" if occurrence else base
+    return _step_id(str(run.pk), turn, tool, occurrence)
 
 
-@dataclass(frozen=True, slots=True)
+def _step_id(run_id: str, turn: int, tool: str, occurrence: int) -> str:
+    return f"{run_id}:{turn}:{tool}:{occurrence}" if occurrence else f"{run_id}:{turn}:{tool}"
+
+
+@dataclass(slots=True)
 class _IntentDraft:
     """An intent checked and keyed, not yet written: what intent_record and perform both insert."""
 
     run: Run
+    run_id: str  # str(run.pk), made once
     tool: str
     args: dict[str, Any]
     args_json: str  # canonical_json(args), made once for the size limit, the key and the row
@@ -515,16 +519,16 @@ def _intent_draft(*, run: Run, tool: Any, args: Any, turn: Any, occurrence: Any)
         policy_version=run.policy_version,
         occurrence=occurrence,
     )
-    step_id = f"{run_id}:{turn}:{tool}:{occurrence}" if occurrence else f"{run_id}:{turn}:{tool}"
     return _IntentDraft(
         run=run,
+        run_id=run_id,
         tool=tool,
         args=clean,
         args_json=args_json,
         turn=turn,
         occurrence=occurrence,
         key=key,
-        step_id=step_id,
+        step_id=_step_id(run_id, turn, tool, occurrence),
     )
 
 
@@ -720,7 +724,7 @@ class OutcomeRecorded:
     changed: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _OutcomeDraft:
     """An outcome checked, not yet written."""
 
@@ -1057,7 +1061,7 @@ def perform(
     through their parts rather than through them: one log context for the whole call, and the
     Intent built once, after the outcome, instead of once per write (docs/performance.md)."""
     draft = _intent_draft(run=run, tool=tool, args=args, turn=turn, occurrence=occurrence)
-    token = bind_log_context(run_id=run.pk, step_id=draft.step_id)
+    token = bind_log_context(run_id=draft.run_id, step_id=draft.step_id)
     try:
         return _perform(draft, dispatch=dispatch, actor=actor, compensation=compensation)
     finally:

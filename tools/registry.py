@@ -103,10 +103,15 @@ def all_tools() -> dict[str, ToolSpec]:
 
 
 def get_tool(name: str) -> ToolSpec:
-    try:
-        return _registry()[name]
-    except KeyError:
-        raise UnknownTool(f"no tool named {name!r} is registered") from None
+    spec = find_tool(name)
+    if spec is None:
+        raise UnknownTool(f"no tool named {name!r} is registered")
+    return spec
+
+
+def find_tool(name: str) -> ToolSpec | None:
+    """The registered tool of that name, or None (journaling an unregistered tool is allowed)."""
+    return _registry().get(name)
 
 
 def reset_registry() -> None:

@@ -10,10 +10,9 @@ thread of the same process, one call after another, against the same server.
 DBOS keeps its records in a system database of its own (`seam_bench_dbos` by default), which it
 creates and migrates on launch. The database is dropped at the end (`close`), so every run starts
 from empty tables, as the journal's bench tables do. DBOS also runs background threads (queue and
-notification polling) while launched; they run during every measurement, the journal's included,
-so they cost both sides alike.
-
-Imported by bench/journal.py, which times it in the same alternating rounds as the journal.
+notification polling) while launched, so bench/journal.py launches it only after the floors and
+the journal have been measured, then times it in alternating rounds against the journal measured
+again beside it: both sides pay for those threads alike.
 """
 
 from __future__ import annotations

@@ -24,12 +24,15 @@ it stays close to that floor. One run measures, against the same database:
    own run), as latency per call and calls per second;
 6. the peer: DBOS Transact (the `dbos` package, the "bench" extra) recording the same no-op call
    on the same PostgreSQL server, in a system database of its own: one workflow with one
-   `@DBOS.step()` per call, its natural unit (bench/dbos_peer.py). journal / DBOS per recorded
-   call is printed beside the target (below 1: the journal is faster). `--no-dbos` leaves it out.
+   `@DBOS.step()` per call, its natural unit (bench/dbos_peer.py). DBOS is launched last, and
+   measured in rounds of its own against the journal measured beside it (DBOS's background
+   threads would otherwise slow the journal's rounds against the floors). journal / DBOS per
+   recorded call is printed beside the target (below 1: the journal is faster). `--no-dbos`
+   leaves it out.
 
 Each measurement is warmed up first, then run in alternating rounds (the order reversed every
-other round) so that machine noise falls on all of them alike: 15 rounds of the in-process
-measurements (the floors, the journal, DBOS), whose ratios are paired by round, then 5 of REST.
+other round) so that machine noise falls on all of them alike: 15 rounds of the floors and the
+journal, whose ratios are paired by round, then 5 of REST, then 5 of DBOS beside the journal.
 The figures printed are medians over the rounds. Run it from the project root:
 
     DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python bench/journal.py [--calls N] [--json]
@@ -233,6 +236,17 @@ def ratio_of_medians(numerator: Series, denominator: Series) -> float:
     return numerator.summary()["mean_ms"] / denominator.summary()["mean_ms"]
 
 
+def run_rounds(series: dict[str, Series], runners: dict[str, Callable[[], Sample]], rounds: int) -> None:
+    """Alternating rounds, the order reversed every other round, so that drift in the machine's
+    speed falls on every measurement alike."""
+    order = list(runners)
+    for round_number in range(rounds):
+        this_round = order if round_number % 2 == 0 else order[::-1]
+        progress(f"round {round_number + 1}/{rounds}: {', '.join(this_round)}")
+        for name in this_round:
+            series[name].samples.append(runners[name]())
+
+
 def timed_loop(calls: int, one_call: Callable[[], None]) -> Sample:
     latencies = []
     cpu_started = time.process_time()
@@ -342,6 +356,69 @@ class SchemaFloor:
         from handover.models import Intent, IntentStatus
 
         return Intent.objects.filter(run_id=self.run_id, status=IntentStatus.PERFORMED).count()
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class JournalStatements:
+    """The journal's own two statements (handover.journal_sql: the intent and its event, then the
+    outcome and its event), run raw: the same autocommit psycopg connection and prepared
+    statements as the floors, the parameters made ahead of the timed call as the floors make
+    theirs, none of Seam's Python. Between the schema floor and the journal, it splits the gap
+    into what the journal events cost PostgreSQL and what Seam's Python costs."""
+
+    ACTOR = ("agent", "bench-statements", None, False)  # kind, name, user, compensation
+
+    def __init__(self, tenant: Any) -> None:
+        from django.utils import timezone
+
+        from handover import journal_sql, services
+
+        self.journal_sql = journal_sql
+        self.timezone = timezone
+        self.run_id = services.run_create(
+            tenant=tenant,
+            task_type="bench",
+            versions=VERSIONS,
+            actor=services.Actor.system("bench-statements"),
+        ).run.pk
+        self.conn = raw_connection()
+        self.counter = itertools.count()
+
+    def call(self) -> None:
+        n = next(self.counter)
+        key = hashlib.sha256(f"statements:{self.run_id}:{n}".encode()).hexdigest()
+        now = self.timezone.now()
+        row = self.conn.execute(
+            self.journal_sql.INSERT_INTENT,
+            # run, step, turn, tool, args, occurrence, key, now, actor kind and name, user, compensation
+            (
+                self.run_id,
+                f"{self.run_id}:{n}:{TOOL}",
+                n,
+                TOOL,
+                json.dumps({"n": n}),
+                0,
+                key,
+                now,
+                *self.ACTOR,
+            ),
+            prepare=True,
+        ).fetchone()
+        if row is None or row[1] is None:
+            raise BenchError(f"journal statements: intent {n} was not inserted ({row})")
+        settled = self.conn.execute(
+            self.journal_sql.SETTLE_INTENT,
+            # intent, status, error class, summary, receipt, request id, now, actor kind and name, user
+            (row[1], "performed", "", "", "{}", "", now, *self.ACTOR[:3]),
+            prepare=True,
+        ).fetchone()
+        if settled != (1,):
+            raise BenchError(f"journal statements: the settle of intent {row[1]} returned {settled}")
+
+    def run(self, calls: int) -> Sample:
+        return timed_loop(calls, self.call)
 
     def close(self) -> None:
         self.conn.close()
@@ -627,26 +704,21 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     server_version = connection.pg_version
 
     schema_floor = SchemaFloor(tenant)
+    statements = JournalStatements(tenant)
     in_process = InProcess(tenant)
     floor = Floor()  # last: from here on, `finally` drops its scratch table
     series = {
         "scratch_floor": Series("floor: raw psycopg, 2 commits, scratch table"),
         "schema_floor": Series("floor: raw psycopg, 2 commits, handover_intent"),
+        "statements": Series("journal's 2 statements, raw psycopg"),
         "journal": Series("journal: services.perform, in process"),
         "rest_1": Series("REST: intent + outcome POST, 1 client"),
         f"rest_{args.clients}": Series(f"REST: intent + outcome POST, {args.clients} clients"),
     }
     if args.dbos:
-        from bench.dbos_peer import DbosPeer
-
-        progress(f"launching DBOS Transact against {args.dbos_database}")
-        try:
-            peer: Any = DbosPeer(database_url, database=args.dbos_database)
-        except RuntimeError as exc:
-            raise BenchError(str(exc)) from exc
-        series["dbos"] = Series(f"DBOS {peer.version}: workflow + 1 step, in process")
-    else:
-        peer = None
+        series["journal_beside_dbos"] = Series("journal: services.perform, beside DBOS")
+        series["dbos"] = Series("DBOS: workflow + 1 step, in process")
+    peer: Any = None
     profile: dict[str, Any] | None = None
     dbos_rows: dict[str, int] | None = None
     dbos_calls = 0
@@ -667,10 +739,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             in_process_runners: dict[str, Callable[[], Sample]] = {
                 "scratch_floor": lambda: floor.run(args.calls),
                 "schema_floor": lambda: schema_floor.run(args.calls),
+                "statements": lambda: statements.run(args.calls),
                 "journal": lambda: in_process.run(args.calls),
             }
-            if peer is not None:
-                in_process_runners["dbos"] = lambda: timed_loop(args.calls, peer.call)
             rest_runners: dict[str, Callable[[], Sample]] = {
                 "rest_1": lambda: rest_round(one, args.calls),
                 f"rest_{args.clients}": lambda: rest_round(many, args.calls),
@@ -678,20 +749,33 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             progress(f"warming up ({warmup} calls each)")
             floor.run(warmup)
             schema_floor.run(warmup)
+            statements.run(warmup)
             in_process.run(warmup)
             rest_round(one, warmup)
             rest_round(many, max(warmup, 4 * args.clients))  # every worker, every client
-            if peer is not None:
-                timed_loop(warmup, peer.call)
-            for runners, rounds in ((in_process_runners, args.rounds), (rest_runners, args.rest_rounds)):
-                order = list(runners)
-                for round_number in range(rounds):
-                    this_round = order if round_number % 2 == 0 else order[::-1]
-                    progress(f"round {round_number + 1}/{rounds}: {', '.join(this_round)}")
-                    for name in this_round:
-                        series[name].samples.append(runners[name]())
+            run_rounds(series, in_process_runners, args.rounds)
+            run_rounds(series, rest_runners, args.rest_rounds)
             for client in [*one, *many]:
                 client.close()
+        if args.dbos:
+            # Last, and only now launched: DBOS runs background threads (queue and notification
+            # polling) in this process, which would slow the Python-heavy journal more than the
+            # floors. So the floors are measured without them, and DBOS is compared with the
+            # journal measured beside it, in rounds of their own.
+            from bench.dbos_peer import DbosPeer
+
+            progress(f"launching DBOS Transact against {args.dbos_database}")
+            try:
+                peer = DbosPeer(database_url, database=args.dbos_database)
+            except RuntimeError as exc:
+                raise BenchError(str(exc)) from exc
+            series["dbos"].name = f"DBOS {peer.version}: workflow + 1 step, in process"
+            timed_loop(warmup, peer.call)
+            peer_runners: dict[str, Callable[[], Sample]] = {
+                "journal_beside_dbos": lambda: in_process.run(args.calls),
+                "dbos": lambda: timed_loop(args.calls, peer.call),
+            }
+            run_rounds(series, peer_runners, args.rest_rounds)
         if args.profile:
             progress("profiling in-process calls")
             profile = profile_in_process(in_process, args.calls)
@@ -713,6 +797,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         floor.close()
         schema_floor.close()
+        statements.close()
         if peer is not None:
             peer.close()
         if "bench" in args.database and not args.keep_rows:
@@ -755,13 +840,21 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         # journal_over_scratch_floor exactly): the table's indexes and constraints, then the
         # journal events and Seam's Python.
         "schema_floor_over_scratch_floor": ratio_of_means(series["schema_floor"], series["scratch_floor"]),
+        # ...and journal_over_schema_floor split in two: the journal's statements raw (what the
+        # journal events cost PostgreSQL and the driver), then perform over them (Seam's Python).
+        "statements_over_schema_floor": ratio_of_means(series["statements"], series["schema_floor"]),
+        "journal_over_statements": ratio_of_means(series["journal"], series["statements"]),
         "rest_1_over_scratch_floor": ratio_of_medians(series["rest_1"], series["scratch_floor"]),
         "rest_1_over_journal": ratio_of_medians(series["rest_1"], series["journal"]),
         # The peer: below 1, the journal records a call faster than DBOS records a workflow of one
         # step on the same server.
-        "journal_over_dbos": ratio_of_means(series["journal"], series["dbos"]) if peer else None,
-        "journal_faster_than_dbos": (ratio_of_means(series["journal"], series["dbos"]) < 1) if peer else None,
-        "dbos_over_scratch_floor": ratio_of_means(series["dbos"], series["scratch_floor"]) if peer else None,
+        "journal_over_dbos": ratio_of_means(series["journal_beside_dbos"], series["dbos"]) if peer else None,
+        "journal_faster_than_dbos": (
+            (ratio_of_means(series["journal_beside_dbos"], series["dbos"]) < 1) if peer else None
+        ),
+        "dbos_over_scratch_floor": ratio_of_medians(series["dbos"], series["scratch_floor"])
+        if peer
+        else None,
         "dbos": (
             {
                 "version": peer.version,
@@ -806,9 +899,10 @@ def render(result: dict[str, Any]) -> str:
         f"  {'vs the same two writes on handover_intent (schema floor):':<59}"
         f"{result['journal_over_schema_floor']:5.2f}   {target}: {met('target_met_schema_floor')}",
         f"  breakdown: schema floor / scratch floor {result['schema_floor_over_scratch_floor']:.2f} "
-        "(the table's indexes and constraints), "
-        f"journal / schema floor {result['journal_over_schema_floor']:.2f} "
-        "(the journal events + Seam's Python)",
+        "(the table's indexes and constraints); journal / schema floor "
+        f"{result['journal_over_schema_floor']:.2f} = the journal's statements raw / schema floor "
+        f"{result['statements_over_schema_floor']:.2f} (the journal events) x journal / its statements "
+        f"{result['journal_over_statements']:.2f} (Seam's Python)",
         f"REST 1 client / scratch floor: {result['rest_1_over_scratch_floor']:.2f}",
         f"REST 1 client / journal:       {result['rest_1_over_journal']:.2f}",
         *(

@@ -153,6 +153,22 @@ def journal(r: dict[str, Any]) -> list[str]:
             f"≤ {r['target']}: {met(r['target_met_schema_floor'])}",
         ],
         ["handover_intent writes / scratch floor", f"{r['schema_floor_over_scratch_floor']:.2f}", ""],
+        *(
+            [
+                [
+                    "the journal's 2 statements, raw / the same two writes (the journal events)",
+                    f"{r['statements_over_schema_floor']:.2f}",
+                    "",
+                ],
+                [
+                    "journal / its 2 statements, raw (Seam's Python)",
+                    f"{r['journal_over_statements']:.2f}",
+                    "",
+                ],
+            ]
+            if "statements_over_schema_floor" in r
+            else []
+        ),
         ["REST, 1 client / raw floor", f"{r['rest_1_over_scratch_floor']:.2f}", ""],
         ["REST, 1 client / journal in process", f"{r['rest_1_over_journal']:.2f}", ""],
     ]

@@ -315,3 +315,60 @@ def test_journal_events_cannot_be_updated_or_deleted_in_the_database(make_run: A
     with pytest.raises(DatabaseError, match="append-only"):
         JournalEvent.objects.filter(run=run).delete()
     assert JournalEvent.objects.get(run=run).actor_name == "returns-bot"
+
+
+def test_both_paths_write_the_same_events_and_return_the_stored_row(
+    make_run: Any, agent_actor: Actor
+) -> None:
+    """The single statements build the events' data in SQL, and perform builds its Intent without
+    reading it back: both must match what the ORM path writes and what a read returns."""
+    run = make_run()
+    result = services.perform(
+        run=run,
+        tool="start_return",
+        args={"order_id": "SU-90317"},
+        dispatch=lambda args, key: DispatchResult(
+            summary="label RL-7734", receipt={"label": "RL-7734"}, request_id="req-1"
+        ),
+        turn=1,
+        actor=agent_actor,
+    )
+    compensation = services.intent_record(
+        run=run, tool="cancel_pickup", args={"label": "RL-7734"}, turn=2, actor=agent_actor, compensation=True
+    ).intent
+
+    events = {
+        (e.intent_id, e.kind): (e.data, e.actor_kind, e.actor_name, e.user_id)
+        for e in JournalEvent.objects.filter(run=run, intent__isnull=False)
+    }
+    intent = result.intent
+    assert events == {
+        (intent.pk, "intent_recorded"): (
+            {"step_id": intent.step_id, "tool": "start_return", "idempotency_key": intent.idempotency_key},
+            "agent",
+            agent_actor.name,
+            None,
+        ),
+        (intent.pk, "outcome_recorded"): (
+            {"status": "performed", "error_class": "", "receipt": {"label": "RL-7734"}},
+            "agent",
+            agent_actor.name,
+            None,
+        ),
+        (compensation.pk, "intent_recorded"): (
+            {
+                "step_id": compensation.step_id,
+                "tool": "cancel_pickup",
+                "idempotency_key": compensation.idempotency_key,
+                "compensation": True,
+            },
+            "agent",
+            agent_actor.name,
+            None,
+        ),
+    }
+    stored = Intent.objects.get(pk=intent.pk)
+    fields = [f.attname for f in Intent._meta.concrete_fields]
+    assert {f: getattr(intent, f) for f in fields} == {f: getattr(stored, f) for f in fields}
+    assert intent.run is run
+    assert intent._state.adding is False

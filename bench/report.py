@@ -433,11 +433,13 @@ def write(directory: Path, out: Path) -> int:
         "depend on the machine and are there for context.",
         "",
     ]
-    busy = max(s.get("loadavg", [0])[0], e["loadavg"][0])
+    # Only the load before the first benchmark tells of other work: the load at the end is mostly
+    # the benchmarks' own (the last ones keep both CPUs busy).
+    busy = s.get("loadavg", [0])[0]
     if busy > (info["cpus"] or 1) / 2:
         lines += [
-            f"> The machine was busy while this ran (load average up to {busy} on {info['cpus']} CPUs, "
-            "other work running beside the benchmarks): absolute times are inflated and ratios noisier "
+            f"> The machine was busy when this started (load average {busy} on {info['cpus']} CPUs, "
+            "other work running before the benchmarks): absolute times are inflated and ratios noisier "
             "than on a quiet machine.",
             "",
         ]

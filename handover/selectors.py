@@ -78,7 +78,11 @@ def run_get(*, tenant: Tenant, run_id: Any) -> Run | None:
         pk = uuid.UUID(str(run_id))
     except ValueError:
         return None
-    return Run.objects.select_related("tenant").filter(tenant=tenant, pk=pk).first()
+    run = Run.objects.filter(tenant=tenant, pk=pk).first()
+    if run is not None:
+        # The tenant is the one asked for: reuse it rather than join its row in again.
+        Run.tenant.field.set_cached_value(run, tenant)
+    return run
 
 
 def run_get_with_journal(*, tenant: Tenant, run_id: Any) -> Run | None:
@@ -98,7 +102,10 @@ def run_get_with_journal(*, tenant: Tenant, run_id: Any) -> Run | None:
 
 
 def intent_get(*, run: Run, step_id: str) -> Intent | None:
-    return Intent.objects.select_related("run", "run__tenant").filter(run=run, step_id=step_id).first()
+    intent = Intent.objects.filter(run=run, step_id=step_id).first()
+    if intent is not None:
+        Intent.run.field.set_cached_value(intent, run)  # the run (and its tenant) the caller holds
+    return intent
 
 
 def plan_with_keys(run: Run) -> list[dict[str, Any]]:

@@ -229,9 +229,18 @@ def event_record(
     intent: Intent | None = None,
     data: dict[str, Any] | None = None,
 ) -> JournalEvent:
+    return _event_insert(
+        run_id=run.pk, intent_id=intent.pk if intent else None, kind=kind, actor=actor, at=at, data=data
+    )
+
+
+def _event_insert(
+    *, run_id: Any, intent_id: int | None, kind: str, actor: Actor, at: datetime, data: dict[str, Any] | None
+) -> JournalEvent:
+    """event_record for a caller that holds ids, not rows (the journal's hot writes)."""
     return JournalEvent.objects.create(
-        run=run,
-        intent=intent,
+        run_id=run_id,
+        intent_id=intent_id,
         kind=kind,
         actor_kind=actor.kind,
         actor_name=actor.name,
@@ -872,16 +881,14 @@ def _settle_intent(intent_pk: int, run_id: Any, draft: _OutcomeDraft, *, now: da
             request_id=draft.request_id, settled_at=now, **draft.as_columns()
         )
         if settled:
-            JournalEvent.objects.create(
+            _event_insert(
                 run_id=run_id,
                 intent_id=intent_pk,
                 kind=JournalEvent.Kind.OUTCOME_RECORDED,
-                actor_kind=actor.kind,
-                actor_name=actor.name,
-                user_id=actor.user_id,
+                actor=actor,
+                at=now,
                 # journal_sql.SETTLE_INTENT builds the same in SQL.
                 data={"status": draft.status, "error_class": draft.error_class, "receipt": draft.receipt},
-                at=now,
             )
     return bool(settled)
 

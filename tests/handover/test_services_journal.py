@@ -372,3 +372,40 @@ def test_both_paths_write_the_same_events_and_return_the_stored_row(
     assert {f: getattr(intent, f) for f in fields} == {f: getattr(stored, f) for f in fields}
     assert intent.run is run
     assert intent._state.adding is False
+
+
+@pytest.mark.parametrize("same_outcome", [True, False])
+def test_an_intent_settled_by_someone_else_during_the_call(
+    make_run: Any, agent_actor: Actor, same_outcome: bool
+) -> None:
+    """While the call is out, reconciliation (or a person) may settle its row first. The same
+    outcome is then the row as stored; a different one is a conflict. Either way one transition
+    and one outcome event are recorded."""
+    run = make_run()
+    worker = Actor.system("reconciliation")
+
+    def dispatch(args: dict[str, Any], key: str) -> DispatchResult:
+        intent = Intent.objects.get(idempotency_key=key)
+        services.outcome_record(
+            intent=intent,
+            ok=True,
+            summary="label RL-7734" if same_outcome else "found by lookup",
+            receipt={"label": "RL-7734"},
+            actor=worker,
+        )
+        return DispatchResult(summary="label RL-7734", receipt={"label": "RL-7734"})
+
+    kwargs = {"run": run, "tool": "start_return", "args": {"order_id": "SU-90317"}, "turn": 1}
+    if same_outcome:
+        result = services.perform(dispatch=dispatch, actor=agent_actor, **kwargs)
+        assert not result.replayed
+        stored = Intent.objects.get(pk=result.intent.pk)
+        assert (result.intent.status, result.intent.settled_at) == (stored.status, stored.settled_at)
+    else:
+        with pytest.raises(services.Conflict):
+            services.perform(dispatch=dispatch, actor=agent_actor, **kwargs)
+        stored = Intent.objects.get(run=run)
+    assert stored.status == IntentStatus.PERFORMED
+    assert stored.outcome_summary == ("label RL-7734" if same_outcome else "found by lookup")
+    outcomes = JournalEvent.objects.filter(intent=stored, kind="outcome_recorded")
+    assert list(outcomes.values_list("actor_name", flat=True)) == ["reconciliation"]

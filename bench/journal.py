@@ -368,7 +368,7 @@ class JournalStatements:
     theirs, none of Seam's Python. Between the schema floor and the journal, it splits the gap
     into what the journal events cost PostgreSQL and what Seam's Python costs."""
 
-    ACTOR = ("agent", "bench-statements", None, False)  # kind, name, user, compensation
+    ACTOR: dict[str, Any] = {"actor_kind": "agent", "actor_name": "bench-statements", "user_id": None}
 
     def __init__(self, tenant: Any) -> None:
         from django.utils import timezone
@@ -390,32 +390,34 @@ class JournalStatements:
         n = next(self.counter)
         key = hashlib.sha256(f"statements:{self.run_id}:{n}".encode()).hexdigest()
         now = self.timezone.now()
-        row = self.conn.execute(
-            self.journal_sql.INSERT_INTENT,
-            # run, step, turn, tool, args, occurrence, key, now, actor kind and name, user, compensation
-            (
-                self.run_id,
-                f"{self.run_id}:{n}:{TOOL}",
-                n,
-                TOOL,
-                json.dumps({"n": n}),
-                0,
-                key,
-                now,
-                *self.ACTOR,
-            ),
-            prepare=True,
-        ).fetchone()
-        if row is None or row[1] is None:
-            raise BenchError(f"journal statements: intent {n} was not inserted ({row})")
-        settled = self.conn.execute(
-            self.journal_sql.SETTLE_INTENT,
-            # intent, status, error class, summary, receipt, request id, now, actor kind and name, user
-            (row[1], "performed", "", "", "{}", "", now, *self.ACTOR[:3]),
-            prepare=True,
-        ).fetchone()
-        if settled != (1,):
-            raise BenchError(f"journal statements: the settle of intent {row[1]} returned {settled}")
+        sql = self.journal_sql
+        params = sql.insert_intent_params(
+            run_id=self.run_id,
+            step_id=f"{self.run_id}:{n}:{TOOL}",
+            turn=n,
+            tool=TOOL,
+            args_json=json.dumps({"n": n}),
+            occurrence=0,
+            key=key,
+            now=now,
+            **self.ACTOR,
+            compensation=False,
+        )
+        row = self.conn.execute(sql.INSERT_INTENT, params, prepare=True).fetchone()
+        if row is None:
+            raise BenchError(f"journal statements: intent {n} was not inserted")
+        params = sql.settle_intent_params(
+            intent_id=row[0],
+            status="performed",
+            error_class="",
+            summary="",
+            receipt_json="{}",
+            request_id="",
+            now=now,
+            **self.ACTOR,
+        )
+        if self.conn.execute(sql.SETTLE_INTENT, params, prepare=True).fetchone() is None:
+            raise BenchError(f"journal statements: the settle of intent {row[0]} changed nothing")
 
     def run(self, calls: int) -> Sample:
         return timed_loop(calls, self.call)

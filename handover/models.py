@@ -319,13 +319,31 @@ class JournalEvent(models.Model):
         RESUME_REQUESTED = "resume_requested", "Resumption requested"
         ESCALATION_RESOLVED = "escalation_resolved", "Escalation resolved"
 
+    # The run and the intent are foreign keys without database constraints (db_constraint=False).
+    # Every writer takes both ids from a row it holds: journal_sql's statements from the intent
+    # row they have just inserted or updated (RETURNING), the ORM paths from saved instances, in
+    # the same transaction. A constraint would add nothing but its checks, which on PostgreSQL
+    # re-read and share-lock the run and intent rows at commit for every event: two per
+    # journaled call, about a tenth of the journal's cost (pgbench, docs/performance.md). The
+    # recovery invariants (scenarios.invariants.check_recovered) check that no event points
+    # outside its run, and rows are never deleted under events (the journal is append-only and
+    # refuses the cascade). It also lets intents be partitioned later (docs/scaling.md).
+    #
     # Indexed by journal_run_at_idx (run, at), which also serves lookups by run alone.
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="events", db_index=False, db_constraint=False
+    )
     # No index: every journaled call would pay two inserts into it, and nothing looks events up
     # by intent alone; an intent's events are its run's (compensations.run_compensate asks
     # journal_run_at_idx for them by run).
     intent = models.ForeignKey(
-        Intent, on_delete=models.CASCADE, null=True, blank=True, related_name="events", db_index=False
+        Intent,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="events",
+        db_index=False,
+        db_constraint=False,
     )
     kind = models.CharField(max_length=40, choices=Kind.choices)
     actor_kind = models.CharField(max_length=10, choices=ActorKind.choices)

@@ -564,35 +564,34 @@ def intent_record(
     the row recorded the first time, whoever recorded it; a different intent in a step slot
     that is already taken is a conflict."""
     draft = _intent_draft(run=run, tool=tool, args=args, turn=turn, occurrence=occurrence)
-    new_id, intended_at, run_status = _intent_write(draft, actor=actor, compensation=compensation)
+    new_id, intended_at = _intent_write(draft, actor=actor, compensation=compensation)
     if new_id is None:
-        existing = _intent_already_recorded(draft, run_status=run_status, compensation=compensation)
+        existing = _intent_already_recorded(draft, compensation=compensation)
         return IntentRecorded(intent=existing, created=False)
     return IntentRecorded(intent=_intent_loaded(new_id, draft, intended_at=intended_at), created=True)
 
 
-def _intent_write(
-    draft: _IntentDraft, *, actor: Actor, compensation: bool
-) -> tuple[int | None, datetime, str | None]:
-    """Insert the draft and its event, committed: (new id, intended_at, run status). The id is
-    None when the run admits no intents or the slot is taken (_intent_already_recorded says
-    which); the run status is None when there is no such run."""
+def _intent_write(draft: _IntentDraft, *, actor: Actor, compensation: bool) -> tuple[int | None, datetime]:
+    """Insert the draft and its event, committed: (new id, intended_at). The id is None when
+    there is no such run, the run admits no intents or the slot is taken
+    (_intent_already_recorded says which)."""
     now = timezone.now()
     try:
-        run_status, new_id = _insert_intent(draft, now=now, actor=actor, any_run_status=compensation)
+        new_id = _insert_intent(draft, now=now, actor=actor, any_run_status=compensation)
     except IntegrityError:
         # The step slot is taken; whether by this same intent is decided by the caller.
-        run_status, new_id = RunStatus.RUNNING, None
+        new_id = None
     if new_id is not None:
         metrics.intent_recorded()
         logger.debug("intent recorded: %s, key %s", draft.tool, draft.key)
-    return new_id, now, run_status
+    return new_id, now
 
 
-def _intent_already_recorded(draft: _IntentDraft, *, run_status: str | None, compensation: bool) -> Intent:
+def _intent_already_recorded(draft: _IntentDraft, *, compensation: bool) -> Intent:
     """Why a draft was not inserted: the row already holding its key is returned (the same intent
     again); otherwise NotFound (no run), Conflict (the run admits no intents) or StepTaken (its
     step slot holds another intent)."""
+    run_status = Run.objects.filter(pk=draft.run.pk).values_list("status", flat=True).first()
     if run_status is None:
         raise NotFound("run not found", field="run")
     existing = Intent.objects.filter(idempotency_key=draft.key).select_related("run").first()
@@ -660,11 +659,9 @@ def _intent_event_data(draft: _IntentDraft, *, compensation: bool) -> dict[str, 
     return data
 
 
-def _insert_intent(
-    draft: _IntentDraft, *, now: datetime, actor: Actor, any_run_status: bool
-) -> tuple[str | None, int | None]:
-    """Insert the intent row and its event, committed together, unless the run admits no
-    intents or the key is already recorded. Returns (run status or None, new intent id or None);
+def _insert_intent(draft: _IntentDraft, *, now: datetime, actor: Actor, any_run_status: bool) -> int | None:
+    """Insert the intent row and its event, committed together, unless there is no such run, the
+    run admits no intents or the key is already recorded. Returns the new intent's id or None;
     raises IntegrityError when the step slot holds another intent. `any_run_status` is set for
     compensations, which are admitted on a run in any state (and say so in their event)."""
     db = connections[DEFAULT_DB_ALIAS]
@@ -674,8 +671,7 @@ def _insert_intent(
         # contains the failure there. In production this runs in autocommit (checked above).
         guard = transaction.atomic() if db.in_atomic_block else contextlib.nullcontext()
         with guard:
-            return journal_sql.insert_intent(
-                db,
+            params = journal_sql.insert_intent_params(
                 run_id=draft.run.pk,
                 step_id=draft.step_id,
                 turn=draft.turn,
@@ -689,6 +685,7 @@ def _insert_intent(
                 user_id=actor.user_id,
                 compensation=any_run_status,
             )
+            return journal_sql.insert_intent(db, params)
     with durable():
         # Lock the run row (without blocking foreign-key checks) so that an intent is never
         # admitted while the run is being completed or cancelled under us.
@@ -699,7 +696,7 @@ def _insert_intent(
             .first()
         )
         if status is None or (status != RunStatus.RUNNING and not any_run_status):
-            return status, None
+            return None
         try:
             with transaction.atomic():
                 intent = Intent.objects.create(
@@ -714,7 +711,7 @@ def _insert_intent(
                 )
         except IntegrityError:
             if Intent.objects.filter(idempotency_key=draft.key).exists():
-                return status, None
+                return None
             raise
         event_record(
             run=draft.run,
@@ -724,7 +721,7 @@ def _insert_intent(
             at=now,
             data=_intent_event_data(draft, compensation=any_run_status),
         )
-    return status, intent.pk
+    return intent.pk
 
 
 @dataclass(frozen=True)
@@ -863,8 +860,7 @@ def _settle_intent(intent_pk: int, run_id: Any, draft: _OutcomeDraft, *, now: da
     db = connections[DEFAULT_DB_ALIAS]
     _refuse_open_transaction(db)
     if _single_statement_journal(db):
-        return journal_sql.settle_intent(
-            db,
+        params = journal_sql.settle_intent_params(
             intent_id=intent_pk,
             status=draft.status,
             error_class=draft.error_class,
@@ -876,6 +872,7 @@ def _settle_intent(intent_pk: int, run_id: Any, draft: _OutcomeDraft, *, now: da
             actor_name=actor.name,
             user_id=actor.user_id,
         )
+        return journal_sql.settle_intent(db, params)
     with durable():
         settled = Intent.objects.filter(pk=intent_pk, status=IntentStatus.INTENDED).update(
             request_id=draft.request_id, settled_at=now, **draft.as_columns()
@@ -1077,9 +1074,9 @@ def perform(
 
 def _perform(draft: _IntentDraft, *, dispatch: Dispatch, actor: Actor, compensation: bool) -> Performed:
     try:
-        new_id, intended_at, run_status = _intent_write(draft, actor=actor, compensation=compensation)
+        new_id, intended_at = _intent_write(draft, actor=actor, compensation=compensation)
         if new_id is None:
-            existing = _intent_already_recorded(draft, run_status=run_status, compensation=compensation)
+            existing = _intent_already_recorded(draft, compensation=compensation)
     except CONNECTION_ERRORS as exc:
         _drop_broken_connection()
         raise JournalUnavailable(

@@ -99,6 +99,8 @@ def check_recovered(run: Run) -> tuple[str, ...]:
 
     - nothing settled twice: each intent has at most one settling event (`outcome_recorded` or
       `intent_reconciled`) per admission (the first, plus one per `intent_readmitted`);
+    - every event about an intent is about one of this run's intents (events refer to their run
+      and intent without database constraints, so this is where a stray reference would show);
     - every intent settled or `unknown`: none is left `intended`;
     - the handover's `completed` equals the effects that exist: the step ids it lists are
       exactly the run's non-compensation intents whose effect is in the ledger. An effect later
@@ -120,6 +122,10 @@ def check_recovered(run: Run) -> tuple[str, ...]:
             run=run, kind__in=(*SETTLE_EVENTS, JournalEvent.Kind.INTENT_READMITTED)
         ).values_list("intent_id", "kind")
     )
+    intent_ids = {intent.pk for intent in intents}
+    strays = JournalEvent.objects.filter(run=run, intent__isnull=False).exclude(intent_id__in=intent_ids)
+    for kind, intent_id in strays.values_list("kind", "intent_id"):
+        violations.append(f"the {kind} event of intent {intent_id} names an intent this run does not have")
     for intent in intents:
         settled = sum(events[(intent.pk, kind)] for kind in SETTLE_EVENTS)
         allowed = 1 + events[(intent.pk, JournalEvent.Kind.INTENT_READMITTED)]

@@ -273,6 +273,20 @@ def test_the_recovery_invariants_name_each_kind_of_violation(sandbox_tools: str,
     )
     assert f"{adjust.step_id} was settled 2 times (admitted 1)" in check_recovered(run)
 
+    # Events refer to their intent without a database constraint: a stray reference is caught here.
+    JournalEvent.objects.create(
+        run=run,
+        intent_id=adjust.pk + 10_000,
+        kind=event.kind,
+        actor_kind=event.actor_kind,
+        actor_name="x",
+        at=event.at,
+    )
+    stray = (
+        f"the outcome_recorded event of intent {adjust.pk + 10_000} names an intent this run does not have"
+    )
+    assert stray in check_recovered(run)
+
     Intent.objects.filter(pk=adjust.pk).update(status=IntentStatus.NOT_PERFORMED)
     violations = check_recovered(run)
     assert (

@@ -101,6 +101,9 @@ def insert_intent_params(
 ) -> tuple[Any, ...]:
     """INSERT_INTENT's parameters, in the order of its placeholders."""
     return (
+        # A str subclass (a TextChoices member such as ActorKind.AGENT) is passed as the plain
+        # str it stands for: psycopg looks up a parameter's dumper by its type at every execute,
+        # walking the MRO, which for a Django choices enum costs several times a str's lookup.
         step_id,
         turn,
         tool,
@@ -110,7 +113,7 @@ def insert_intent_params(
         now,
         run_id,
         compensation,
-        actor_kind,
+        str(actor_kind),
         actor_name,
         user_id,
         compensation,
@@ -142,16 +145,17 @@ def settle_intent_params(
     actor_name: str,
     user_id: int | None,
 ) -> tuple[Any, ...]:
-    """SETTLE_INTENT's parameters, in the order of its placeholders."""
+    """SETTLE_INTENT's parameters, in the order of its placeholders (choices as plain str, as in
+    insert_intent_params)."""
     return (
-        status,
-        error_class,
+        str(status),
+        str(error_class),
         summary,
         receipt_json,
         request_id,
         now,
         intent_id,
-        actor_kind,
+        str(actor_kind),
         actor_name,
         user_id,
     )

@@ -29,6 +29,8 @@ from django.db import (
 )
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F
+from django.db.models.base import ModelState
+from django.db.models.signals import post_init, pre_init
 from django.utils import timezone
 
 from observability import metrics
@@ -609,8 +611,15 @@ def _intent_already_recorded(draft: _IntentDraft, *, compensation: bool) -> Inte
 
 def _intent_loaded(pk: int, draft: _IntentDraft, *, intended_at: datetime, **settled: Any) -> Intent:
     """The row as Django would load it, without a query: the draft just inserted, with `settled`
-    columns when its outcome is recorded too. Built positionally (Model.from_db), which costs a
-    third of Intent(**fields) on every journaled call."""
+    columns when its outcome is recorded too.
+
+    Every concrete field is known here, so the instance is filled directly (its __dict__ and a
+    ModelState, as Model.from_db leaves them) rather than through Model.__init__, whose generic
+    loop over the fields' descriptors cost about 0.1 ms per journaled call on a 2-core machine,
+    where the process resumes with cold caches after each commit (bench: about 7 % of a call).
+    Model.__init__ also sends pre_init and post_init; should anything listen to them for
+    Intent, this falls back to from_db so that they are sent.
+    tests/handover/test_services_journal.py compares the result with the stored row."""
     values = {
         **_NEW_INTENT_COLUMNS,
         "receipt": {},
@@ -625,9 +634,18 @@ def _intent_loaded(pk: int, draft: _IntentDraft, *, intended_at: datetime, **set
         "intended_at": intended_at,
         **settled,
     }
-    names = _intent_attnames()
-    intent = Intent.from_db(DEFAULT_DB_ALIAS, names, [values[name] for name in names])
-    _INTENT_RUN_FIELD.set_cached_value(intent, draft.run)
+    if pre_init.has_listeners(Intent) or post_init.has_listeners(Intent):
+        names = _intent_attnames()
+        intent = Intent.from_db(DEFAULT_DB_ALIAS, names, [values[name] for name in names])
+        _INTENT_RUN_FIELD.set_cached_value(intent, draft.run)
+        return intent
+    state = ModelState()
+    state.adding = False
+    state.db = DEFAULT_DB_ALIAS
+    state.fields_cache = {_INTENT_RUN_FIELD.cache_name: draft.run}
+    intent = Intent.__new__(Intent)
+    values["_state"] = state
+    intent.__dict__.update(values)
     return intent
 
 

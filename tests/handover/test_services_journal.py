@@ -370,8 +370,49 @@ def test_both_paths_write_the_same_events_and_return_the_stored_row(
     stored = Intent.objects.get(pk=intent.pk)
     fields = [f.attname for f in Intent._meta.concrete_fields]
     assert {f: getattr(intent, f) for f in fields} == {f: getattr(stored, f) for f in fields}
+    # Built without Model.__init__ (services._intent_loaded): the same attributes as a loaded row.
+    assert set(vars(intent)) == set(vars(stored))
     assert intent.run is run
-    assert intent._state.adding is False
+    assert (
+        (intent._state.adding, intent._state.db)
+        == (False, "default")
+        == (stored._state.adding, stored._state.db)
+    )
+    # And a working instance: it saves, and reads itself back.
+    intent.outcome_summary = "label RL-7734 (checked)"
+    intent.save(update_fields=["outcome_summary"])
+    intent.refresh_from_db()
+    assert (
+        Intent.objects.get(pk=intent.pk).outcome_summary
+        == intent.outcome_summary
+        == "label RL-7734 (checked)"
+    )
+
+
+def test_perform_sends_model_init_signals_when_something_listens(make_run: Any, agent_actor: Actor) -> None:
+    """perform builds its Intent without Model.__init__ only while nothing listens to pre_init or
+    post_init for Intent; a listener gets its signal for the returned instance."""
+    from django.db.models.signals import post_init
+
+    seen: list[Intent] = []
+
+    def listener(sender: type[Intent], instance: Intent, **kwargs: Any) -> None:
+        seen.append(instance)
+
+    post_init.connect(listener, sender=Intent)
+    try:
+        result = services.perform(
+            run=make_run(),
+            tool="start_return",
+            args={"order_id": "SU-90318"},
+            dispatch=lambda args, key: DispatchResult(summary="ok"),
+            turn=1,
+            actor=agent_actor,
+        )
+    finally:
+        post_init.disconnect(listener, sender=Intent)
+    assert any(instance is result.intent for instance in seen)
+    assert result.intent.status == "performed" and result.intent._state.adding is False
 
 
 @pytest.mark.parametrize("same_outcome", [True, False])

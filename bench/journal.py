@@ -259,6 +259,13 @@ def timed_loop(calls: int, one_call: Callable[[], None]) -> Sample:
     return Sample(latencies=latencies, wall=wall, cpu=time.process_time() - cpu_started)
 
 
+def bench_run(tenant: Any, actor: Any) -> Any:
+    """A run of the bench tenant for one measurement's rows (each measurement has its own)."""
+    from handover import services
+
+    return services.run_create(tenant=tenant, task_type="bench", versions=VERSIONS, actor=actor).run
+
+
 class Floor:
     """The raw driver floor: two autocommit statements per call on a minimal scratch table
     shaped like the intent table."""
@@ -328,12 +335,7 @@ class SchemaFloor:
     def __init__(self, tenant: Any) -> None:
         from handover import services
 
-        self.run_id = services.run_create(
-            tenant=tenant,
-            task_type="bench",
-            versions=VERSIONS,
-            actor=services.Actor.system("bench-schema-floor"),
-        ).run.pk
+        self.run_id = bench_run(tenant, services.Actor.system("bench-schema-floor")).pk
         self.conn = raw_connection()
         self.counter = itertools.count()
 
@@ -377,12 +379,7 @@ class JournalStatements:
 
         self.journal_sql = journal_sql
         self.timezone = timezone
-        self.run_id = services.run_create(
-            tenant=tenant,
-            task_type="bench",
-            versions=VERSIONS,
-            actor=services.Actor.system("bench-statements"),
-        ).run.pk
+        self.run_id = bench_run(tenant, services.Actor.system("bench-statements")).pk
         self.conn = raw_connection()
         self.counter = itertools.count()
 
@@ -434,9 +431,7 @@ class InProcess:
 
         self.services = services
         self.actor = services.Actor.agent("bench-in-process")
-        self.run_row = services.run_create(
-            tenant=tenant, task_type="bench", versions=VERSIONS, actor=self.actor
-        ).run
+        self.run_row = bench_run(tenant, self.actor)
         self.counter = itertools.count()
 
     @staticmethod
@@ -700,7 +695,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     AgentToken.objects.create(tenant=tenant, name="bench-rest", digest=AgentToken.digest_of(secret))
     rest_actor = services.Actor.system("bench-setup")
     rest_runs = [
-        str(services.run_create(tenant=tenant, task_type="bench", versions=VERSIONS, actor=rest_actor).run.pk)
+        str(bench_run(tenant, rest_actor).pk)
         for _ in range(args.clients + 1)  # one for the lone client, one per concurrent client
     ]
     server_version = connection.pg_version

@@ -324,7 +324,7 @@ class JournalEvent(models.Model):
     # row they have just inserted or updated (RETURNING), the ORM paths from saved instances, in
     # the same transaction. A constraint would add nothing but its checks, which on PostgreSQL
     # re-read and share-lock the run and intent rows at commit for every event: two per
-    # journaled call, about a tenth of the journal's cost (pgbench, docs/performance.md). The
+    # journaled call, about a tenth of the journal's cost (pgbench, docs/architecture.md). The
     # recovery invariants (scenarios.invariants.check_recovered) check that no event points
     # outside its run, and rows are never deleted under events (the journal is append-only and
     # refuses the cascade). It also lets intents be partitioned later (docs/scaling.md).

@@ -593,12 +593,14 @@ def _intent_already_recorded(draft: _IntentDraft, *, compensation: bool) -> Inte
     """Why a draft was not inserted: the row already holding its key is returned (the same intent
     again); otherwise NotFound (no run), Conflict (the run admits no intents) or StepTaken (its
     step slot holds another intent)."""
-    run_status = Run.objects.filter(pk=draft.run.pk).values_list("status", flat=True).first()
-    if run_status is None:
-        raise NotFound("run not found", field="run")
+    # The key first: a replay (the common case here) needs no more. A key names its run, so a
+    # missing run never has one.
     existing = Intent.objects.filter(idempotency_key=draft.key).select_related("run").first()
     if existing is not None:
         return existing
+    run_status = Run.objects.filter(pk=draft.run.pk).values_list("status", flat=True).first()
+    if run_status is None:
+        raise NotFound("run not found", field="run")
     if run_status != RunStatus.RUNNING and not compensation:
         raise Conflict(f"run is {run_status}; no new intents are admitted", field="run")
     taken = Intent.objects.filter(run=draft.run, step_id=draft.step_id).first()

@@ -283,6 +283,14 @@ def _words(tool: str) -> str:
 
 UNDONE = ("done", "partial")  # compensation statuses after which a step no longer stands
 
+# What a run that ended with nobody waiting on it is, in the next-action box's words.
+CLOSED_SAYS: dict[str, str] = {
+    RunStatus.COMPLETED: "the run completed",
+    RunStatus.CANCELLED: "the run was cancelled",
+    RunStatus.ESCALATED: "its escalation was resolved",
+    RunStatus.COMPENSATED: "the run was compensated and its escalation resolved",
+}
+
 
 def next_action(
     *,
@@ -293,7 +301,8 @@ def next_action(
 ) -> dict[str, Any]:
     """A concrete suggestion, by rules, in order: settle what is uncertain first (nothing else is
     safe until then); then finish what was not done or undo what was; a failed undo goes to its
-    dead letter; a run that did everything only needs closing."""
+    dead letter; a run that did everything only needs closing; a run that ended with nobody waiting
+    on it needs nothing (`waiting` is then false)."""
     available = [
         {
             "step_id": c["step_id"],
@@ -321,6 +330,15 @@ def next_action(
         )
     elif pending_undo:
         text = f"wait: undoing {', '.join(_words(c['tool']) for c in pending_undo)} is in progress"
+    elif run.status != RunStatus.RUNNING and not run.awaiting_person:
+        # Ended, and no escalation is open: advice to resume or resolve would name buttons the
+        # page no longer offers. Undoing a step stays possible (a customer may change their mind).
+        text = f"nothing waits on a person: {CLOSED_SAYS.get(run.status, f'the run is {run.status}')}"
+        if undone:
+            text += f"; undone since: {', '.join(_words(c['tool']) for c in undone)}"
+        if available:
+            text += "; a step it did can still be undone below if the customer asks"
+        return {"text": text, "compensations_available": available, "waiting": False}
     elif undone and not standing:
         partly = [c for c in undone if c["compensation"]["status"] == "partial"]
         text = "everything the run did was undone"
@@ -350,7 +368,7 @@ def next_action(
         text = "everything planned was done: check what the customer was told, then resolve"
     else:
         text = "nothing was changed downstream: resume the run, or resolve it with a note"
-    return {"text": text, "compensations_available": available}
+    return {"text": text, "compensations_available": available, "waiting": True}
 
 
 def run_state_token(run: Run, rows: HandoverRows | None = None) -> str:

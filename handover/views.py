@@ -122,6 +122,7 @@ def _run_context(run: Run, request: HttpRequest, **extra: Any) -> dict[str, Any]
         "run": run,
         "handover": handover,
         "state": handover["state"],
+        "reason_label": REASON_LABELS.get(handover["reason"], handover["reason"].replace("_", " ")),
         "events": rows.events,
         "audit": rows.audit,
         "intents": rows.intents,

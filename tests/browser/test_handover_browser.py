@@ -77,6 +77,24 @@ def _screenshot(page: Page, name: str) -> None:
         page.screenshot(path=SCREENSHOTS / name)
 
 
+def _overflowing_the_lists(page: Page) -> list[str]:
+    """What sticks out of the four lists as laid out: a list item whose text runs past its edge
+    (an unbroken receipt id) or a button wider than its column (an undo naming a long tool)."""
+    return list(
+        page.evaluate(
+            """() => [...document.querySelectorAll('.lists section')].flatMap(section => {
+                const edge = section.getBoundingClientRect();
+                const items = [...section.querySelectorAll('li')].filter(li => li.scrollWidth > li.clientWidth + 1);
+                const buttons = [...section.querySelectorAll('button')].filter(b => {
+                    const box = b.getBoundingClientRect();
+                    return box.left < edge.left - 0.5 || box.right > edge.right + 0.5;
+                });
+                return [...items, ...buttons].map(el => el.textContent.trim().slice(0, 80));
+            })"""
+        )
+    )
+
+
 def _is_compensate_post(response: Response) -> bool:
     return response.request.method == "POST" and "/act/compensate-step/" in response.url
 
@@ -107,6 +125,8 @@ def test_staff_compensate_the_pickup_and_see_the_run_update_without_a_reload(
     expect(not_done).to_contain_text("$14.95 expedited delivery fee")
     told = page.locator("section.customer-told")
     expect(told).to_contain_text(re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d via chat: Return label sent\."))
+    expect(page.locator("h1 .pill.reason")).to_have_text("Run died mid-sequence")
+    assert _overflowing_the_lists(page) == []
     _screenshot(page, "run.png")
 
     _mark_page(page)

@@ -348,10 +348,78 @@ def test_a_run_whose_every_write_was_undone_is_not_offered_a_resume() -> None:
         },
     ]
     not_done = [{"tool": "notify_customer", "detail": "email the buyer the shipment"}]
-    run = Run(status=RunStatus.COMPENSATED)
+    run = Run(status=RunStatus.COMPENSATED, awaiting_person=True)  # as reconciliation hands it over
 
     advice = next_action(run=run, completed=completed, not_done=not_done, uncertain=[])
 
     assert advice["text"].startswith("everything the run did was undone")
     assert "resume" not in advice["text"]
     assert advice["compensations_available"] == []
+
+
+def _performed_step(tool: str, undo_tool: str, compensation: Any = None) -> dict[str, Any]:
+    return {
+        "step_id": f"r:1:{tool}",
+        "tool": tool,
+        "undo_tool": undo_tool,
+        "reversible": True,
+        "compensation": compensation,
+    }
+
+
+@pytest.mark.parametrize(
+    ("status", "says"),
+    [
+        (RunStatus.COMPLETED, "the run completed"),
+        (RunStatus.ESCALATED, "its escalation was resolved"),
+        (RunStatus.CANCELLED, "the run was cancelled"),
+    ],
+)
+def test_a_run_that_ended_with_nobody_waiting_is_not_sent_back_to_a_person(status: str, says: str) -> None:
+    from handover.handover import next_action
+
+    run = Run(status=status, awaiting_person=False)
+    completed = [_performed_step("adjust_stock", "reverse_adjustment")]
+    not_done = [{"tool": "notify_seller", "detail": ""}]
+
+    advice = next_action(run=run, completed=completed, not_done=not_done, uncertain=[])
+
+    assert advice["text"] == (
+        f"nothing waits on a person: {says}; a step it did can still be undone below if the customer asks"
+    )
+    assert advice["waiting"] is False
+    assert [a["undo_tool"] for a in advice["compensations_available"]] == ["reverse_adjustment"]
+
+
+def test_an_ended_run_says_which_steps_were_undone_since() -> None:
+    from handover.handover import next_action
+
+    done = {"status": "done", "not_undone": "", "dead_letter": None, "id": 1}
+    run = Run(status=RunStatus.COMPLETED, awaiting_person=False)
+
+    advice = next_action(
+        run=run,
+        completed=[_performed_step("adjust_stock", "reverse_adjustment", done)],
+        not_done=[],
+        uncertain=[],
+    )
+
+    assert advice["text"] == "nothing waits on a person: the run completed; undone since: adjust stock"
+    assert advice["compensations_available"] == []
+
+
+def test_an_ended_run_with_a_failed_undo_still_sends_a_person_to_the_dead_letter() -> None:
+    from handover.handover import next_action
+
+    failed = {"status": "failed", "not_undone": "", "dead_letter": 7, "id": 1}
+    run = Run(status=RunStatus.COMPLETED, awaiting_person=False)
+
+    advice = next_action(
+        run=run,
+        completed=[_performed_step("adjust_stock", "reverse_adjustment", failed)],
+        not_done=[],
+        uncertain=[],
+    )
+
+    assert advice["text"].startswith("undoing adjust stock failed: take its dead letter")
+    assert advice["waiting"] is True

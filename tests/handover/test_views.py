@@ -81,3 +81,44 @@ def test_another_tenants_run_page_is_not_found(support_user: Any, agent_actor: A
     foreign = factories.run_via_service(tenant=factories.TenantFactory(slug="acme"), actor=agent_actor)
     response = _logged_in(support_user).get(reverse("handover:run_detail", args=[foreign.pk]))
     assert response.status_code == 404
+
+
+def _performed(run: Any, tool: str, turn: int, actor: Actor) -> None:
+    intent = services.intent_record(run=run, tool=tool, args={"turn": turn}, turn=turn, actor=actor).intent
+    services.outcome_record(intent=intent, ok=True, summary=f"{tool} done", actor=actor)
+
+
+def test_a_completed_run_page_asks_nobody_to_resume_or_resolve_it(
+    make_run: Any, support_user: Any, agent_actor: Actor
+) -> None:
+    run = make_run(ticket_id="T-done", plan=[])
+    _performed(run, "adjust_stock", 1, agent_actor)
+    services.run_complete(run=run, actor=agent_actor)
+
+    body = _logged_in(support_user).get(reverse("handover:run_detail", args=[run.pk])).content.decode()
+
+    assert '<section class="next-action closed">' in body
+    assert "Nothing waits on a person: the run completed" in body
+    for advice in ("resume the run", "then resolve", "Resume…", "Resolve…"):
+        assert advice not in body
+
+
+def test_an_escalated_run_page_names_its_reason_in_words_and_asks_for_a_person(
+    make_run: Any, support_user: Any, agent_actor: Actor
+) -> None:
+    from django.db import transaction
+
+    from handover.models import OutcomeReason
+
+    run = make_run(ticket_id="T-escalated")
+    _performed(run, "start_return", 1, agent_actor)
+    with transaction.atomic():
+        services.run_hand_over(
+            run=run, reason=OutcomeReason.RUN_DIED_MID_SEQUENCE, detail="died", actor=Actor.system("sweep")
+        )
+
+    body = _logged_in(support_user).get(reverse("handover:run_detail", args=[run.pk])).content.decode()
+
+    assert '<span class="pill reason" title="run_died_mid_sequence">Run died mid-sequence</span>' in body
+    assert '<section class="next-action">' in body
+    assert "Resume the run to" in body

@@ -9,6 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from handover import services
+from handover.models import Run, RunStatus
 from handover.services import Actor
 from tests import factories
 
@@ -122,3 +123,10 @@ def test_an_escalated_run_page_names_its_reason_in_words_and_asks_for_a_person(
     assert '<span class="pill reason" title="run_died_mid_sequence">Run died mid-sequence</span>' in body
     assert '<section class="next-action">' in body
     assert "Resume the run to" in body
+    assert "<dt>Why</dt><dd>died</dd>" in body
+
+    # Resumed by a person and finished: why it once stopped is history (the timeline keeps it).
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.COMPLETED, outcome_reason="", awaiting_person=False)
+    body = _logged_in(support_user).get(reverse("handover:run_detail", args=[run.pk])).content.decode()
+    assert "<dt>Why</dt>" not in body
+    assert "Run escalated" in body

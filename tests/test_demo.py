@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import requests
+
 from tests.sandbox.process import running_sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,6 +42,11 @@ def test_demo_seeds_killed_runs_on_sqlite_in_wal_mode(tmp_path: Path) -> None:
     with running_sandbox(f"sqlite:///{db}") as (sandbox_url, _process):
         seeded = _manage("seed_demo", db=db, sandbox_url=sandbox_url).stdout
         _manage("seed_demo", db=db, sandbox_url=sandbox_url)  # running it again adds nothing
+        armed = _fault_rules(sandbox_url)
+        in_doubt = _open_intents(db)
+        # One sweep, now, as the demo's worker makes a minute later.
+        _manage("reconcile", "--older-than", "0", "--decide", db=db, sandbox_url=sandbox_url)
+        left = _fault_rules(sandbox_url)
 
     assert "support" in users and "outsider" in users
     assert "T-40912: the runner was killed (SIGKILL)" in seeded
@@ -53,11 +60,49 @@ def test_demo_seeds_killed_runs_on_sqlite_in_wal_mode(tmp_path: Path) -> None:
                 "WHERE r.ticket_id = 'T-40912'"
             ).fetchall()
         )
-        in_doubt = conn.execute(
-            "SELECT tool FROM handover_intent WHERE status = 'intended' ORDER BY tool"
-        ).fetchall()
         effects = conn.execute("SELECT count(*) FROM sandbox_effect").fetchone()[0]
     # Seed 000 exactly: the return started and the bench reserved; the refund never happened.
     assert bench == {"start_return": "performed", "offer_replacement": "performed"}
     assert in_doubt == [("issue_refund",), ("reship",)]
     assert effects >= 2 + 2 + 1 + 1 + 1
+
+    # What the demo sets up past the kills meets reconciliation: payments cannot say whether
+    # T-41518's refund happened (a person decides), and T-41207's undo finds the credit already
+    # reversed by hand at the accounting desk (a dead letter with an owner).
+    assert "T-41207: the accounting desk reversed credit memo" in seeded
+    assert armed == {("payments", "lookup", "unknown_lookup", 1)}  # armed once, not on the re-run
+    assert left == set()
+    with sqlite3.connect(db) as conn:
+        unknown = conn.execute(
+            "SELECT r.status, r.outcome_reason, i.tool, i.status FROM handover_intent i "
+            "JOIN handover_run r ON r.id = i.run_id WHERE r.ticket_id = 'T-41518' AND i.status = 'unknown'"
+        ).fetchall()
+        dead_letters = conn.execute(
+            "SELECT i.tool, c.status, u.username, r.outcome_reason, d.error_class, d.error "
+            "FROM compensations_deadletter d "
+            "JOIN compensations_compensation c ON c.id = d.compensation_id "
+            "JOIN handover_intent i ON i.id = c.original_id JOIN handover_run r ON r.id = i.run_id "
+            "JOIN auth_user u ON u.id = d.owner_id WHERE r.ticket_id = 'T-41207'"
+        ).fetchall()
+    assert unknown == [("escalated", "unknown_outcome", "issue_refund", "unknown")]
+    [(tool, status, owner, reason, error_class, error)] = dead_letters
+    assert (tool, status, owner, reason, error_class) == (
+        "issue_credit",
+        "dead_lettered",
+        "lead",
+        "compensation_failed",
+        "conflict",
+    )
+    assert "already reversed" in error
+
+
+def _open_intents(db: Path) -> list[tuple[str]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(
+            "SELECT tool FROM handover_intent WHERE status = 'intended' ORDER BY tool"
+        ).fetchall()
+
+
+def _fault_rules(sandbox_url: str) -> set[tuple[str, str, str, int]]:
+    rules = requests.get(f"{sandbox_url}/sandbox/api/faults/", timeout=5).json()["rules"]
+    return {(r["provider"], r["operation"], r["fault"], r["remaining"]) for r in rules}

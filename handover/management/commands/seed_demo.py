@@ -4,6 +4,8 @@ so a newcomer sees at once what Seam is for. Needs `runsandbox` listening at SEA
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import requests
@@ -11,16 +13,65 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from handover.models import Run
+from handover.models import IntentStatus, Run
 
-# (ticket, replay_ticket options): where each demo runner dies.
-DEMO_REPLAYS: list[tuple[str, dict[str, int]]] = [
-    ("T-40912", {"kill_after": 2}),  # seed 000: return started, bench reserved, the $14.95 never refunded
-    ("T-41207", {"kill_between_accept_and_record": 2}),  # the pallet left; our record of it did not
-    ("T-41311", {}),  # an order-status run that finished
-    ("T-41402", {"kill_after": 1}),  # damage credit issued, nobody told
-    ("T-41518", {"kill_between_accept_and_record": 1}),  # a refund in doubt
-    ("T-41844", {"kill_after": 1}),  # the legacy ERP adjusted, the seller not told
+
+@dataclass(frozen=True)
+class DemoFault:
+    """A fault armed in the sandbox before a ticket is replayed, so that what happens after the
+    kill shows a part of Seam a clean run never reaches. Only calls the replay itself does not
+    make are faulted (here, a lookup): the runner dies where the replay says, and the fault then
+    meets reconciliation."""
+
+    provider: str
+    operation: str
+    fault: str
+    remaining: int = 1
+
+
+def accounting_reverses_the_credit_by_hand(run: Run, sandbox: str) -> str:
+    """Someone at the accounting desk reverses the run's credit memo directly, outside Seam: the
+    reversal Seam's policy later sends is refused as a conflict (already reversed), which is not
+    retried, so it lands in the dead-letter queue for a person to close."""
+    credit = run.intents.get(tool="issue_credit", status=IntentStatus.PERFORMED)
+    memo = credit.receipt["credit_memo_id"]
+    response = requests.post(
+        sandbox + "/accounting/reverse_credit",
+        json={"credit_memo_id": memo},
+        headers={"Idempotency-Key": f"accounting-desk-{run.ticket_id}"},
+        timeout=5,
+    )
+    response.raise_for_status()
+    return f"the accounting desk reversed credit memo {memo} by hand"
+
+
+@dataclass(frozen=True)
+class DemoReplay:
+    ticket: str
+    kill: dict[str, int]  # replay_ticket's options: where the runner dies
+    faults: tuple[DemoFault, ...] = ()
+    # Something done to the world after the kill, outside Seam; returns what, in words.
+    afterwards: Callable[[Run, str], str] | None = None
+
+
+DEMO_REPLAYS: list[DemoReplay] = [
+    # seed 000: return started, bench reserved, the $14.95 never refunded
+    DemoReplay("T-40912", {"kill_after": 2}),
+    # The pallet left and our record of it did not; the policy undoes the run, and the credit's
+    # reversal is refused (accounting already reversed it by hand): a dead letter.
+    DemoReplay(
+        "T-41207", {"kill_between_accept_and_record": 2}, afterwards=accounting_reverses_the_credit_by_hand
+    ),
+    DemoReplay("T-41311", {}),  # an order-status run that finished
+    DemoReplay("T-41402", {"kill_after": 1}),  # damage credit issued, nobody told
+    # A refund in doubt that payments cannot settle when asked once: a person decides (and a
+    # "Retry the lookup" then finds it, the fault being spent).
+    DemoReplay(
+        "T-41518",
+        {"kill_between_accept_and_record": 1},
+        (DemoFault("payments", "lookup", "unknown_lookup"),),
+    ),
+    DemoReplay("T-41844", {"kill_after": 1}),  # the legacy ERP adjusted, the seller not told
 ]
 
 
@@ -31,17 +82,38 @@ class Command(BaseCommand):
         parser.add_argument("--tenant", default="sundry")
 
     def handle(self, *args: Any, tenant: str, **options: Any) -> None:
+        sandbox = settings.SEAM_SANDBOX_URL + "/sandbox/api"
         try:
-            requests.get(settings.SEAM_SANDBOX_URL + "/sandbox/api/ledger/", timeout=5).raise_for_status()
+            requests.get(sandbox + "/ledger/", timeout=5).raise_for_status()
         except requests.RequestException as exc:
             raise CommandError(
                 f"the sandbox is not answering at {settings.SEAM_SANDBOX_URL}: start it with "
                 "`python manage.py runsandbox`"
             ) from exc
-        for ticket, kill in DEMO_REPLAYS:
-            external_id = f"demo-{ticket}"
+        for replay in DEMO_REPLAYS:
+            external_id = f"demo-{replay.ticket}"
             if Run.objects.filter(tenant__slug=tenant, external_id=external_id).exists():
                 continue
+            for fault in replay.faults:
+                rule = {
+                    "provider": fault.provider,
+                    "operation": fault.operation,
+                    "fault": fault.fault,
+                    "remaining": fault.remaining,
+                }
+                requests.post(sandbox + "/faults/", json=rule, timeout=5).raise_for_status()
+                self.stdout.write(
+                    f"{replay.ticket}: armed {fault.fault} on {fault.provider}/{fault.operation} "
+                    f"x{rule['remaining']}"
+                )
             call_command(
-                "replay_ticket", ticket, tenant=tenant, external_id=external_id, stdout=self.stdout, **kill
+                "replay_ticket",
+                replay.ticket,
+                tenant=tenant,
+                external_id=external_id,
+                stdout=self.stdout,
+                **replay.kill,
             )
+            if replay.afterwards is not None:
+                run = Run.objects.get(tenant__slug=tenant, external_id=external_id)
+                self.stdout.write(f"{replay.ticket}: {replay.afterwards(run, sandbox)}")

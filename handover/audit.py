@@ -167,6 +167,12 @@ def audit_changes(old: dict[str, Any], new: dict[str, Any]) -> list[AuditChange]
     ]
 
 
+def state_json(state: dict[str, Any]) -> str:
+    """An entry's stored state as JSON (null, not None), the way the CSV export and the page's
+    raw disclosure show it."""
+    return json.dumps(state, ensure_ascii=False, default=str)
+
+
 def _said(value: Any) -> str:
     if value is None or value == "":
         return "—"

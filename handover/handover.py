@@ -317,6 +317,7 @@ def next_action(
     undone = [c for c in completed if c["compensation"] and c["compensation"]["status"] in UNDONE]
     pending_undo = [c for c in completed if c["compensation"] and c["compensation"]["status"] == "pending"]
     standing = [c for c in completed if c not in undone]
+    ended_unattended = run.status != RunStatus.RUNNING and not run.awaiting_person
     if uncertain:
         first = uncertain[0]
         text = (
@@ -330,7 +331,7 @@ def next_action(
         )
     elif pending_undo:
         text = f"wait: undoing {', '.join(_words(c['tool']) for c in pending_undo)} is in progress"
-    elif run.status != RunStatus.RUNNING and not run.awaiting_person:
+    elif ended_unattended:
         # Ended, and no escalation is open: advice to resume or resolve would name buttons the
         # page no longer offers. Undoing a step stays possible (a customer may change their mind).
         text = f"nothing waits on a person: {CLOSED_SAYS.get(run.status, f'the run is {run.status}')}"
@@ -338,7 +339,6 @@ def next_action(
             text += f"; undone since: {', '.join(_words(c['tool']) for c in undone)}"
         if available:
             text += "; a step it did can still be undone below if the customer asks"
-        return {"text": text, "compensations_available": available, "waiting": False}
     elif undone and not standing:
         partly = [c for c in undone if c["compensation"]["status"] == "partial"]
         text = "everything the run did was undone"
@@ -368,7 +368,10 @@ def next_action(
         text = "everything planned was done: check what the customer was told, then resolve"
     else:
         text = "nothing was changed downstream: resume the run, or resolve it with a note"
-    return {"text": text, "compensations_available": available, "waiting": True}
+    # Work before anything else (an uncertain step, an undo failed or under way) still waits on
+    # a person even on an ended run; otherwise an ended run with no escalation open waits on nobody.
+    waiting = bool(uncertain or failed_undo or pending_undo) or not ended_unattended
+    return {"text": text, "compensations_available": available, "waiting": waiting}
 
 
 def run_state_token(run: Run, rows: HandoverRows | None = None) -> str:

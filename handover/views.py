@@ -23,6 +23,7 @@ from django_htmx.http import reswap, retarget
 from django_htmx.middleware import HtmxDetails
 
 from . import actions, selectors
+from .audit import state_json
 from .handover import handover_build, handover_rows, run_state_token
 from .models import AuditAction, CustomerMessage, OutcomeReason, Run, RunStatus
 from .services import JournalError
@@ -329,8 +330,8 @@ def audit_csv(request: HttpRequest) -> StreamingHttpResponse:
                     e.run_id or "",
                     e.run.ticket_id if e.run else "",
                     e.step_id,
-                    e.old_state,
-                    e.new_state,
+                    state_json(e.old_state),
+                    state_json(e.new_state),
                     e.note,
                     e.request_id,
                     e.hash,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import template
 
-from handover.audit import AuditChange, audit_changes
+from handover.audit import AuditChange, audit_changes, state_json
 from handover.models import AuditEntry
 
 register = template.Library()
@@ -13,3 +15,8 @@ register = template.Library()
 @register.filter
 def changes(entry: AuditEntry) -> list[AuditChange]:
     return audit_changes(entry.old_state or {}, entry.new_state or {})
+
+
+@register.filter
+def as_json(state: Any) -> str:
+    return state_json(state)

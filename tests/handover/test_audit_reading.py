@@ -65,4 +65,4 @@ def test_the_run_and_audit_pages_show_the_change_not_the_dictionaries(
         changes = re.search(r'<ul class="audit-changes">(.*?)</ul>', body, re.S)
         assert changes is not None, url
         assert " ".join(re.sub(r"<[^>]+>", " ", changes.group(1)).split()) == "assignee : — → support", url
-        assert "<summary>raw</summary><code>{&#x27;assignee&#x27;: None}</code>" in body, url
+        assert "<summary>raw</summary><code>{&quot;assignee&quot;: null}</code>" in body, url

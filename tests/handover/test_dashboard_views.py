@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 from collections import defaultdict
 from collections.abc import Callable
@@ -865,6 +866,11 @@ def test_the_audit_csv_has_a_header_and_one_row_per_entry(audited: dict[str, Any
         (lead.username, "customer_told", "T-50002", "r-2"),
         (support.username, "assign", "T-50001", "r-1"),
     ]
+    assign = rows[3]
+    assert (json.loads(assign[7]), json.loads(assign[8])) == (
+        {"assignee": None},
+        {"assignee": support.username},
+    )  # JSON, as a spreadsheet or a script reads it back
     only = _csv_rows(_client(lead).get(url, {"action": "assign"}))
     assert len(only) == 2
 

@@ -31,6 +31,12 @@ from .staff import request_tenant, staff_context
 
 RUNS_PER_PAGE = 50
 REASON_LABELS = {**dict(OutcomeReason.choices), "run_stuck": "Stuck: the agent went quiet"}
+
+
+def _reason_label(reason: str) -> str:
+    return REASON_LABELS.get(reason, reason.replace("_", " "))
+
+
 AUDIT_PER_PAGE = 100
 # Stands in for a run's id when a page's per-row links are reversed once (see _run_url).
 _URL_PLACEHOLDER = uuid.UUID(int=0)
@@ -85,7 +91,7 @@ def _queue(request: HtmxHttpRequest) -> HttpResponse:
             "can_act": request.user.has_perm(actions.ACT),
             "filters": filters,
             "counts": [
-                (reason, REASON_LABELS.get(reason, reason.replace("_", " ")), n)
+                (reason, _reason_label(reason), n)
                 for reason, n in selectors.queue_reason_counts(tenant=tenant, now=now).items()
             ],
             "reasons": list(REASON_LABELS.items()),
@@ -123,7 +129,7 @@ def _run_context(run: Run, request: HttpRequest, **extra: Any) -> dict[str, Any]
         "run": run,
         "handover": handover,
         "state": handover["state"],
-        "reason_label": REASON_LABELS.get(handover["reason"], handover["reason"].replace("_", " ")),
+        "reason_label": _reason_label(handover["reason"]),
         "events": rows.events,
         "audit": rows.audit,
         "intents": rows.intents,

@@ -391,35 +391,24 @@ def test_a_run_that_ended_with_nobody_waiting_is_not_sent_back_to_a_person(statu
     assert [a["undo_tool"] for a in advice["compensations_available"]] == ["reverse_adjustment"]
 
 
-def test_an_ended_run_says_which_steps_were_undone_since() -> None:
+def _advice_on_a_completed_run(compensation: dict[str, Any]) -> dict[str, Any]:
     from handover.handover import next_action
 
-    done = {"status": "done", "not_undone": "", "dead_letter": None, "id": 1}
     run = Run(status=RunStatus.COMPLETED, awaiting_person=False)
+    step = _performed_step("adjust_stock", "reverse_adjustment", compensation)
+    return next_action(run=run, completed=[step], not_done=[], uncertain=[])
 
-    advice = next_action(
-        run=run,
-        completed=[_performed_step("adjust_stock", "reverse_adjustment", done)],
-        not_done=[],
-        uncertain=[],
-    )
+
+def test_an_ended_run_says_which_steps_were_undone_since() -> None:
+    advice = _advice_on_a_completed_run({"status": "done", "not_undone": "", "dead_letter": None, "id": 1})
 
     assert advice["text"] == "nothing waits on a person: the run completed; undone since: adjust stock"
     assert advice["compensations_available"] == []
+    assert advice["waiting"] is False
 
 
 def test_an_ended_run_with_a_failed_undo_still_sends_a_person_to_the_dead_letter() -> None:
-    from handover.handover import next_action
-
-    failed = {"status": "failed", "not_undone": "", "dead_letter": 7, "id": 1}
-    run = Run(status=RunStatus.COMPLETED, awaiting_person=False)
-
-    advice = next_action(
-        run=run,
-        completed=[_performed_step("adjust_stock", "reverse_adjustment", failed)],
-        not_done=[],
-        uncertain=[],
-    )
+    advice = _advice_on_a_completed_run({"status": "failed", "not_undone": "", "dead_letter": 7, "id": 1})
 
     assert advice["text"].startswith("undoing adjust stock failed: take its dead letter")
     assert advice["waiting"] is True

@@ -44,6 +44,7 @@ def test_the_landing_page_lists_this_tenants_runs_with_open_calls(
     assert "T-40912" in body
     assert "1 without outcome" in body
     assert "T-ACME-1" not in body
+    assert "under a minute ago" in body and "0\xa0minutes" not in body  # its heartbeat, just now
 
 
 def test_an_htmx_refresh_gets_only_the_runs_partial(make_run: Any, support_user: Any) -> None:

@@ -16,17 +16,13 @@ from django.core.management.base import BaseCommand, CommandError
 from handover.models import IntentStatus, Run
 
 
-@dataclass(frozen=True)
-class DemoFault:
-    """A fault armed in the sandbox before a ticket is replayed, so that what happens after the
-    kill shows a part of Seam a clean run never reaches. Only calls the replay itself does not
-    make are faulted (here, a lookup): the runner dies where the replay says, and the fault then
-    meets reconciliation."""
-
-    provider: str
-    operation: str
-    fault: str
-    remaining: int = 1
+def payments_cannot_say_once(run: Run, sandbox: str) -> str:
+    """Payments' next key lookup answers "unknown" (a sandbox fault, used once): reconciliation
+    cannot settle the refund in doubt and hands the run to a person, whose "Retry the lookup"
+    then finds it. The replay itself makes no lookup, so the fault waits for reconciliation."""
+    rule = {"provider": "payments", "operation": "lookup", "fault": "unknown_lookup", "remaining": 1}
+    requests.post(sandbox + "/faults/", json=rule, timeout=5).raise_for_status()
+    return "armed unknown_lookup on payments/lookup x1"
 
 
 def accounting_reverses_the_credit_by_hand(run: Run, sandbox: str) -> str:
@@ -49,8 +45,8 @@ def accounting_reverses_the_credit_by_hand(run: Run, sandbox: str) -> str:
 class DemoReplay:
     ticket: str
     kill: dict[str, int]  # replay_ticket's options: where the runner dies
-    faults: tuple[DemoFault, ...] = ()
-    # Something done to the world after the kill, outside Seam; returns what, in words.
+    # Something done to the world after the kill, outside Seam, so that what follows shows a
+    # part of Seam a clean run never reaches; returns what, in words.
     afterwards: Callable[[Run, str], str] | None = None
 
 
@@ -64,13 +60,8 @@ DEMO_REPLAYS: list[DemoReplay] = [
     ),
     DemoReplay("T-41311", {}),  # an order-status run that finished
     DemoReplay("T-41402", {"kill_after": 1}),  # damage credit issued, nobody told
-    # A refund in doubt that payments cannot settle when asked once: a person decides (and a
-    # "Retry the lookup" then finds it, the fault being spent).
-    DemoReplay(
-        "T-41518",
-        {"kill_between_accept_and_record": 1},
-        (DemoFault("payments", "lookup", "unknown_lookup"),),
-    ),
+    # A refund in doubt that payments cannot settle when asked once: a person decides.
+    DemoReplay("T-41518", {"kill_between_accept_and_record": 1}, afterwards=payments_cannot_say_once),
     DemoReplay("T-41844", {"kill_after": 1}),  # the legacy ERP adjusted, the seller not told
 ]
 
@@ -94,18 +85,6 @@ class Command(BaseCommand):
             external_id = f"demo-{replay.ticket}"
             if Run.objects.filter(tenant__slug=tenant, external_id=external_id).exists():
                 continue
-            for fault in replay.faults:
-                rule = {
-                    "provider": fault.provider,
-                    "operation": fault.operation,
-                    "fault": fault.fault,
-                    "remaining": fault.remaining,
-                }
-                requests.post(sandbox + "/faults/", json=rule, timeout=5).raise_for_status()
-                self.stdout.write(
-                    f"{replay.ticket}: armed {fault.fault} on {fault.provider}/{fault.operation} "
-                    f"x{rule['remaining']}"
-                )
             call_command(
                 "replay_ticket",
                 replay.ticket,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound as DRFNotFound
@@ -22,6 +21,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from . import selectors, services
 from .authentication import AgentPrincipal
 from .handover import handover_for
+from .handover_schema import HandoverSerializer
 from .models import CustomerMessage, ErrorClass, Intent, Run, RunStatus, Tenant
 
 
@@ -300,7 +300,7 @@ class RunDetailApi(APIView):
 class HandoverApi(APIView):
     """The handover object of a run (handover.handover), exactly as the run page shows it."""
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: HandoverSerializer})
     def get(self, request: Request, run_id: str) -> Response:
         run = selectors.run_get(tenant=_tenant(request), run_id=run_id)
         if run is None:

@@ -1,16 +1,26 @@
-"""GET /api/v1/runs/{id}/handover/: the same object the run page shows, for the run's own tenant."""
+"""GET /api/v1/runs/{id}/handover/: the same object the run page shows, for the run's own tenant,
+and exactly the object /api/schema/ describes."""
 
 from __future__ import annotations
 
+import io
+from datetime import timedelta
 from typing import Any
 
+import jsonschema
 import pytest
+from django.core.management import call_command
 from django.test import Client
+from django.utils import timezone
 from rest_framework.test import APIClient
 
+from compensations.defaults import catalogue_seed_defaults
 from handover.handover import handover_for
+from handover.management.commands.seed_demo import DEMO_REPLAYS
 from handover.models import AgentToken, Run
+from reconciliation.defaults import policies_seed_defaults
 from tests import factories
+from tests.scenarios.test_kill_points import replay_in_child
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -43,3 +53,101 @@ def test_another_tenants_handover_is_not_found(escalated_bench: Run) -> None:
     outsider = _agent(factories.TenantFactory(slug="acme"))
     assert outsider.get(f"/api/v1/runs/{escalated_bench.pk}/handover/").status_code == 404
     assert APIClient().get(f"/api/v1/runs/{escalated_bench.pk}/handover/").status_code == 401
+
+
+# --- the published schema is the contract ------------------------------------------------------
+
+
+def _strict(node: Any) -> Any:
+    """An OpenAPI 3.0 schema as JSON Schema, made strict: `nullable` becomes a union with null, and
+    an object with listed properties admits no others, so a field the handover has and the schema
+    does not describe fails, as does a described field the handover lacks (`required`)."""
+    if isinstance(node, list):
+        return [_strict(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    strict = {key: _strict(value) for key, value in node.items() if key != "nullable"}
+    if "properties" in strict and "additionalProperties" not in strict:
+        strict["additionalProperties"] = False
+    if node.get("nullable"):
+        return {"anyOf": [strict, {"type": "null"}]}
+    return strict
+
+
+def _handover_validator() -> jsonschema.Draft202012Validator:
+    published = APIClient().get("/api/schema/", {"format": "json"}).json()
+    response = published["paths"]["/api/v1/runs/{run_id}/handover/"]["get"]["responses"]["200"]
+    root = {
+        **_strict(response["content"]["application/json"]["schema"]),
+        "components": _strict(published["components"]),
+    }
+    jsonschema.Draft202012Validator.check_schema(root)
+    return jsonschema.Draft202012Validator(
+        root, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    )
+
+
+def _seed_the_demo(sandbox_url: str) -> list[Run]:
+    """The demo's six tickets (handover/management/commands/seed_demo.py), each replayed by a
+    runner killed where the demo kills it, with what the demo does to the world afterwards, then
+    one reconciliation sweep: every kind of handover the demo shows."""
+    policies_seed_defaults()
+    catalogue_seed_defaults()
+    runs = []
+    for replay in DEMO_REPLAYS:
+        flags = [part for flag, n in replay.kill.items() for part in (f"--{flag.replace('_', '-')}", str(n))]
+        _code, run = replay_in_child(replay.ticket, sandbox_url, *flags)
+        assert run is not None, replay.ticket
+        if replay.afterwards is not None:
+            replay.afterwards(run, sandbox_url + "/sandbox/api")
+        runs.append(run)
+    Run.objects.filter(pk__in=[r.pk for r in runs]).update(
+        last_heartbeat_at=timezone.now() - timedelta(minutes=5)
+    )
+    call_command("reconcile", older_than=0, decide=True, stdout=io.StringIO())
+    return runs
+
+
+def test_every_handover_the_demo_shows_is_exactly_what_the_schema_publishes(
+    sandbox_tools: str, persona: Any
+) -> None:
+    runs = _seed_the_demo(sandbox_tools)
+    validator = _handover_validator()
+    agent = _agent(runs[0].tenant)
+    runs[0].assignee = persona("support_staff", runs[0].tenant, "ana")
+    runs[0].save(update_fields=["assignee"])
+
+    handovers = []
+    for run in runs:
+        response = agent.get(f"/api/v1/runs/{run.pk}/handover/")
+        assert response.status_code == 200
+        body = response.json()
+        problems = [
+            f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(body)
+        ]
+        assert not problems, f"{run.ticket_id}: {problems}"
+        handovers.append(body)
+
+    # Every part of the object was there to check in at least one of them, in its fuller form.
+    steps = [step for h in handovers for step in h["completed"]]
+    assert any(h["assignee"] for h in handovers)
+    assert any(h["not_done"] for h in handovers)
+    assert any(h["uncertain"] for h in handovers)
+    assert any(h["customer_told"] for h in handovers)
+    assert any(h["next_action"]["compensations_available"] for h in handovers)
+    assert any(isinstance(s["reversible"], str) for s in steps)
+    assert any(s["compensation"] and s["compensation"]["dead_letter"] for s in steps)
+    coverage = [h["coverage"] for h in handovers if h["coverage"]]
+    assert coverage and coverage[0]["checked"] and coverage[0]["decision"]["rests_on"]
+
+
+def test_the_schema_refuses_a_handover_with_a_field_it_does_not_describe(escalated_bench: Run) -> None:
+    """The contract test above can fail: an undescribed field, a missing one, a wrong type."""
+    validator = _handover_validator()
+    body = _agent(escalated_bench.tenant).get(f"/api/v1/runs/{escalated_bench.pk}/handover/").json()
+    assert validator.is_valid(body)
+
+    assert not validator.is_valid({**body, "surprise": 1})
+    assert not validator.is_valid({k: v for k, v in body.items() if k != "state"})
+    first = body["completed"][0]
+    assert not validator.is_valid({**body, "completed": [{**first, "reversible": 3}]})

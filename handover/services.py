@@ -49,6 +49,7 @@ from .models import (
     Intent,
     IntentStatus,
     JournalEvent,
+    OutcomeReason,
     Run,
     RunStatus,
     Tenant,
@@ -959,8 +960,11 @@ class Cancelled:
 
 def run_cancel(*, run: Run, reason: str, actor: Actor) -> Cancelled:
     """Stop admitting new steps. The run row is locked against the intent insert's share lock,
-    so no intent is admitted after this commits; a call already in flight stays `intended` and
-    is settled by reconciliation like any other. Cancelling twice returns the same answer."""
+    so no intent is admitted after this commits. Nothing is undone: what completed stands. A
+    call already in flight stays `intended` and is reconciled once it has been quiet for the
+    stale threshold (cleanup_scheduled says so, with its key); one whose outcome is, or turns
+    out, unknown hands the run to a person, since no agent and no dead-run decision will come
+    back to it (cancelled_in_doubt_hand_over). Cancelling twice returns the same answer."""
     reason = _clean_text(reason, field="reason", limit=MAX_SUMMARY_CHARS, required=True)
     now = timezone.now()
     with durable():
@@ -974,15 +978,57 @@ def run_cancel(*, run: Run, reason: str, actor: Actor) -> Cancelled:
             event_record(
                 run=locked, kind=JournalEvent.Kind.RUN_CANCELLED, actor=actor, at=now, data={"reason": reason}
             )
+            unknown = list(locked.intents.filter(status=IntentStatus.UNKNOWN).order_by("intended_at", "id"))
+            if cancelled_in_doubt_hand_over(run=locked, unknown=unknown, actor=actor, at=now):
+                locked.refresh_from_db()
         elif locked.status != RunStatus.CANCELLED:
             raise Conflict(f"run is {locked.status}; only a running run can be cancelled", field="status")
     intents = list(locked.intents.order_by("intended_at", "id"))
+    uncertain = [i for i in intents if i.status in (IntentStatus.INTENDED, IntentStatus.UNKNOWN)]
     return Cancelled(
         run=locked,
         completed=[i for i in intents if i.status == IntentStatus.PERFORMED],
-        uncertain=[i for i in intents if i.status in (IntentStatus.INTENDED, IntentStatus.UNKNOWN)],
-        # Compensations are scheduled by the compensations executor (a later issue): none yet.
-        cleanup_scheduled=[],
+        uncertain=uncertain,
+        cleanup_scheduled=[_cleanup_of(intent) for intent in uncertain],
+    )
+
+
+def _cleanup_of(intent: Intent) -> str:
+    """What will become of a cancelled run's call in doubt, in words, with the key to ask about."""
+    from reconciliation.selectors import stale_after  # reconciliation builds on the journal
+
+    if intent.status == IntentStatus.UNKNOWN:
+        return f"settle {intent.tool} (step {intent.step_id}): its outcome is unknown; a person decides"
+    quiet = int(stale_after(intent.tool).total_seconds())
+    return (
+        f"reconcile {intent.tool} (step {intent.step_id}): once the call has been quiet for {quiet} s, "
+        f"reconciliation asks the downstream about key {intent.idempotency_key}; "
+        "if it cannot say, the run goes to a person"
+    )
+
+
+def unknown_outcome_detail(unknown: list[Intent]) -> str:
+    """An unknown-outcome escalation's detail: each call in doubt, its key, and why."""
+    return "; ".join(f"{i.tool} (key {i.idempotency_key}): {i.unknown_reason}" for i in unknown)
+
+
+def cancelled_in_doubt_hand_over(
+    *, run: Run, unknown: list[Intent], actor: Actor, at: datetime
+) -> Escalation | None:
+    """A cancelled run has no agent left to settle its calls and no dead-run decision to come, so
+    a call of it whose outcome is unknown would wait for nobody: the run, still cancelled, goes to
+    a person. Inside the caller's transaction, with `run` read under its row lock; nothing when
+    the run is not cancelled, a person already has it, or nothing is unknown."""
+    if run.status != RunStatus.CANCELLED or run.awaiting_person or not unknown:
+        return None
+    return run_hand_over(
+        run=run,
+        reason=OutcomeReason.UNKNOWN_OUTCOME,
+        detail=unknown_outcome_detail(unknown),
+        actor=actor,
+        status=RunStatus.CANCELLED,
+        from_statuses=(RunStatus.CANCELLED,),
+        at=at,
     )
 
 

@@ -144,8 +144,12 @@ def run_decide(*, run: Run, actor: journal.Actor, quiet_for: timedelta | None = 
         return Decision(run_id=str(run.pk), outcome="waiting", detail="a call is still in doubt")
     unknown = [i for i in intents if i.status == IntentStatus.UNKNOWN]
     if unknown:
-        detail = "; ".join(f"{i.tool} (key {i.idempotency_key}): {i.unknown_reason}" for i in unknown)
-        return _escalate(run=run, reason=OutcomeReason.UNKNOWN_OUTCOME, detail=detail, actor=actor)
+        return _escalate(
+            run=run,
+            reason=OutcomeReason.UNKNOWN_OUTCOME,
+            detail=journal.unknown_outcome_detail(unknown),
+            actor=actor,
+        )
     policy = TaskPolicy.objects.filter(task_type=run.task_type).first()
     if policy is None:
         return _escalate(

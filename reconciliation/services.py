@@ -25,11 +25,12 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from handover.models import ErrorClass, Intent, IntentStatus, JournalEvent
+from handover.models import ErrorClass, Intent, IntentStatus, JournalEvent, Run
 from handover.services import (
     OPEN_TRANSACTION_MESSAGE,
     Actor,
     OpenTransactionRefused,
+    cancelled_in_doubt_hand_over,
     event_record,
     inside_open_transaction,
 )
@@ -102,6 +103,11 @@ def _settle(
     now = timezone.now()
     unknown_reason = unknown_reason[:MAX_REASON_CHARS]
     with transaction.atomic(durable=True):
+        run: Run | None = None
+        if status == IntentStatus.UNKNOWN:
+            # An unknown outcome may hand the run to a person (a cancelled run), which writes the
+            # run row: its lock is taken first, in the order staff actions take run then intent.
+            run = Run.objects.select_for_update(no_key=True).get(pk=intent.run_id)
         settled = Intent.objects.filter(pk=intent.pk, status=IntentStatus.INTENDED).update(
             status=status,
             outcome_summary=summary[:MAX_REASON_CHARS],
@@ -125,6 +131,9 @@ def _settle(
                 at=now,
                 data=data,
             )
+            if run is not None:
+                intent.status, intent.unknown_reason = status, unknown_reason
+                cancelled_in_doubt_hand_over(run=run, unknown=[intent], actor=actor, at=now)
     return bool(settled)
 
 

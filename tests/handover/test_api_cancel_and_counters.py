@@ -35,7 +35,10 @@ def test_cancelling_stops_new_intents_and_states_what_happened(
     assert body["run"]["status"] == "cancelled"
     assert [i["tool"] for i in body["completed"]] == ["start_return"]
     assert [i["step_id"] for i in body["uncertain"]] == [in_flight.intent.step_id]
-    assert body["cleanup_scheduled"] == []
+    # Nothing completed is undone; the call in flight is reconciled once quiet, by its key.
+    [cleanup] = body["cleanup_scheduled"]
+    assert cleanup.startswith(f"reconcile offer_replacement (step {in_flight.intent.step_id}): ")
+    assert in_flight.intent.idempotency_key in cleanup
     refused = agent_client.post(
         f"/api/v1/runs/{run.pk}/intents/", {"tool": "issue_refund", "args": {}, "turn": 3}, format="json"
     )

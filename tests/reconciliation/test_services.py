@@ -15,7 +15,8 @@ from django.test import override_settings
 from django.utils import timezone
 
 from handover import services as journal
-from handover.models import Intent, IntentStatus, JournalEvent, Run
+from handover.models import Escalation, Intent, IntentStatus, JournalEvent, Run, RunStatus
+from handover.selectors import queue_reason_counts
 from reconciliation.selectors import stale_intents
 from reconciliation.services import ReconcileOutcome, intent_reconcile, reconcile_sweep
 from tools import services as tool_services
@@ -336,3 +337,84 @@ def test_a_connector_that_crashes_does_not_stop_the_sweep_and_ends_unknown(
     assert broken.status == IntentStatus.UNKNOWN
     assert "connector bug" in broken.unknown_reason
     assert Intent.objects.get(pk=fine.pk).status == IntentStatus.NOT_PERFORMED
+
+
+# --- a cancelled run's call in doubt ----------------------------------------------------------
+
+
+@override_settings(SEAM_STALE_AFTER_BY_TOOL={"issue_refund": 120.0})
+def test_a_cancelled_runs_call_that_nobody_can_settle_goes_to_a_person_once(
+    sandbox_tools: str, make_run: Callable[..., Run]
+) -> None:
+    run = make_run()
+    in_flight = _record(run)
+    cancelled = journal.run_cancel(run=run, reason="buyer withdrew", actor=journal.Actor.agent("bot"))
+    assert cancelled.cleanup_scheduled == [
+        f"reconcile issue_refund (step {in_flight.step_id}): once the call has been quiet for 120 s, "
+        f"reconciliation asks the downstream about key {in_flight.idempotency_key}; "
+        "if it cannot say, the run goes to a person"
+    ]
+    assert not cancelled.run.awaiting_person
+    _go_stale(run)
+    _fault(sandbox_tools, provider="payments", operation="lookup", fault="unknown_lookup", remaining=1)
+
+    report = reconcile_sweep(actor=SWEEPER)
+    reconcile_sweep(actor=SWEEPER)  # a second sweep finds nothing open and hands over nothing more
+
+    assert report.counts["unknown"] == 1
+    run.refresh_from_db()
+    assert (run.status, run.awaiting_person, run.outcome_reason) == (
+        RunStatus.CANCELLED,
+        True,
+        "unknown_outcome",
+    )
+    escalation = Escalation.objects.get(run=run)
+    assert escalation.resolved_at is None
+    assert escalation.detail.startswith(
+        f"issue_refund (key {in_flight.idempotency_key}): the downstream cannot say"
+    )
+    escalated = JournalEvent.objects.get(run=run, kind=JournalEvent.Kind.RUN_ESCALATED)
+    assert (escalated.actor_name, escalated.data["reason"]) == ("test-sweeper", "unknown_outcome")
+    assert queue_reason_counts(tenant=run.tenant, now=timezone.now()) == {"unknown_outcome": 1}
+
+
+def test_a_cancelled_runs_call_found_performed_needs_nobody(
+    sandbox_tools: str, make_run: Callable[..., Run], ledger: Any
+) -> None:
+    run = make_run()
+    in_flight = _record(run)
+    journal.run_cancel(run=run, reason="buyer withdrew", actor=journal.Actor.agent("bot"))
+    get_tool("issue_refund").get_connector().perform(REFUND, in_flight.idempotency_key)
+    _go_stale(run)
+
+    reconcile_sweep(actor=SWEEPER)
+
+    in_flight.refresh_from_db()
+    run.refresh_from_db()
+    assert in_flight.status == IntentStatus.PERFORMED
+    assert in_flight.receipt == ledger.get(idempotency_key=in_flight.idempotency_key).receipt
+    assert (run.status, run.awaiting_person) == (RunStatus.CANCELLED, False)
+    assert not Escalation.objects.filter(run=run).exists()
+
+
+def test_cancelling_a_run_whose_call_is_already_unknown_hands_it_over_at_once(
+    sandbox_tools: str, make_run: Callable[..., Run]
+) -> None:
+    run = make_run()
+    in_doubt = _record(run)
+    _fault(sandbox_tools, provider="payments", operation="lookup", fault="unknown_lookup", remaining=1)
+    intent_reconcile(intent_id=in_doubt.pk, actor=SWEEPER)
+    run.refresh_from_db()
+    assert (run.status, run.awaiting_person) == (RunStatus.RUNNING, False)  # its agent may settle it
+
+    cancelled = journal.run_cancel(run=run, reason="buyer withdrew", actor=journal.Actor.agent("bot"))
+    again = journal.run_cancel(run=run, reason="twice", actor=journal.Actor.agent("bot"))
+
+    assert (cancelled.run.status, cancelled.run.awaiting_person) == (RunStatus.CANCELLED, True)
+    assert cancelled.cleanup_scheduled == [
+        f"settle issue_refund (step {in_doubt.step_id}): its outcome is unknown; a person decides"
+    ]
+    assert again.cleanup_scheduled == cancelled.cleanup_scheduled
+    assert Escalation.objects.filter(run=run, reason="unknown_outcome").count() == 1
+    kinds = list(JournalEvent.objects.filter(run=run).order_by("id").values_list("kind", flat=True))
+    assert kinds[-2:] == [JournalEvent.Kind.RUN_CANCELLED, JournalEvent.Kind.RUN_ESCALATED]

@@ -91,9 +91,10 @@ def _performed(run: Any, tool: str, turn: int, actor: Actor) -> None:
 
 
 def test_a_completed_run_page_asks_nobody_to_resume_or_resolve_it(
-    make_run: Any, support_user: Any, agent_actor: Actor
+    make_run: Any, persona: Any, agent_actor: Actor
 ) -> None:
     run = make_run(ticket_id="T-done", plan=[])
+    support_user = persona("support_staff", run.tenant)  # one who may act: the buttons are withheld
     _performed(run, "adjust_stock", 1, agent_actor)
     services.run_complete(run=run, actor=agent_actor)
 
@@ -101,6 +102,7 @@ def test_a_completed_run_page_asks_nobody_to_resume_or_resolve_it(
 
     assert '<section class="next-action closed">' in body
     assert "Nothing waits on a person: the run completed" in body
+    assert "Add what the customer was told…" in body  # this person may act
     for advice in ("resume the run", "then resolve", "Resume…", "Resolve…"):
         assert advice not in body
 
@@ -131,3 +133,70 @@ def test_an_escalated_run_page_names_its_reason_in_words_and_asks_for_a_person(
     body = _logged_in(support_user).get(reverse("handover:run_detail", args=[run.pk])).content.decode()
     assert "<dt>Why</dt>" not in body
     assert "Run escalated" in body
+
+
+def _escalated_with_a_step_in_doubt(make_run: Any, agent_actor: Actor) -> Run:
+    """A run that died with its refund unknown and its seller notice never sent."""
+    from django.db import transaction
+
+    from handover.models import Intent, IntentStatus, OutcomeReason
+
+    plan = [
+        {"tool": "issue_refund", "args": {"order_id": "SU-1", "amount": "14.95"}},
+        {"tool": "notify_seller", "args": {"order_id": "SU-1"}},
+    ]
+    run = make_run(ticket_id="T-doubt", plan=plan)
+    in_doubt = services.intent_record(
+        run=run, tool="issue_refund", args=plan[0]["args"], turn=1, actor=agent_actor
+    )
+    Intent.objects.filter(pk=in_doubt.intent.pk).update(
+        status=IntentStatus.UNKNOWN, unknown_reason="the downstream cannot say"
+    )
+    with transaction.atomic():
+        services.run_hand_over(
+            run=run,
+            reason=OutcomeReason.UNKNOWN_OUTCOME,
+            detail="refund unknown",
+            actor=Actor.system("sweep"),
+        )
+    return run
+
+
+def test_an_uncertain_run_offers_resume_only_once_its_step_is_settled(
+    make_run: Any, persona: Any, agent_actor: Actor
+) -> None:
+    run = _escalated_with_a_step_in_doubt(make_run, agent_actor)
+    support_user = persona("support_staff", run.tenant)  # one who may act
+
+    body = _logged_in(support_user).get(reverse("handover:run_detail", args=[run.pk])).content.decode()
+
+    assert '<button type="button" disabled aria-describedby="resume-blocked">Resume…</button>' in body
+    assert '<small id="resume-blocked">settle the uncertain step first</small>' in body
+    assert reverse("handover:run_confirm", args=[run.pk, "resume"]) not in body
+    assert "Resolve…" in body
+
+    run.intents.update(status="not_performed")  # settled by a person: now it can be finished
+    body = _logged_in(support_user).get(reverse("handover:run_detail", args=[run.pk])).content.decode()
+    assert reverse("handover:run_confirm", args=[run.pk, "resume"]) in body
+    assert "resume-blocked" not in body
+
+
+def test_a_cancelled_run_with_a_step_in_doubt_is_not_offered_a_resume(
+    make_run: Any, persona: Any, agent_actor: Actor
+) -> None:
+    plan = [
+        {"tool": "issue_refund", "args": {"order_id": "SU-1"}},
+        {"tool": "notify_seller", "args": {"order_id": "SU-1"}},  # never attempted: not done
+    ]
+    run = make_run(ticket_id="T-cancelled", plan=plan)
+    services.intent_record(run=run, tool="issue_refund", args={"order_id": "SU-1"}, turn=1, actor=agent_actor)
+    run.intents.update(status="unknown", unknown_reason="the downstream cannot say")
+    cancelled = services.run_cancel(run=run, reason="buyer withdrew", actor=agent_actor)
+    assert cancelled.run.awaiting_person  # a person must settle the refund
+    support_user = persona("support_staff", run.tenant)
+
+    body = _logged_in(support_user).get(reverse("handover:run_detail", args=[run.pk])).content.decode()
+
+    assert "Resume…" not in body
+    assert "Resolve…" in body
+    assert "Find out whether issue refund happened" in body

@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from . import services as journal
 from .audit import audit_record
-from .handover import handover_build, handover_rows, run_is_stuck, run_state_token
+from .handover import UNDONE, HandoverRows, handover_build, handover_rows, run_is_stuck, run_state_token
 from .models import (
     AuditAction,
     AuditEntry,
@@ -246,8 +246,12 @@ RESUME_VERBS: dict[str | None, tuple[str, str]] = {
 }
 
 
-def resume_preview(run: Run) -> ResumePreview:
-    by_key = {i.idempotency_key: i for i in run.intents.all()}
+def resume_preview(run: Run, rows: HandoverRows | None = None) -> ResumePreview:
+    """What resuming would send and skip, and what stops it now. Read from the run's handover
+    rows, so the run page (which has them loaded) can tell whether Resume can work without a
+    query of its own, by the same rules the action applies."""
+    rows = rows or handover_rows(run)
+    by_key = {i.idempotency_key: i for i in rows.intents}
     steps, blockers, warnings = [], [], []
     for step in plan_with_keys(run):
         intent = by_key.get(step["key"])
@@ -270,9 +274,13 @@ def resume_preview(run: Run) -> ResumePreview:
                 "why": why,
             }
         )
-    undone = run.intents.filter(
-        status=IntentStatus.PERFORMED, compensations__status__in=("done", "partial", "pending")
-    ).values_list("tool", flat=True)
+    undone = [
+        i.tool
+        for i in rows.intents
+        if i.status == IntentStatus.PERFORMED
+        and (compensation := rows.compensations.get(i.pk)) is not None
+        and compensation.status in (*UNDONE, "pending")
+    ]
     if undone:
         # Resuming skips performed steps; one that was undone would be skipped as if it stood.
         blockers.append(

@@ -969,7 +969,8 @@ def run_cancel(*, run: Run, reason: str, actor: Actor) -> Cancelled:
     now = timezone.now()
     with durable():
         locked = Run.objects.select_for_update().get(pk=run.pk)
-        if locked.status == RunStatus.RUNNING:
+        cancelling = locked.status == RunStatus.RUNNING
+        if cancelling:
             locked.status = RunStatus.CANCELLED
             locked.outcome_detail = reason
             locked.ended_at = now
@@ -978,12 +979,13 @@ def run_cancel(*, run: Run, reason: str, actor: Actor) -> Cancelled:
             event_record(
                 run=locked, kind=JournalEvent.Kind.RUN_CANCELLED, actor=actor, at=now, data={"reason": reason}
             )
-            unknown = list(locked.intents.filter(status=IntentStatus.UNKNOWN).order_by("intended_at", "id"))
-            if cancelled_in_doubt_hand_over(run=locked, unknown=unknown, actor=actor, at=now):
-                locked.refresh_from_db()
         elif locked.status != RunStatus.CANCELLED:
             raise Conflict(f"run is {locked.status}; only a running run can be cancelled", field="status")
-    intents = list(locked.intents.order_by("intended_at", "id"))
+        intents = list(locked.intents.order_by("intended_at", "id"))
+        unknown = [i for i in intents if i.status == IntentStatus.UNKNOWN]
+        # Only on the cancel itself: a repeat must not reopen what a person has since resolved.
+        if cancelling and cancelled_in_doubt_hand_over(run=locked, unknown=unknown, actor=actor, at=now):
+            locked.refresh_from_db()
     uncertain = [i for i in intents if i.status in (IntentStatus.INTENDED, IntentStatus.UNKNOWN)]
     return Cancelled(
         run=locked,

@@ -128,6 +128,8 @@ def _run_context(run: Run, request: HttpRequest, **extra: Any) -> dict[str, Any]
     return {
         "run": run,
         "handover": handover,
+        # Whether Resume can work, and if not why, by the action's own rules (no extra query).
+        "resume": actions.resume_preview(run, rows),
         "state": handover["state"],
         "reason_label": _reason_label(handover["reason"]),
         "events": rows.events,

@@ -10,6 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 from django.core.management import call_command
+from django.db import connection
 from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -20,7 +21,7 @@ from handover.management.commands.seed_demo import DEMO_REPLAYS
 from handover.models import AgentToken, Run
 from reconciliation.defaults import policies_seed_defaults
 from tests import factories
-from tests.scenarios.test_kill_points import replay_in_child
+from tests.sandbox.process import database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -87,20 +88,18 @@ def _handover_validator() -> jsonschema.Draft202012Validator:
     )
 
 
-def _seed_the_demo(sandbox_url: str) -> list[Run]:
-    """The demo's six tickets (handover/management/commands/seed_demo.py), each replayed by a
-    runner killed where the demo kills it, with what the demo does to the world afterwards, then
-    one reconciliation sweep: every kind of handover the demo shows."""
+def _seed_the_demo(sandbox_url: str, monkeypatch: pytest.MonkeyPatch) -> list[Run]:
+    """`manage.py seed_demo` itself (its runners are child processes, pointed at this test's
+    database and sandbox through their environment), then one reconciliation sweep: every kind
+    of handover the demo shows."""
+    monkeypatch.setenv("DATABASE_URL", database_url(connection.settings_dict))
+    monkeypatch.setenv("SEAM_TOOL_MODULES", "tools.sandbox_tools")
+    monkeypatch.setenv("SEAM_SANDBOX_URL", sandbox_url)
     policies_seed_defaults()
     catalogue_seed_defaults()
-    runs = []
-    for replay in DEMO_REPLAYS:
-        flags = [part for flag, n in replay.kill.items() for part in (f"--{flag.replace('_', '-')}", str(n))]
-        _code, run = replay_in_child(replay.ticket, sandbox_url, *flags)
-        assert run is not None, replay.ticket
-        if replay.afterwards is not None:
-            replay.afterwards(run, sandbox_url + "/sandbox/api")
-        runs.append(run)
+    call_command("seed_demo", stdout=io.StringIO())
+    runs = list(Run.objects.filter(external_id__startswith="demo-").order_by("ticket_id"))
+    assert len(runs) == len(DEMO_REPLAYS)
     Run.objects.filter(pk__in=[r.pk for r in runs]).update(
         last_heartbeat_at=timezone.now() - timedelta(minutes=5)
     )
@@ -109,9 +108,9 @@ def _seed_the_demo(sandbox_url: str) -> list[Run]:
 
 
 def test_every_handover_the_demo_shows_is_exactly_what_the_schema_publishes(
-    sandbox_tools: str, persona: Any
+    sandbox_tools: str, persona: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    runs = _seed_the_demo(sandbox_tools)
+    runs = _seed_the_demo(sandbox_tools, monkeypatch)
     validator = _handover_validator()
     agent = _agent(runs[0].tenant)
     runs[0].assignee = persona("support_staff", runs[0].tenant, "ana")

@@ -171,7 +171,9 @@ def test_an_uncertain_run_offers_resume_only_once_its_step_is_settled(
     body = _logged_in(support_user).get(reverse("handover:run_detail", args=[run.pk])).content.decode()
 
     assert '<button type="button" disabled aria-describedby="resume-blocked">Resume…</button>' in body
-    assert '<small id="resume-blocked">settle the uncertain step first</small>' in body
+    assert (
+        '<small id="resume-blocked">not now: issue_refund: outcome unknown; settle it first</small>' in body
+    )
     assert reverse("handover:run_confirm", args=[run.pk, "resume"]) not in body
     assert "Resolve…" in body
 
@@ -181,7 +183,7 @@ def test_an_uncertain_run_offers_resume_only_once_its_step_is_settled(
     assert "resume-blocked" not in body
 
 
-def test_a_cancelled_run_with_a_step_in_doubt_is_not_offered_a_resume(
+def test_a_cancelled_run_with_a_step_in_doubt_says_why_it_cannot_be_resumed(
     make_run: Any, persona: Any, agent_actor: Actor
 ) -> None:
     plan = [
@@ -197,6 +199,8 @@ def test_a_cancelled_run_with_a_step_in_doubt_is_not_offered_a_resume(
 
     body = _logged_in(support_user).get(reverse("handover:run_detail", args=[run.pk])).content.decode()
 
-    assert "Resume…" not in body
+    assert '<button type="button" disabled aria-describedby="resume-blocked">Resume…</button>' in body
+    assert "the run is cancelled</small>" in body
+    assert reverse("handover:run_confirm", args=[run.pk, "resume"]) not in body
     assert "Resolve…" in body
     assert "Find out whether issue refund happened" in body

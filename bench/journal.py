@@ -12,7 +12,7 @@ it stays close to that floor. One run measures, against the same database:
    foreign key, but not the journal events nor any of Seam's Python;
 2. the journal's own two statements (handover/journal_sql.py) run the same raw way, which splits
    the gap into what the journal events cost and what Seam's Python costs;
-3. the journal in process: `handover.services.perform` with a dispatch that does nothing, so
+3. the journal in process: `journal.services.perform` with a dispatch that does nothing, so
    what is timed is recording the intent and the outcome (each call has new arguments, so each
    records a new intent);
 4. for reference, without a target: the same two writes on a minimal table of the same shape
@@ -266,7 +266,7 @@ def timed_loop(calls: int, one_call: Callable[[], None]) -> Sample:
 
 def bench_run(tenant: Any, actor: Any) -> Any:
     """A run of the bench tenant for one measurement's rows (each measurement has its own)."""
-    from handover import services
+    from journal import services
 
     return services.run_create(tenant=tenant, task_type="bench", versions=VERSIONS, actor=actor).run
 
@@ -339,7 +339,7 @@ class Floor:
     )
 
     def __init__(self, tenant: Any) -> None:
-        from handover import services
+        from journal import services
 
         self.run_id = bench_run(tenant, services.Actor.system("bench-schema-floor")).pk
         self.conn = raw_connection()
@@ -361,7 +361,7 @@ class Floor:
         return timed_loop(calls, self.call)
 
     def calls_made(self) -> int:
-        from handover.models import Intent, IntentStatus
+        from journal.models import Intent, IntentStatus
 
         return Intent.objects.filter(run_id=self.run_id, status=IntentStatus.PERFORMED).count()
 
@@ -370,7 +370,7 @@ class Floor:
 
 
 class JournalStatements:
-    """The journal's own two statements (handover.journal_sql: the intent and its event, then the
+    """The journal's own two statements (journal.sql: the intent and its event, then the
     outcome and its event), run raw: the same autocommit psycopg connection and prepared
     statements as the floors, the parameters made ahead of the timed call as the floors make
     theirs, none of Seam's Python. Between the floor and the journal, it splits the gap
@@ -381,7 +381,8 @@ class JournalStatements:
     def __init__(self, tenant: Any) -> None:
         from django.utils import timezone
 
-        from handover import journal_sql, services
+        from journal import services
+        from journal import sql as journal_sql
 
         self.journal_sql = journal_sql
         self.timezone = timezone
@@ -433,7 +434,7 @@ class InProcess:
     """`services.perform` with a dispatch that does nothing, on one run of the bench tenant."""
 
     def __init__(self, tenant: Any) -> None:
-        from handover import services
+        from journal import services
 
         self.services = services
         self.actor = services.Actor.agent("bench-in-process")
@@ -442,7 +443,7 @@ class InProcess:
 
     @staticmethod
     def dispatch(args: dict[str, Any], key: str) -> Any:
-        from handover.services import DispatchResult
+        from journal.services import DispatchResult
 
         return DispatchResult()
 
@@ -458,7 +459,7 @@ class InProcess:
         return timed_loop(calls, self.call)
 
     def calls_made(self) -> int:
-        from handover.models import Intent, IntentStatus
+        from journal.models import Intent, IntentStatus
 
         return Intent.objects.filter(run=self.run_row, status=IntentStatus.PERFORMED).count()
 
@@ -676,7 +677,7 @@ def profile_in_process(in_process: InProcess, calls: int) -> dict[str, Any]:
 def truncate_bench_tables(database: str) -> None:
     from django.db import connection
 
-    from handover.models import AgentToken, CustomerMessage, Intent, JournalEvent, Membership, Run, Tenant
+    from journal.models import AgentToken, CustomerMessage, Intent, JournalEvent, Membership, Run, Tenant
 
     tables = [
         m._meta.db_table for m in (JournalEvent, CustomerMessage, Intent, Run, AgentToken, Membership, Tenant)
@@ -692,8 +693,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
     from django.db import connection
 
-    from handover import services
-    from handover.models import AgentToken, Tenant
+    from journal import services
+    from journal.models import AgentToken, Tenant
 
     slug = f"bench-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     tenant = Tenant.objects.create(slug=slug, name=f"Benchmark {slug}")

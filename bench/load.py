@@ -239,10 +239,10 @@ def tenancy_create(config: LoadConfig) -> Tenancy:
     from django.utils import timezone
 
     from compensations.defaults import catalogue_grant_roles
-    from handover import services
-    from handover.models import AgentToken, Membership, Run, Tenant
     from handover.roles import roles_grant
-    from handover.tool_errors import DispatchResult
+    from journal import services
+    from journal.models import AgentToken, Membership, Run, Tenant
+    from journal.tool_errors import DispatchResult
 
     slug = f"load-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     tenant = Tenant.objects.create(slug=slug, name=f"Load test {slug}")
@@ -484,7 +484,7 @@ def reconcile(tenancy: Tenancy, calls: list[Call], runs_created: set[str]) -> di
     """What the server acknowledged, against what the tenant's rows say."""
     from django.db.models import Count
 
-    from handover.models import Intent, IntentStatus, JournalEvent, Run
+    from journal.models import Intent, IntentStatus, JournalEvent, Run
 
     load_runs = Run.objects.filter(tenant=tenancy.tenant, task_type=TASK_TYPE)
     rows = list(

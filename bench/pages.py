@@ -220,7 +220,7 @@ FROM bench_seed WHERE status IN ('escalated', 'compensated') ORDER BY ended
 
 
 def _tenant_and_counts() -> tuple[Any, int, int]:
-    from handover.models import Intent, Run, Tenant
+    from journal.models import Intent, Run, Tenant
 
     tenant = Tenant.objects.filter(slug=TENANT_SLUG).first()
     if tenant is None:
@@ -238,8 +238,8 @@ def staff_user(tenant: Any) -> Any:
     from django.contrib.auth.models import Group
 
     from compensations.defaults import catalogue_grant_roles
-    from handover.models import Membership
     from handover.roles import roles_grant
+    from journal.models import Membership
 
     roles_grant()
     catalogue_grant_roles()
@@ -267,7 +267,7 @@ def seed(database: str, *, reseed: bool) -> dict[str, Any]:
         # Everything that hangs off a tenant (runs, intents, events, escalations, audit rows,
         # compensations, memberships) goes with CASCADE; the audit chain starts again.
         cursor.execute("TRUNCATE handover_tenant, handover_auditchainhead, django_session CASCADE")
-    from handover.models import Tenant
+    from journal.models import Tenant
 
     tenant = Tenant.objects.create(slug=TENANT_SLUG, name="Benchmark: pages at volume")
     params = {
@@ -315,7 +315,7 @@ def assign_some(tenant: Any, user: Any) -> None:
     the queue's assignee column and its last-audit-row subquery have real rows to find."""
     from handover import actions
     from handover.handover import run_state_token
-    from handover.models import Run
+    from journal.models import Run
 
     ctx = actions.StaffContext(user=user, tenant=tenant, request_id="bench-pages-seed")
     runs = Run.objects.filter(tenant=tenant, awaiting_person=True).order_by("created_at")[::10][
@@ -429,7 +429,7 @@ def measured_run(tenant: Any) -> Any:
     """An escalated run with 10 intents whose last call's outcome is unknown: a full run page."""
     from django.db.models import Count
 
-    from handover.models import Run
+    from journal.models import Run
 
     run = (
         Run.objects.filter(tenant=tenant, awaiting_person=True, outcome_reason="unknown_outcome")
@@ -635,7 +635,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def volume(tenant: Any) -> dict[str, int]:
-    from handover.models import Escalation, JournalEvent, Run
+    from journal.models import Escalation, JournalEvent, Run
 
     return {
         "journal_events": JournalEvent.objects.count(),

@@ -1,5 +1,5 @@
 """Where the slow paths spend their time: pyinstrument profiles of the in-process journal call
-(`handover.services.perform`) and of the queue page (GET / as a logged-in support_staff user).
+(`journal.services.perform`) and of the queue page (GET / as a logged-in support_staff user).
 
 Each target runs in a process of its own, on the database its benchmark uses:
 - `perform`: bench/journal.py's `seam_bench`, a run of its own with a no-op dispatch, N calls
@@ -44,7 +44,7 @@ NAMED: list[tuple[str, Any]] = [
     ("URL reversing (django.urls reverse)", lambda f, p: f == "reverse" and "django/urls/base.py" in p),
     ("CSRF tokens (get_token)", lambda f, p: f == "get_token" and "django/middleware/csrf.py" in p),
     ("timesince filter", lambda f, p: f in ("timesince_filter", "timesince") and "django" in p),
-    ("journal SQL (handover.journal_sql)", lambda f, p: "handover/journal_sql.py" in p),
+    ("journal SQL (journal.sql)", lambda f, p: "handover/journal_sql.py" in p),
 ]
 
 
@@ -106,7 +106,7 @@ def target_perform(args: argparse.Namespace) -> dict[str, Any]:
     from bench.journal import InProcess, setup_django, truncate_bench_tables
 
     setup_django("seam_bench")
-    from handover.models import Tenant
+    from journal.models import Tenant
 
     slug = f"bench-profile-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     tenant = Tenant.objects.create(slug=slug, name="Benchmark profile")

@@ -153,8 +153,8 @@ class World:
     open refund intents, every other one really performed on the sandbox under its key."""
 
     def __init__(self, sandbox: str) -> None:
-        from handover import services
-        from handover.models import Tenant
+        from journal import services
+        from journal.models import Tenant
 
         self.services = services
         self.sandbox = sandbox
@@ -167,7 +167,7 @@ class World:
     def stale_batch(self, count: int) -> tuple[Any, list[Any]]:
         from django.utils import timezone
 
-        from handover.models import Intent, Run
+        from journal.models import Intent, Run
         from tools.registry import get_tool
 
         self.batches += 1
@@ -207,7 +207,7 @@ class World:
 def _retrying(call: Callable[[], Any]) -> Any:
     """The sandbox's listen backlog is short; a refused connection is retried (the key makes a
     repeat harmless)."""
-    from handover.tool_errors import ToolError
+    from journal.tool_errors import ToolError
 
     for attempt in range(5):
         try:
@@ -223,8 +223,8 @@ def _retrying(call: Callable[[], Any]) -> Any:
 
 
 def measure_settle(world: World, *, rows: int, rounds: int, slow_ms: int) -> dict[str, Any]:
-    from handover.models import IntentStatus
-    from handover.services import Actor
+    from journal.models import IntentStatus
+    from journal.services import Actor
     from reconciliation.services import reconcile_sweep
     from tools.registry import get_tool
 
@@ -296,7 +296,7 @@ def stub_batch(world: World, rows: int) -> Any:
     from django.utils import timezone
 
     from bench.stub_tools import ARGS
-    from handover.models import Run
+    from journal.models import Run
 
     run, _ = world.stale_batch(0)
     with connection.cursor() as cursor:
@@ -309,7 +309,7 @@ def settle_span(run: Any) -> tuple[int, float]:
     """How many of the run's rows are settled, and the seconds from the first settle to the last."""
     from django.db.models import Count, Max, Min
 
-    from handover.models import IntentStatus
+    from journal.models import IntentStatus
 
     agg = run.intents.exclude(status=IntentStatus.INTENDED).aggregate(
         n=Count("id"), first=Min("settled_at"), last=Max("settled_at")
@@ -391,7 +391,7 @@ def measure_workers(
     from django.test import override_settings
 
     from config.celery import app
-    from handover.services import Actor
+    from journal.services import Actor
     from reconciliation.services import reconcile_sweep
 
     client = redis.Redis.from_url(broker)
@@ -516,7 +516,7 @@ def seed_sweep_database(settled_rows: int) -> dict[str, Any]:
     from django.db import connections
     from django.utils import timezone
 
-    from handover.models import Intent, IntentStatus, Run, Tenant
+    from journal.models import Intent, IntentStatus, Run, Tenant
 
     intents = Intent.objects.using(SWEEP_ALIAS)
     tenant = Tenant.objects.using(SWEEP_ALIAS).filter(slug=SWEEP_TENANT).first()
@@ -563,8 +563,8 @@ def seed_sweep_database(settled_rows: int) -> dict[str, Any]:
 def measure_query(world: World, *, repetitions: int, settled_rows: int) -> dict[str, Any]:
     from django.db import connection, connections, transaction
 
-    from handover.models import Intent, IntentStatus, Run
-    from reconciliation.selectors import stale_intents
+    from journal.models import Intent, IntentStatus, Run
+    from journal.selectors import stale_intents
 
     seeding = seed_sweep_database(settled_rows)
     # The small journal: 100 stale rows in the reconcile database (the baseline).
@@ -679,7 +679,7 @@ def measure_query(world: World, *, repetitions: int, settled_rows: int) -> dict[
 def stale_batch_unsent(world: World, count: int) -> tuple[Any, None]:
     from django.utils import timezone
 
-    from handover.models import Intent, Run
+    from journal.models import Intent, Run
 
     run, _ = world.stale_batch(0)
     for n in range(count):

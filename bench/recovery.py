@@ -120,7 +120,7 @@ class Fleet:
 def kill_a_run(env: dict[str, str]) -> tuple[Any, float, dt.datetime]:
     """Replay the ticket in a child that is SIGKILLed mid-flow. Returns the run, the monotonic
     time of death as seen here and the wall-clock one."""
-    from handover.models import IntentStatus, Run
+    from journal.models import IntentStatus, Run
 
     external_id = f"bench-recovery-{uuid.uuid4().hex[:10]}"
     child = subprocess.run(
@@ -154,8 +154,8 @@ def kill_a_run(env: dict[str, str]) -> tuple[Any, float, dt.datetime]:
 def wait_for_escalation(run: Any, *, died: float, timeout: float, fleet: Fleet) -> dict[str, Any]:
     from django.utils import timezone
 
-    from handover.models import Tenant
     from handover.selectors import QueueFilters, queue_runs
+    from journal.models import Tenant
 
     tenant = Tenant.objects.get(slug=TENANT)
     stuck_s: float | None = None

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from handover.tool_errors import DispatchResult
+from journal.tool_errors import DispatchResult
 from tools.connectors import LookupResult, NotPerformed, Performed
 from tools.registry import ToolSpec
 

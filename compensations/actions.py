@@ -15,10 +15,10 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from handover import services as journal
 from handover.actions import ACT, MAX_NOTE_CHARS, ActionRefused, StaffContext
 from handover.audit import audit_record
 from handover.models import AuditAction
+from journal import services as journal
 
 from .models import Compensation, CompensationStatus, DeadLetter
 

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import models
 from simple_history.models import HistoricalRecords
 
-from handover.models import Intent
+from journal.models import Intent
 
 
 class Reversibility(models.TextChoices):

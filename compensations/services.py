@@ -17,11 +17,11 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
-from handover import services as journal
-from handover.models import Intent, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
-from handover.selectors import compensation_intent_ids
-from handover.tool_errors import ToolError
-from observability import metrics
+from journal import services as journal
+from journal.models import Intent, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
+from journal.selectors import compensation_intent_ids
+from journal.tool_errors import ToolError
+from observability import counters as metrics
 from observability.context import log_context
 from tools import services as tools
 

@@ -8,8 +8,8 @@ from datetime import timedelta
 from celery import Task, shared_task
 from django.conf import settings
 
-from handover.models import Run
-from handover.services import Actor
+from journal.models import Run
+from journal.services import Actor
 
 from .models import Compensation
 from .services import (

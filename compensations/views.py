@@ -13,9 +13,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from handover import selectors
-from handover.services import JournalError
 from handover.staff import request_tenant, staff_context
 from handover.views import HtmxHttpRequest
+from journal.services import JournalError
 
 from . import actions
 from .models import CatalogueEntry

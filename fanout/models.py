@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from handover.models import Run
+from journal.models import Run
 
 
 class Outcome(models.TextChoices):

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from handover.models import Run
+from journal.models import Run
 
 from .models import BranchStatus, FanOut, FanOutBranch
 

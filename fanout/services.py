@@ -23,9 +23,9 @@ from typing import Any
 
 from django.utils import timezone
 
-from handover import services as journal
-from handover.models import JournalEvent, OutcomeReason, Run
-from handover.tool_errors import ToolError
+from journal import services as journal
+from journal.models import JournalEvent, OutcomeReason, Run
+from journal.tool_errors import ToolError
 
 from .merge import MERGES, Decision, Merge, Reading
 from .models import BranchStatus, FanOut, FanOutBranch, Outcome

@@ -23,12 +23,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from . import services as journal
-from .audit import audit_record
-from .handover import UNDONE, HandoverRows, handover_build, handover_rows, run_is_stuck, run_state_token
-from .models import (
-    AuditAction,
-    AuditEntry,
+from journal import services as journal
+from journal.models import (
     CustomerMessage,
     Escalation,
     Intent,
@@ -38,7 +34,11 @@ from .models import (
     RunStatus,
     Tenant,
 )
-from .selectors import compensation_intent_ids, plan_with_keys
+from journal.selectors import compensation_intent_ids, plan_with_keys
+
+from .audit import audit_record
+from .handover import UNDONE, HandoverRows, handover_build, handover_rows, run_is_stuck, run_state_token
+from .models import AuditAction, AuditEntry
 
 ACT = "handover.act_on_run"
 MAX_NOTE_CHARS = 4000

@@ -1,16 +1,17 @@
 from django.contrib import admin
 
-from .models import (
+from journal.models import (
     AgentToken,
     CustomerMessage,
     Escalation,
     Intent,
     JournalEvent,
     Membership,
-    NotificationRule,
     Run,
     Tenant,
 )
+
+from .models import NotificationRule
 
 
 @admin.register(Tenant)

@@ -1,5 +1,5 @@
 """The journal's REST API (v1) for agent runtimes in other processes. Views parse and check
-types, call one service, and render; every rule lives in handover.services."""
+types, call one service, and render; every rule lives in journal.services."""
 
 from __future__ import annotations
 
@@ -18,11 +18,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from . import selectors, services
+from journal import selectors, services
+from journal.models import CustomerMessage, ErrorClass, Intent, Run, RunStatus, Tenant
+
 from .authentication import AgentPrincipal
 from .handover import handover_for
 from .handover_schema import HandoverSerializer
-from .models import CustomerMessage, ErrorClass, Intent, Run, RunStatus, Tenant
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:

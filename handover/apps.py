@@ -4,7 +4,12 @@ from django.apps import AppConfig
 class HandoverConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "handover"
-    verbose_name = "Handover and run journal"
+    verbose_name = "Handover console"
 
     def ready(self) -> None:
+        from journal.signals import escalation_opened
+
         from . import schema  # noqa: F401  (registers the OpenAPI auth extension)
+        from .notifications import escalation_opened_notify
+
+        escalation_opened.connect(escalation_opened_notify, dispatch_uid="handover.notify_escalation")

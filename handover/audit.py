@@ -18,7 +18,9 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
-from .models import AuditChainHead, AuditEntry, Run, Tenant
+from journal.models import Run, Tenant
+
+from .models import AuditChainHead, AuditEntry
 
 GENESIS = "0" * 64
 

@@ -8,7 +8,7 @@ from django.utils.functional import cached_property
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from .models import AgentToken
+from journal.models import AgentToken
 
 
 class AgentPrincipal:

@@ -18,7 +18,7 @@ from typing import Any
 
 import requests
 
-from .tool_errors import DispatchResult, ToolError
+from journal.tool_errors import DispatchResult, ToolError
 
 Dispatch = Callable[[dict[str, Any], str], DispatchResult]
 
@@ -159,7 +159,7 @@ class SeamClient:
         occurrence: int = 0,
     ) -> ClientPerformed:
         """Record the intent (committed when the server answers), call `dispatch(args, key)`,
-        record the outcome. Same rules as handover.services.perform."""
+        record the outcome. Same rules as journal.services.perform."""
         intent, created = self.record_intent(run_id, tool, args, turn=turn, occurrence=occurrence)
         if intent["status"] != "intended":
             return ClientPerformed(intent=intent, replayed=True)

@@ -22,16 +22,10 @@ from django.db.models import Max
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
-from .models import (
-    AuditEntry,
-    CustomerMessage,
-    Intent,
-    IntentStatus,
-    JournalEvent,
-    Run,
-    RunStatus,
-)
-from .selectors import compensation_intent_ids_in, plan_with_keys
+from journal.models import CustomerMessage, Intent, IntentStatus, JournalEvent, Run, RunStatus
+from journal.selectors import compensation_intent_ids_in, plan_with_keys
+
+from .models import AuditEntry
 
 HANDOVER_VERSION = "1"
 

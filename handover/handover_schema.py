@@ -13,8 +13,7 @@ from rest_framework import serializers
 
 from compensations.models import CompensationStatus
 from fanout.models import Outcome as FanOutOutcome
-
-from .models import CustomerMessage, IntentStatus, RunStatus
+from journal.models import CustomerMessage, IntentStatus, RunStatus
 
 
 @extend_schema_field(

@@ -26,7 +26,9 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.urls import reverse
 
-from .models import Escalation, NotificationRule, OutcomeReason, Run
+from journal.models import Escalation, OutcomeReason, Run
+
+from .models import NotificationRule
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +89,11 @@ def escalation_notify_schedule(escalation: Escalation) -> None:
         notify_escalation.delay(escalation_id)
 
     transaction.on_commit(enqueue, robust=True)
+
+
+def escalation_opened_notify(*, escalation: Escalation, **kwargs: Any) -> None:
+    """journal.signals.escalation_opened's receiver: notify once the hand-over commits."""
+    escalation_notify_schedule(escalation)
 
 
 def escalation_notify(escalation_id: int, *, done: Collection[str] = ()) -> NotifyReport:

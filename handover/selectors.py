@@ -15,7 +15,6 @@ from django.db.models import (
     Count,
     F,
     OuterRef,
-    Prefetch,
     Q,
     QuerySet,
     Subquery,
@@ -24,109 +23,16 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
-from .keys import idempotency_key
-from .models import (
-    AuditEntry,
-    CustomerMessage,
+from journal.models import (
     Intent,
     IntentStatus,
     JournalEvent,
-    Membership,
     Run,
     RunStatus,
     Tenant,
 )
 
-
-def tenant_for_user(user: Any) -> Tenant | None:
-    """The tenant a request acts for: an agent token's own, or a staff user's membership."""
-    tenant = getattr(user, "tenant", None)
-    if tenant is not None:
-        return tenant  # an AgentPrincipal
-    if not getattr(user, "is_authenticated", False):
-        return None
-    membership = Membership.objects.select_related("tenant").filter(user=user).first()
-    return membership.tenant if membership else None
-
-
-def runs_for_tenant(
-    *, tenant: Tenant, ticket_id: str = "", order_id: str = "", status: str = ""
-) -> QuerySet[Run]:
-    runs = Run.objects.filter(tenant=tenant).select_related("tenant")
-    if ticket_id:
-        runs = runs.filter(ticket_id=ticket_id)
-    if order_id:
-        runs = runs.filter(order_id=order_id)
-    if status:
-        runs = runs.filter(status=status)
-    return runs.order_by("-created_at", "id")
-
-
-def runs_with_counts(*, tenant: Tenant) -> QuerySet[Run]:
-    """Runs with their intent tallies, for lists."""
-    return runs_for_tenant(tenant=tenant).annotate(
-        intent_count=Count("intents"),
-        open_count=Count("intents", filter=Q(intents__status=IntentStatus.INTENDED)),
-        performed_count=Count("intents", filter=Q(intents__status=IntentStatus.PERFORMED)),
-        failed_count=Count("intents", filter=Q(intents__status=IntentStatus.FAILED)),
-    )
-
-
-def run_get(*, tenant: Tenant, run_id: Any) -> Run | None:
-    """One run of this tenant, or None: another tenant's run is indistinguishable from none."""
-    try:
-        pk = uuid.UUID(str(run_id))
-    except ValueError:
-        return None
-    run = Run.objects.filter(tenant=tenant, pk=pk).first()
-    if run is not None:
-        # The tenant is the one asked for: reuse it rather than join its row in again.
-        Run.tenant.field.set_cached_value(run, tenant)
-    return run
-
-
-def run_get_with_journal(*, tenant: Tenant, run_id: Any) -> Run | None:
-    try:
-        pk = uuid.UUID(str(run_id))
-    except ValueError:
-        return None
-    return (
-        Run.objects.select_related("tenant")
-        .prefetch_related(
-            Prefetch("intents", queryset=Intent.objects.order_by("intended_at", "id")),
-            Prefetch("customer_messages", queryset=CustomerMessage.objects.order_by("told_at", "id")),
-        )
-        .filter(tenant=tenant, pk=pk)
-        .first()
-    )
-
-
-def intent_get(*, run: Run, step_id: str) -> Intent | None:
-    intent = Intent.objects.filter(run=run, step_id=step_id).first()
-    if intent is not None:
-        Intent.run.field.set_cached_value(intent, run)  # the run (and its tenant) the caller holds
-    return intent
-
-
-def plan_with_keys(run: Run) -> list[dict[str, Any]]:
-    """The run's planned writes, each with the idempotency key the runtime gives it: how a
-    planned step is matched to its intent row (done, not done, in doubt) and how resumption
-    finds a step that was in fact performed."""
-    return [
-        {
-            **step,
-            "key": idempotency_key(
-                tenant_slug=run.tenant.slug,
-                run_id=str(run.pk),
-                tool=step["tool"],
-                args=step.get("args", {}),
-                policy_version=run.policy_version,
-                occurrence=step.get("occurrence", 0),
-            ),
-        }
-        for step in run.plan
-    ]
-
+from .models import AuditEntry
 
 # --- the staff dashboard ----------------------------------------------------------------------
 
@@ -286,21 +192,5 @@ def run_get_for_page(*, tenant: Tenant, run_id: Any) -> Run | None:
 # --- compensation intents ---------------------------------------------------------------------
 
 # An undo is recorded like any call; what marks it is its `intent_recorded` event, written with
-# `compensation: true` (handover.services.intent_record). Compensation intents are never listed
+# `compensation: true` (journal.services.intent_record). Compensation intents are never listed
 # as the run's own work and never undone themselves.
-COMPENSATION_RECORDED = Q(kind=JournalEvent.Kind.INTENT_RECORDED, data__compensation=True)
-
-
-def compensation_intent_ids(*, run: Run) -> set[int]:
-    """The ids of the run's compensation intents, in one query (journal_run_at_idx)."""
-    ids = JournalEvent.objects.filter(COMPENSATION_RECORDED, run=run).values_list("intent_id", flat=True)
-    return {pk for pk in ids if pk is not None}
-
-
-def compensation_intent_ids_in(events: list[JournalEvent]) -> set[int]:
-    """The same, read from a run's events already loaded (the run page has them)."""
-    return {
-        e.intent_id
-        for e in events
-        if e.kind == JournalEvent.Kind.INTENT_RECORDED and e.intent_id and (e.data or {}).get("compensation")
-    }

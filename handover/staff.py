@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from django.http import Http404, HttpRequest
 
+from journal import selectors as journal_selectors
+from journal.models import Tenant
 from observability.middleware import request_id_of
 
-from . import selectors
 from .actions import StaffContext
-from .models import Tenant
 
 
 def request_tenant(request: HttpRequest) -> Tenant:
     """The person's tenant; a person without one sees nothing (404, like another tenant's run)."""
-    tenant = selectors.tenant_for_user(request.user)
+    tenant = journal_selectors.tenant_for_user(request.user)
     if tenant is None:
         raise Http404("Your account belongs to no tenant.")
     return tenant

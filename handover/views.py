@@ -22,11 +22,14 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import reswap, retarget
 from django_htmx.middleware import HtmxDetails
 
+from journal import selectors as journal_selectors
+from journal.models import CustomerMessage, OutcomeReason, Run, RunStatus
+from journal.services import JournalError
+
 from . import actions, selectors
 from .audit import state_json
 from .handover import handover_build, handover_rows, run_state_token
-from .models import AuditAction, CustomerMessage, OutcomeReason, Run, RunStatus
-from .services import JournalError
+from .models import AuditAction
 from .staff import request_tenant, staff_context
 
 RUNS_PER_PAGE = 50
@@ -77,7 +80,7 @@ def _run_url(name: str, *args: Any) -> Callable[[Any], str]:
 
 def _queue(request: HtmxHttpRequest) -> HttpResponse:
     """Escalated and stuck runs, nearest deadline (or oldest) first, with counts per reason."""
-    tenant = selectors.tenant_for_user(request.user)
+    tenant = journal_selectors.tenant_for_user(request.user)
     context: dict[str, Any] = {"tenant": tenant}
     if tenant is not None:
         now = timezone.now()
@@ -112,8 +115,8 @@ def _queue(request: HtmxHttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def run_list(request: HtmxHttpRequest) -> HttpResponse:
-    tenant = selectors.tenant_for_user(request.user)
-    runs = selectors.runs_with_counts(tenant=tenant) if tenant else None
+    tenant = journal_selectors.tenant_for_user(request.user)
+    runs = journal_selectors.runs_with_counts(tenant=tenant) if tenant else None
     page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page")) if runs is not None else None
     template = "handover/run_list.html#runs" if request.htmx else "handover/run_list.html"
     return render(request, template, {"tenant": tenant, "page": page, "RunStatus": RunStatus})

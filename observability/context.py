@@ -4,8 +4,7 @@ record made inside it (by Seam, Django, requests or a connector) and nothing out
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any
@@ -41,37 +40,3 @@ def log_context(**fields: Any) -> Iterator[None]:
         yield
     finally:
         _context.reset(token)
-
-
-def _journal_fields(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """run_id and step_id from a journal service's keyword arguments: an `intent`, or a `run`
-    with the `turn`, `tool` and `occurrence` that name the step (handover.services.step_id_for)."""
-    intent = kwargs.get("intent")
-    if intent is not None:
-        return {"run_id": intent.run_id, "step_id": intent.step_id}
-    run = kwargs.get("run")
-    if run is None:
-        return {}
-    fields: dict[str, Any] = {"run_id": run.pk}
-    if "turn" in kwargs and isinstance(kwargs.get("tool"), str):
-        from handover.services import step_id_for
-
-        fields["step_id"] = step_id_for(
-            run=run, turn=kwargs["turn"], tool=kwargs["tool"], occurrence=kwargs.get("occurrence", 0)
-        )
-    return fields
-
-
-def journal_log_context[**P, R](func: Callable[P, R]) -> Callable[P, R]:
-    """Decorate a keyword-only journal service so that everything logged while it runs carries
-    the run and step it works on."""
-
-    @functools.wraps(func)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        token = bind(**_journal_fields(kwargs))
-        try:
-            return func(*args, **kwargs)
-        finally:
-            _context.reset(token)
-
-    return wrapper

@@ -16,7 +16,6 @@ Two kinds, on purpose:
 
 from __future__ import annotations
 
-import functools
 import os
 import time
 from collections.abc import Iterable, Iterator
@@ -27,59 +26,23 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.db.models import Count, QuerySet
 from django.utils import timezone
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, generate_latest, multiprocess
+from prometheus_client import REGISTRY, CollectorRegistry, generate_latest, multiprocess
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from . import counters  # noqa: F401  (the counters are exposed with the gauges)
 
 # How long one gauge's statement may take before the scrape gives up on the database.
 STATEMENT_TIMEOUT_MS = 2000
 # The sweep lag looks at this many of the oldest stale rows (per-tool thresholds differ).
 LAG_SAMPLE = 100
 
-# --- counters, incremented by the code paths --------------------------------------------------
-
-INTENTS_RECORDED = Counter("seam_intents_recorded", "Intent rows committed (new ones, not replays).")
-INTENTS_SETTLED = Counter(
-    "seam_intents_settled", "Intent rows settled, by the status they settled to.", ["status"]
-)
-RECONCILE_OUTCOMES = Counter(
-    "seam_reconcile_outcomes", "Reconciliation of one open intent, by outcome.", ["outcome"]
-)
-COMPENSATIONS_EXECUTED = Counter(
-    "seam_compensations_executed",
-    "Compensation executions, by how they ended (done, partial, dead_lettered, retry, pending).",
-    ["status"],
-)
-
-
-def intent_recorded() -> None:
-    INTENTS_RECORDED.inc()
-
-
-@functools.cache
-def _intents_settled_as(status: str) -> Any:
-    # labels() looks the child up under a lock on every call; the children are never removed.
-    return INTENTS_SETTLED.labels(status=status)
-
-
-def intent_settled(status: str) -> None:
-    _intents_settled_as(status).inc()
-
-
-def reconcile_outcome(outcome: str) -> None:
-    RECONCILE_OUTCOMES.labels(outcome=outcome).inc()
-
-
-def compensation_executed(status: str) -> None:
-    COMPENSATIONS_EXECUTED.labels(status=status).inc()
-
-
 # --- gauges, read from the rows at scrape time ------------------------------------------------
 
 
 def stuck_runs(now: datetime) -> QuerySet[Any]:
     """Running runs silent past SEAM_STALE_AFTER_SECONDS (the queue's "stuck"): run_running_idx."""
-    from handover.models import Run, RunStatus
+    from journal.models import Run, RunStatus
 
     cutoff = now - timedelta(seconds=float(settings.SEAM_STALE_AFTER_SECONDS))
     return Run.objects.filter(status=RunStatus.RUNNING, last_heartbeat_at__lt=cutoff)
@@ -87,7 +50,7 @@ def stuck_runs(now: datetime) -> QuerySet[Any]:
 
 def awaiting_person() -> QuerySet[Any]:
     """Runs waiting for a person, counted by reason: run_awaiting_idx."""
-    from handover.models import Run
+    from journal.models import Run
 
     return (
         Run.objects.filter(awaiting_person=True).order_by().values("outcome_reason").annotate(n=Count("pk"))
@@ -97,7 +60,7 @@ def awaiting_person() -> QuerySet[Any]:
 def unknown_outcomes() -> QuerySet[Any]:
     """Intent rows reconciliation settled as `unknown`: a person must decide each. Served by the
     partial index intent_unknown_idx, so it stays off the journal's full size."""
-    from handover.models import Intent, IntentStatus
+    from journal.models import Intent, IntentStatus
 
     return Intent.objects.filter(status=IntentStatus.UNKNOWN)
 
@@ -117,7 +80,7 @@ def dead_letters() -> QuerySet[Any]:
 
 def sweep_candidates(now: datetime) -> QuerySet[Any]:
     """The oldest rows the sweep should have settled by now: intent_open_idx, joined to the run."""
-    from reconciliation.selectors import stale_intents
+    from journal.selectors import stale_intents
 
     return stale_intents(now=now).values("intended_at", "tool", "next_lookup_at", "run__last_heartbeat_at")[
         :LAG_SAMPLE
@@ -128,7 +91,7 @@ def sweep_lag_seconds(now: datetime) -> float:
     """How long the most overdue stale row has been due: the later of its intent and its run's
     last heartbeat, plus its tool's stale threshold, or the end of its lookup backoff. 0 when the
     sweep is keeping up."""
-    from reconciliation.selectors import stale_after
+    from journal.selectors import stale_after
 
     lag = 0.0
     for row in sweep_candidates(now):
@@ -141,7 +104,7 @@ def sweep_lag_seconds(now: datetime) -> float:
 
 
 def _reasons() -> list[str]:
-    from handover.models import OutcomeReason
+    from journal.models import OutcomeReason
 
     return [str(value) for value in OutcomeReason.values]
 

@@ -23,15 +23,14 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from handover import services as journal
-from handover.models import Intent, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
-from handover.selectors import plan_with_keys
-from handover.tool_errors import ToolError
+from journal import services as journal
+from journal.models import Intent, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
+from journal.selectors import plan_with_keys, stale_after
+from journal.tool_errors import ToolError
 from tools import services as tools
 from tools.registry import UnknownTool
 
 from .models import PHASES, Strategy, TaskPolicy
-from .selectors import stale_after
 
 # --- version upgrades -------------------------------------------------------------------------
 

@@ -25,8 +25,9 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from handover.models import ErrorClass, Intent, IntentStatus, JournalEvent, Run
-from handover.services import (
+from journal.models import ErrorClass, Intent, IntentStatus, JournalEvent, Run
+from journal.selectors import stale_intents
+from journal.services import (
     OPEN_TRANSACTION_MESSAGE,
     Actor,
     OpenTransactionRefused,
@@ -34,14 +35,12 @@ from handover.services import (
     event_record,
     inside_open_transaction,
 )
-from handover.tool_errors import ToolError
-from observability import metrics
+from journal.tool_errors import ToolError
+from observability import counters as metrics
 from observability.context import log_context
 from tools import services as tools
 from tools.connectors import NotPerformed, Performed, Unknown
 from tools.registry import UnknownTool
-
-from .selectors import stale_intents
 
 MAX_REASON_CHARS = 4000
 # A lookup is a read: a failure to get an answer, even after the request left, changes nothing

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from handover.services import Actor
+from journal.selectors import stale_after
+from journal.services import Actor
 
 from .decisions import decide_dead_runs, run_resume
-from .selectors import stale_after
 from .services import intent_reconcile, reconcile_sweep
 
 SWEEP_ACTOR = "reconciliation-sweep"
@@ -56,7 +56,7 @@ def resume_run(run_id: str, user_id: int) -> str:
     again: performed steps are found by their keys and skipped, never sent twice."""
     from django.contrib.auth import get_user_model
 
-    from handover.models import Run, RunStatus
+    from journal.models import Run, RunStatus
 
     run = Run.objects.select_related("tenant").get(pk=run_id)
     if run.status != RunStatus.RUNNING:

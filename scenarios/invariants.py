@@ -11,8 +11,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from handover.models import Intent, IntentStatus, JournalEvent, Run
-from handover.selectors import compensation_intent_ids
+from journal.models import Intent, IntentStatus, JournalEvent, Run
+from journal.selectors import compensation_intent_ids
 
 PRECONDITION_PREFIX = "precondition:"
 # Tools whose provider ignores idempotency keys, and the arguments that identify one call.

@@ -22,9 +22,9 @@ from django.utils import timezone
 
 from fanout.services import FanOutResult, fanout_hand_over, fanout_run
 from fanout.spec import GroupSpec
-from handover import services as journal
-from handover.models import Run, Tenant
-from handover.tool_errors import DispatchResult
+from journal import services as journal
+from journal.models import Run, Tenant
+from journal.tool_errors import DispatchResult
 from tools import services as tools
 from tools.registry import get_tool
 
@@ -48,7 +48,7 @@ class KillPlan:
 
 @contextlib.contextmanager
 def writes_killed(kill: KillPlan) -> Iterator[None]:
-    """While open, every call this process sends through the journal (`handover.services.perform`:
+    """While open, every call this process sends through the journal (`journal.services.perform`:
     a resumption's steps, a compensation's undo) counts as a write, and the process is killed at
     the plan's kill point: after the Nth call's outcome is committed, or after its provider
     accepted it and before the outcome is committed. A call answered from an earlier, settled

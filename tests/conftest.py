@@ -12,9 +12,9 @@ from django.test import override_settings
 from rest_framework.test import APIClient
 
 from compensations.defaults import catalogue_grant_roles
-from handover.models import AgentToken, Tenant
 from handover.roles import roles_grant
-from handover.services import Actor
+from journal.models import AgentToken, Tenant
+from journal.services import Actor
 from tests import factories
 
 

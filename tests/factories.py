@@ -9,8 +9,8 @@ from typing import Any
 import factory
 from django.contrib.auth import get_user_model
 
-from handover import services
-from handover.models import Membership, Run, Tenant
+from journal import services
+from journal.models import Membership, Run, Tenant
 from scenarios.flows import FLOWS
 from scenarios.tickets import TICKETS
 

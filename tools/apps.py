@@ -3,11 +3,13 @@ from typing import Any
 from django.apps import AppConfig
 from django.core.signals import setting_changed
 
+from journal.tool_errors import arguments_check_register
+
+from .registry import registered_arguments_check, reset_registry
+
 
 def _forget_tools(*, setting: str, **kwargs: Any) -> None:
     if setting in ("SEAM_TOOL_MODULES", "SEAM_SANDBOX_URL"):
-        from .registry import reset_registry
-
         reset_registry()
 
 
@@ -19,3 +21,6 @@ class ToolsConfig(AppConfig):
     def ready(self) -> None:
         # Tests switch the catalogue and the sandbox address with override_settings.
         setting_changed.connect(_forget_tools, dispatch_uid="tools.forget_tools")
+        # A registered tool's arguments are checked against its schema before its intent is
+        # recorded, whichever path records it (in process, REST, a staff action).
+        arguments_check_register("tools.registry", registered_arguments_check)

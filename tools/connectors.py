@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import requests
 import urllib3.exceptions
 
-from handover.tool_errors import DispatchResult, ToolError
+from journal.tool_errors import DispatchResult, ToolError
 
 # --- what a lookup can say --------------------------------------------------------------------
 

@@ -18,6 +18,8 @@ import jsonschema
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from journal.tool_errors import ArgumentsRefused
+
 from .connectors import Connector
 
 ToolKind = Literal["read", "write"]
@@ -25,16 +27,6 @@ ToolKind = Literal["read", "write"]
 
 class UnknownTool(LookupError):
     pass
-
-
-class ArgumentsRefused(ValueError):
-    """The arguments do not satisfy the tool's schema. `field` is the JSON path of the first
-    offending value (e.g. `args.amount`)."""
-
-    def __init__(self, message: str, *, field: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.field = field
 
 
 @dataclass(frozen=True)
@@ -117,3 +109,11 @@ def find_tool(name: str) -> ToolSpec | None:
 def reset_registry() -> None:
     """Forget loaded tools (tests that change SEAM_TOOL_MODULES or the sandbox URL)."""
     _registry.cache_clear()
+
+
+def registered_arguments_check(tool: str, args: Mapping[str, Any]) -> None:
+    """The journal's check of an intent's arguments: a registered tool's must satisfy its schema
+    (ArgumentsRefused otherwise); an unregistered tool's pass."""
+    spec = find_tool(tool)
+    if spec is not None:
+        spec.validate(args)

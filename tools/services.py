@@ -7,9 +7,9 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from handover import services as journal
-from handover.models import Intent, Run
-from handover.tool_errors import ToolError
+from journal import services as journal
+from journal.models import Intent, Run
+from journal.tool_errors import ToolError
 
 from .connectors import HttpConnector, LookupResult
 from .registry import ArgumentsRefused, UnknownTool, get_tool
@@ -28,7 +28,7 @@ def tool_perform(
     compensation: bool = False,
 ) -> journal.Performed:
     """Perform a registered write tool: arguments checked against its schema, intent committed,
-    the connector called with the intent's key, outcome committed (handover.services.perform)."""
+    the connector called with the intent's key, outcome committed (journal.services.perform)."""
     try:
         spec = get_tool(tool)
     except UnknownTool as exc:

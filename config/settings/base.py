@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_htmx",
     "simple_history",
+    "journal",
     "handover",
     "reconciliation",
     "compensations",
@@ -172,7 +173,7 @@ SEAM_BASE_URL = env("SEAM_BASE_URL", default="http://127.0.0.1:8000")
 DEFAULT_FROM_EMAIL = env("DJANGO_DEFAULT_FROM_EMAIL", default="seam@localhost")
 SEAM_WEBHOOK_TIMEOUT_SECONDS = _env_or_fail(env.float, "SEAM_WEBHOOK_TIMEOUT_SECONDS", default=5.0)
 
-# Agents send arguments up to the journal's own limit (handover.services.MAX_ARGS_BYTES);
+# Agents send arguments up to the journal's own limit (journal.services.MAX_ARGS_BYTES);
 # the request as a whole may carry a plan of several such steps.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 
@@ -199,8 +200,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
-        "RunStatusEnum": "handover.models.RunStatus",
-        "IntentStatusEnum": "handover.models.IntentStatus",
+        "RunStatusEnum": "journal.models.RunStatus",
+        "IntentStatusEnum": "journal.models.IntentStatus",
     },
 }
 

@@ -16,7 +16,8 @@ import pytest
 from playwright.sync_api import Page, Response, expect
 
 from compensations.models import Compensation
-from handover.models import AuditAction, AuditEntry, Run
+from handover.models import AuditAction, AuditEntry
+from journal.models import Run
 from tests.handover.conftest import escalate_ticket
 from tests.reconciliation.test_workers import Fleet
 from tests.sandbox.process import ROOT

@@ -15,8 +15,8 @@ from django.urls import reverse
 
 from compensations.models import CompensationStatus, DeadLetter
 from compensations.services import compensation_execute, compensation_request
-from handover import services as journal
 from handover.models import AuditAction, AuditEntry
+from journal import services as journal
 from tests import factories
 from tools import services as tools
 

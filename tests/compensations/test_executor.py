@@ -13,8 +13,8 @@ from django.test import override_settings
 from compensations.defaults import catalogue_seed_defaults
 from compensations.models import Compensation, CompensationStatus, DeadLetter
 from compensations.services import CompensationRetry, compensation_execute, compensation_request
-from handover import services as journal
-from handover.models import Intent, Run, RunStatus
+from journal import services as journal
+from journal.models import Intent, Run, RunStatus
 from tests import factories
 from tools import services as tools
 

@@ -20,8 +20,8 @@ from celery import Celery
 from compensations.defaults import catalogue_seed_defaults
 from compensations.models import Compensation, CompensationStatus
 from compensations.services import compensation_request
-from handover.models import Run
-from handover.services import Actor
+from journal.models import Run
+from journal.services import Actor
 from reconciliation.services import reconcile_sweep
 from tests.reconciliation.test_workers import Fleet, broker, fleet, fleet_env  # noqa: F401 (fixtures)
 from tools import services as tools

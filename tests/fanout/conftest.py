@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from fanout.spec import GroupSpec
-from handover.models import Run
+from journal.models import Run
 from scenarios.flows import FLOWS
 from scenarios.tickets import TICKETS
 

@@ -7,7 +7,7 @@ import pytest
 
 from fanout.models import FanOut
 from fanout.selectors import run_coverage
-from handover.models import IntentStatus, Run, RunStatus, Tenant
+from journal.models import IntentStatus, Run, RunStatus, Tenant
 from scenarios.runner import InProcessJournal, run_ticket
 from tests.fanout.conftest import Sandbox
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from fanout.models import FanOut, FanOutBranch
 from fanout.selectors import recent_latencies, run_coverage, tool_latency_p95
-from handover.models import Run
+from journal.models import Run
 
 pytestmark = pytest.mark.django_db
 

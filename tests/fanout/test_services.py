@@ -14,8 +14,8 @@ from fanout.merge import Decision
 from fanout.models import BranchStatus, FanOut, FanOutBranch, Outcome
 from fanout.selectors import run_coverage, tool_latency_p95
 from fanout.services import fanout_hand_over, fanout_run
-from handover.models import Escalation, JournalEvent, OutcomeReason, Run, RunStatus
-from handover.services import Actor
+from journal.models import Escalation, JournalEvent, OutcomeReason, Run, RunStatus
+from journal.services import Actor
 from sandbox.models import Effect
 from tests.fanout.conftest import SHORTAGE_FACTS, Sandbox, shortage_spec
 

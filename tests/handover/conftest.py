@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from compensations.defaults import catalogue_seed_defaults
-from handover.models import Run, RunStatus
+from journal.models import Run, RunStatus
 from reconciliation.defaults import policies_seed_defaults
 
 

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from handover import services
-from handover.models import JournalEvent, Run, RunStatus
-from handover.services import Actor
+from journal import services
+from journal.models import JournalEvent, Run, RunStatus
+from journal.services import Actor
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

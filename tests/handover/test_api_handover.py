@@ -18,7 +18,7 @@ from rest_framework.test import APIClient
 from compensations.defaults import catalogue_seed_defaults
 from handover.handover import handover_for
 from handover.management.commands.seed_demo import DEMO_REPLAYS
-from handover.models import AgentToken, Run
+from journal.models import AgentToken, Run
 from reconciliation.defaults import policies_seed_defaults
 from tests import factories
 from tests.sandbox.process import database_url

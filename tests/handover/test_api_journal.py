@@ -20,8 +20,8 @@ from django.core.management import call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from handover import services
-from handover.models import (
+from journal import services
+from journal.models import (
     AgentToken,
     CustomerMessage,
     Intent,

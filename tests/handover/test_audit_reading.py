@@ -13,7 +13,7 @@ from django.urls import reverse
 from handover import actions
 from handover.audit import SAID_LIMIT, AuditChange, audit_changes
 from handover.handover import run_state_token
-from handover.services import Actor
+from journal.services import Actor
 
 
 def test_each_field_reads_before_and_after_in_the_order_it_was_written() -> None:

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from handover.client import IntentInDoubt, SeamClient, SeamError
-from handover.models import AgentToken, Intent, IntentStatus, Run, Tenant
-from handover.tool_errors import DispatchResult, ToolError
+from journal.models import AgentToken, Intent, IntentStatus, Run, Tenant
+from journal.tool_errors import DispatchResult, ToolError
 from tests.factories import BENCH_PLAN, VERSIONS
 
 pytestmark = pytest.mark.django_db(transaction=True)

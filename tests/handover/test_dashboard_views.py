@@ -25,19 +25,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from compensations.models import Compensation
-from handover import services
 from handover.handover import handover_for, run_state_token
-from handover.models import (
-    AuditAction,
-    AuditEntry,
-    CustomerMessage,
-    Escalation,
-    IntentStatus,
-    Run,
-    RunStatus,
-    Tenant,
-)
-from handover.services import Actor
+from handover.models import AuditAction, AuditEntry
+from journal import services
+from journal.models import CustomerMessage, Escalation, IntentStatus, Run, RunStatus, Tenant
+from journal.services import Actor
 from reconciliation.decisions import run_decide
 from reconciliation.defaults import policies_seed_defaults
 from tests import factories

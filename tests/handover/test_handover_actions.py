@@ -18,8 +18,9 @@ from compensations.services import compensation_execute
 from handover import actions
 from handover.audit import audit_verify
 from handover.handover import handover_for, run_state_token
-from handover.models import AuditAction, AuditEntry, IntentStatus, Run, RunStatus
-from handover.services import Actor, Conflict, InvalidInput, NotFound
+from handover.models import AuditAction, AuditEntry
+from journal.models import IntentStatus, Run, RunStatus
+from journal.services import Actor, Conflict, InvalidInput, NotFound
 from tests import factories
 
 pytestmark = pytest.mark.django_db(transaction=True)

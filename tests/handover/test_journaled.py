@@ -1,4 +1,4 @@
-"""handover.journaled: a plain tool function, decorated, is journaled without being rewritten."""
+"""journal.journaled: a plain tool function, decorated, is journaled without being rewritten."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from handover.journaled import NoRunScope, journaled_tool, run_scope
-from handover.models import Intent, IntentStatus
-from handover.services import Actor
-from handover.tool_errors import ToolError
+from journal.journaled import NoRunScope, journaled_tool, run_scope
+from journal.models import Intent, IntentStatus
+from journal.services import Actor
+from journal.tool_errors import ToolError
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

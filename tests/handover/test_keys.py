@@ -1,4 +1,4 @@
-"""handover.keys: the idempotency key is a function of the intent, not of its spelling or attempt."""
+"""journal.keys: the idempotency key is a function of the intent, not of its spelling or attempt."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from handover.keys import (
+from journal.keys import (
     KEY_SCHEME,
     NotCanonicalisable,
     canonical_args,

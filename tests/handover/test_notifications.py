@@ -24,11 +24,12 @@ from django.utils import timezone
 
 from compensations.defaults import catalogue_seed_defaults
 from compensations.services import _dead_letter, compensation_request
-from handover import services as journal
 from handover import tasks
-from handover.models import Escalation, NotificationRule, OutcomeReason, Run, RunStatus, Tenant
+from handover.models import NotificationRule
 from handover.notifications import escalation_notify, escalation_notify_schedule
 from handover.roles import roles_grant
+from journal import services as journal
+from journal.models import Escalation, OutcomeReason, Run, RunStatus, Tenant
 from reconciliation import decisions
 from tests import factories
 

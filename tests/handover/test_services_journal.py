@@ -1,4 +1,4 @@
-"""handover.services: intent before the call, outcome after, durably and exactly once."""
+"""journal.services: intent before the call, outcome after, durably and exactly once."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 from django.conf import settings
 from django.db import OperationalError, connection, transaction
 
-from handover import services
-from handover.models import Intent, IntentStatus, JournalEvent, RunStatus
-from handover.services import Actor, DispatchResult, ToolError
+from journal import services
+from journal.models import Intent, IntentStatus, JournalEvent, RunStatus
+from journal.services import Actor, DispatchResult, ToolError
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,9 +8,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from handover import services
-from handover.models import Run, RunStatus
-from handover.services import Actor
+from journal import services
+from journal.models import Run, RunStatus
+from journal.services import Actor
 from tests import factories
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -112,7 +112,7 @@ def test_an_escalated_run_page_names_its_reason_in_words_and_asks_for_a_person(
 ) -> None:
     from django.db import transaction
 
-    from handover.models import OutcomeReason
+    from journal.models import OutcomeReason
 
     run = make_run(ticket_id="T-escalated")
     _performed(run, "start_return", 1, agent_actor)
@@ -139,7 +139,7 @@ def _escalated_with_a_step_in_doubt(make_run: Any, agent_actor: Actor) -> Run:
     """A run that died with its refund unknown and its seller notice never sent."""
     from django.db import transaction
 
-    from handover.models import Intent, IntentStatus, OutcomeReason
+    from journal.models import Intent, IntentStatus, OutcomeReason
 
     plan = [
         {"tool": "issue_refund", "args": {"order_id": "SU-1", "amount": "14.95"}},

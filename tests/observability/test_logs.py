@@ -16,9 +16,9 @@ from django.http import HttpRequest, HttpResponse
 from django.test import Client, RequestFactory
 from django.utils import timezone
 
-from handover import services as journal
-from handover.models import Intent, Run
-from handover.tool_errors import DispatchResult
+from journal import services as journal
+from journal.models import Intent, Run
+from journal.tool_errors import DispatchResult
 from observability.context import log_context
 from observability.logs import ContextFilter, JsonFormatter, PlainFormatter
 from observability.middleware import RequestIdMiddleware

@@ -15,10 +15,10 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from compensations.models import Compensation, CompensationStatus, DeadLetter
-from handover import services as journal
-from handover.models import Intent, IntentStatus, OutcomeReason, Run
-from handover.tool_errors import DispatchResult
-from observability import metrics
+from journal import services as journal
+from journal.models import Intent, IntentStatus, OutcomeReason, Run
+from journal.tool_errors import DispatchResult
+from observability import counters, metrics
 from reconciliation.services import ReconcileOutcome, intent_reconcile
 
 AGENT = journal.Actor.agent("returns-bot")
@@ -118,9 +118,9 @@ def test_unknown_outcomes_and_the_process_counters_follow_the_journal(
     make_run: Callable[..., Run],
 ) -> None:
     client = Client()
-    recorded = metrics.INTENTS_RECORDED._value.get()
-    performed = metrics.INTENTS_SETTLED.labels(status="performed")._value.get()
-    reconciled_unknown = metrics.RECONCILE_OUTCOMES.labels(outcome="unknown")._value.get()
+    recorded = counters.INTENTS_RECORDED._value.get()
+    performed = counters.INTENTS_SETTLED.labels(status="performed")._value.get()
+    reconciled_unknown = counters.RECONCILE_OUTCOMES.labels(outcome="unknown")._value.get()
 
     run = make_run()
     _performed(run, turn=1)

@@ -16,8 +16,8 @@ from django.utils import timezone
 
 from compensations.defaults import catalogue_seed_defaults
 from compensations.models import CatalogueEntry, Reversibility
-from handover import services as journal
-from handover.models import Escalation, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
+from journal import services as journal
+from journal.models import Escalation, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
 from reconciliation import decisions
 from reconciliation.defaults import policies_seed_defaults
 from reconciliation.models import Strategy, TaskPolicy
@@ -162,7 +162,7 @@ def test_an_unknown_outcome_is_escalated_for_a_person(make_run: Any, agent_actor
     intent = journal.intent_record(
         run=run, tool="issue_refund", args={"amount": "9.99"}, turn=1, actor=agent_actor
     ).intent
-    from handover.models import Intent
+    from journal.models import Intent
 
     Intent.objects.filter(pk=intent.pk).update(
         status=IntentStatus.UNKNOWN, unknown_reason="the provider cannot say"

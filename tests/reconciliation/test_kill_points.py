@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from handover.models import IntentStatus, JournalEvent
+from journal.models import IntentStatus, JournalEvent
 from scenarios.invariants import check_run
 from tests.scenarios.test_kill_points import KILL_POINTS, replay_in_child
 

@@ -11,8 +11,8 @@ from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
 
-from handover.models import Intent, IntentStatus, Run
-from reconciliation.selectors import stale_intents
+from journal.models import Intent, IntentStatus, Run
+from journal.selectors import stale_intents
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,10 +14,10 @@ from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
 
-from handover import services as journal
-from handover.models import Escalation, Intent, IntentStatus, JournalEvent, Run, RunStatus
 from handover.selectors import queue_reason_counts
-from reconciliation.selectors import stale_intents
+from journal import services as journal
+from journal.models import Escalation, Intent, IntentStatus, JournalEvent, Run, RunStatus
+from journal.selectors import stale_intents
 from reconciliation.services import ReconcileOutcome, intent_reconcile, reconcile_sweep
 from tools import services as tool_services
 from tools.registry import get_tool

@@ -29,9 +29,9 @@ from django.db import connection
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from handover import services as journal
-from handover.models import Intent, IntentStatus, JournalEvent, Run
-from handover.tool_errors import ToolError
+from journal import services as journal
+from journal.models import Intent, IntentStatus, JournalEvent, Run
+from journal.tool_errors import ToolError
 from tests.sandbox.process import ROOT, database_url
 from tools.registry import get_tool
 

@@ -1,5 +1,5 @@
 """An agent runtime in a process of its own, for tests that take the database away under it:
-it performs journaled calls in a loop (handover.services.perform, in process) and writes, as
+it performs journaled calls in a loop (journal.services.perform, in process) and writes, as
 JSON lines,
 - `dispatched.jsonl`: every call its dispatch made (the key), flushed and fsynced before the
   dispatch returns — the world's record of what left;
@@ -31,9 +31,9 @@ def main(out_dir: Path) -> None:
     import django
 
     django.setup()
-    from handover import services
-    from handover.models import Tenant
-    from handover.tool_errors import DispatchResult
+    from journal import services
+    from journal.models import Tenant
+    from journal.tool_errors import DispatchResult
 
     stop = out_dir / "stop"
     actor = services.Actor.agent("chaos-agent")

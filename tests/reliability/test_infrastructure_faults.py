@@ -38,9 +38,9 @@ from django.utils import timezone
 from compensations.defaults import catalogue_seed_defaults
 from compensations.models import Compensation, CompensationStatus, DeadLetter
 from compensations.services import compensation_request
-from handover import services as journal
-from handover.models import Intent, IntentStatus, JournalEvent, Run
-from handover.tool_errors import ToolError
+from journal import services as journal
+from journal.models import Intent, IntentStatus, JournalEvent, Run
+from journal.tool_errors import ToolError
 from reconciliation.services import reconcile_sweep
 from tests.reconciliation.test_workers import (
     Fleet,

@@ -19,8 +19,8 @@ from django.db import connection
 
 from compensations.defaults import DEFAULT_CATALOGUE, catalogue_seed_defaults
 from compensations.models import Compensation, CompensationStatus
-from handover.models import AgentToken, IntentStatus, Run, RunStatus, Tenant
-from handover.selectors import compensation_intent_ids
+from journal.models import AgentToken, IntentStatus, Run, RunStatus, Tenant
+from journal.selectors import compensation_intent_ids
 from reconciliation.defaults import DEFAULT_POLICIES, policies_seed_defaults
 from scenarios.flows import FLOWS
 from scenarios.invariants import check_recovered, check_run
@@ -243,7 +243,7 @@ def test_a_recovery_killed_mid_way_is_finished_by_the_next_with_each_write_once(
 
 
 def test_the_recovery_invariants_name_each_kind_of_violation(sandbox_tools: str, tenant: Tenant) -> None:
-    from handover.models import Intent, JournalEvent
+    from journal.models import Intent, JournalEvent
     from sandbox.models import Effect
     from scenarios.runner import InProcessJournal, run_ticket
 

@@ -16,7 +16,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from handover.models import AgentToken, IntentStatus, Run, RunStatus, Tenant
+from journal.models import AgentToken, IntentStatus, Run, RunStatus, Tenant
 from scenarios.flows import FLOWS
 from scenarios.invariants import check_run
 from scenarios.tickets import TICKETS

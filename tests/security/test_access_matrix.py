@@ -37,9 +37,9 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
 from compensations.models import Compensation, CompensationStatus, DeadLetter
-from handover import services
-from handover.models import AgentToken, Run, Tenant
 from handover.views import ACTIONS as RUN_ACTIONS
+from journal import services
+from journal.models import AgentToken, Run, Tenant
 from tests import factories
 from tests.security.figures import MATRIX
 
@@ -281,7 +281,7 @@ def routes(patterns: list[Any] | None = None, prefix: str = "") -> Iterator[str]
 # Regular-expression routes (the admin's and the sandbox's catch-alls, the admin's app lists and
 # django-simple-history's views), each with a path that matches it.
 REGEX_SAMPLES = {
-    "admin/^(?P<app_label>auth|handover|reconciliation|compensations|fanout)/$": "admin/handover/",
+    "admin/^(?P<app_label>auth|journal|handover|reconciliation|compensations|fanout)/$": "admin/handover/",
     "admin/(?P<url>.*)$": "admin/no-such-page/",
     "admin/reconciliation/taskpolicy/^([^/]+)/history/([^/]+)/$": "admin/reconciliation/taskpolicy/{pk}/history/1/",
     "admin/compensations/catalogueentry/^([^/]+)/history/([^/]+)/$": "admin/compensations/catalogueentry/{pk}/history/1/",

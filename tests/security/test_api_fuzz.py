@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 
-from handover import services
-from handover.models import AgentToken, CustomerMessage, Intent, JournalEvent, Run, Tenant
+from journal import services
+from journal.models import AgentToken, CustomerMessage, Intent, JournalEvent, Run, Tenant
 from tests import factories
 from tests.security.figures import FUZZ_REFUSED, FUZZ_TRIED
 

@@ -14,9 +14,10 @@ from django.urls import reverse
 
 from compensations.models import Compensation, CompensationStatus, DeadLetter
 from compensations.views import DEAD_LETTER_ACTIONS
-from handover import services
-from handover.models import AgentToken, AuditEntry, CustomerMessage, Intent, JournalEvent, Run, Tenant
+from handover.models import AuditEntry
 from handover.views import ACTIONS as RUN_ACTIONS
+from journal import services
+from journal.models import AgentToken, CustomerMessage, Intent, JournalEvent, Run, Tenant
 from tests import factories
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -19,9 +19,10 @@ from django.core.management import call_command
 from django.db import connection, transaction
 from psycopg import errors
 
-from handover import services
 from handover.audit import audit_record
-from handover.models import AuditAction, AuditEntry, JournalEvent, Tenant
+from handover.models import AuditAction, AuditEntry
+from journal import services
+from journal.models import JournalEvent, Tenant
 from tests import factories
 
 pytestmark = pytest.mark.django_db(transaction=True)

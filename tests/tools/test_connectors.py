@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import requests
 
-from handover import services as journal
-from handover.models import Intent, IntentStatus
-from handover.tool_errors import ToolError
+from journal import services as journal
+from journal.models import Intent, IntentStatus
+from journal.tool_errors import ToolError
 from tools import services as tools
 from tools.connectors import HttpConnector, NotPerformed, Performed, Unknown
 from tools.registry import get_tool

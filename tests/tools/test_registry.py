@@ -9,7 +9,7 @@ import pytest
 import requests
 from django.test import override_settings
 
-from handover.tool_errors import DispatchResult
+from journal.tool_errors import DispatchResult
 from tools.connectors import NotPerformed, classify_response
 from tools.registry import ArgumentsRefused, ToolSpec, UnknownTool, all_tools, get_tool
 

@@ -3,7 +3,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import IntegrityError
 
-from handover.models import AgentToken, Tenant
+from journal.models import AgentToken, Tenant
 
 
 class Command(BaseCommand):

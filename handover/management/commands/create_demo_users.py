@@ -6,8 +6,8 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
 from compensations.defaults import catalogue_grant_roles
-from handover.models import Membership, Tenant
 from handover.roles import roles_grant
+from journal.models import Membership, Tenant
 
 DEMO_TENANTS = {"sundry": "Sundry Marketplace", "acme": "Acme Outdoor (another tenant)"}
 # (username, tenant, group, is_staff, is_superuser)

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from handover.models import IntentStatus, Run
+from journal.models import IntentStatus, Run
 
 
 def payments_cannot_say_once(run: Run, sandbox: str) -> str:

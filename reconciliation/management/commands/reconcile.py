@@ -8,9 +8,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from handover.services import Actor
+from journal.selectors import stale_after
+from journal.services import Actor
 from reconciliation.decisions import dead_runs, run_decide
-from reconciliation.selectors import stale_after
 from reconciliation.services import ReconcileOutcome, reconcile_sweep
 
 

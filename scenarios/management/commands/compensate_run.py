@@ -13,8 +13,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from compensations.services import run_undo
-from handover.models import Run
-from handover.services import Actor
+from journal.models import Run
+from journal.services import Actor
 
 
 class Command(BaseCommand):

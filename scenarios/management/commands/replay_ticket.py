@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from handover.models import Run, Tenant
+from journal.models import Run, Tenant
 from scenarios.invariants import check_run
 from scenarios.runner import InProcessJournal, KillPlan, RestJournal, run_ticket
 from scenarios.tickets import TICKETS

@@ -33,14 +33,13 @@ from django.db.models.base import ModelState
 from django.db.models.signals import post_init, pre_init
 from django.utils import timezone
 
-from observability import metrics
+from observability import counters as metrics
 from observability.context import bind as bind_log_context
-from observability.context import journal_log_context
 from observability.context import unbind as unbind_log_context
-from tools.registry import ArgumentsRefused, find_tool
 
-from . import journal_sql
-from .keys import NotCanonicalisable, canonical_args, canonical_json, idempotency_key_of_json
+from . import sql as journal_sql
+from .keys import NotCanonicalisable, canonical_args, canonical_json, idempotency_key_of_json, step_id_of
+from .log_context import journal_log_context
 from .models import (
     ActorKind,
     CustomerMessage,
@@ -54,7 +53,9 @@ from .models import (
     RunStatus,
     Tenant,
 )
-from .tool_errors import DispatchResult, ToolError
+from .selectors import stale_after
+from .signals import escalation_opened
+from .tool_errors import ArgumentsRefused, DispatchResult, ToolError, arguments_check
 
 MAX_ARGS_BYTES = 64 * 1024
 MAX_RECEIPT_BYTES = 64 * 1024
@@ -192,7 +193,7 @@ OPEN_TRANSACTION_MESSAGE = (
 
 
 def _single_statement_journal(db: BaseDatabaseWrapper) -> bool:
-    """Whether the hot writes use handover.journal_sql (PostgreSQL only; a setting lets the suite
+    """Whether the hot writes use journal.sql (PostgreSQL only; a setting lets the suite
     run the portable ORM path on PostgreSQL too)."""
     return db.vendor == "postgresql" and settings.SEAM_JOURNAL_SINGLE_STATEMENT
 
@@ -352,11 +353,8 @@ def _check_registered_arguments(tool: str, args: dict[str, Any]) -> None:
     """A registered tool's arguments must satisfy its schema before any intent is recorded. An
     unregistered tool is still journaled — the record matters most when nothing else knows the
     call — but reconciliation cannot ask anyone about it and will hand it to a person."""
-    spec = find_tool(tool)
-    if spec is None:
-        return
     try:
-        spec.validate(args)
+        arguments_check(tool, args)
     except ArgumentsRefused as exc:
         raise InvalidInput(exc.message, field=exc.field) from exc
 
@@ -494,11 +492,7 @@ def run_complete(*, run: Run, actor: Actor) -> Run:
 
 
 def step_id_for(*, run: Run, turn: int, tool: str, occurrence: int = 0) -> str:
-    return _step_id(str(run.pk), turn, tool, occurrence)
-
-
-def _step_id(run_id: str, turn: int, tool: str, occurrence: int) -> str:
-    return f"{run_id}:{turn}:{tool}:{occurrence}" if occurrence else f"{run_id}:{turn}:{tool}"
+    return step_id_of(str(run.pk), turn, tool, occurrence)
 
 
 @dataclass(slots=True)
@@ -540,7 +534,7 @@ def _intent_draft(*, run: Run, tool: Any, args: Any, turn: Any, occurrence: Any)
         turn=turn,
         occurrence=occurrence,
         key=key,
-        step_id=_step_id(run_id, turn, tool, occurrence),
+        step_id=step_id_of(run_id, turn, tool, occurrence),
     )
 
 
@@ -997,8 +991,6 @@ def run_cancel(*, run: Run, reason: str, actor: Actor) -> Cancelled:
 
 def _cleanup_of(intent: Intent) -> str:
     """What will become of a cancelled run's call in doubt, in words, with the key to ask about."""
-    from reconciliation.selectors import stale_after  # reconciliation builds on the journal
-
     if intent.status == IntentStatus.UNKNOWN:
         return f"settle {intent.tool} (step {intent.step_id}): its outcome is unknown; a person decides"
     quiet = int(stale_after(intent.tool).total_seconds())
@@ -1050,8 +1042,6 @@ def run_hand_over(
     (awaiting_person), gets an open Escalation (whose notifications go out after commit) and
     its journal event. None, changing nothing, when the run is not in one of `from_statuses`
     (it already ended, or was cancelled)."""
-    from .notifications import escalation_notify_schedule
-
     if not connection.in_atomic_block:
         raise RuntimeError("run_hand_over must run inside the transaction that decided it")
     now = at or timezone.now()
@@ -1067,7 +1057,7 @@ def run_hand_over(
     if not handed:
         return None
     escalation = Escalation.objects.create(run=run, reason=reason, detail=detail, created_at=now)
-    escalation_notify_schedule(escalation)
+    escalation_opened.send(sender=Escalation, escalation=escalation)
     event_record(
         run=run,
         kind=JournalEvent.Kind.RUN_COMPENSATED

@@ -121,3 +121,9 @@ def _key_head(tenant_slug: str, run_id: str, tool: str) -> str:
 @functools.lru_cache(maxsize=256, typed=True)  # True, 1 and 1.0 are spelled differently
 def _key_tail(policy_version: str, occurrence: int) -> str:
     return canonical_json([policy_version, occurrence])[1:]  # '...]' without '['
+
+
+def step_id_of(run_id: str, turn: int, tool: str, occurrence: int) -> str:
+    """The name of one step of a run: its turn and tool, and the occurrence when a turn calls
+    the same tool more than once."""
+    return f"{run_id}:{turn}:{tool}:{occurrence}" if occurrence else f"{run_id}:{turn}:{tool}"

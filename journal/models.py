@@ -1,0 +1,411 @@
+"""The run journal: runs, the intent row in front of every side-effecting call, what the customer
+was told, and the append-only history of how each of those rows got to its current state.
+
+The rows are the checkpoint ("where do I continue?"); JournalEvent is the journal ("how did we
+get here, and what must be reconciled?"). Both are written only through journal.services and journal.transitions."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Tenant(models.Model):
+    """A customer organisation of Seam. Every run, token and staff member belongs to exactly one;
+    nothing of one tenant is visible to another. Created by admins."""
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        # The table keeps the name it was created with, so moving the model moved no data.
+        db_table = "handover_tenant"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    """Which tenant a staff user works for. One per user; a user without one sees no runs."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="membership")
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="memberships")
+
+    class Meta:
+        # The table keeps the name it was created with, so moving the model moved no data.
+        db_table = "handover_membership"
+
+    def __str__(self) -> str:
+        return f"{self.user} @ {self.tenant}"
+
+
+class AgentToken(models.Model):
+    """A credential for one agent runtime, scoped to one tenant. Only a SHA-256 digest of the
+    secret is stored; the secret itself is printed once by `create_agent_token`."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="agent_tokens")
+    name = models.CharField(max_length=100)
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        # The table keeps the name it was created with, so moving the model moved no data.
+        db_table = "handover_agenttoken"
+        constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="agent_token_name_per_tenant")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.tenant.slug})"
+
+    @staticmethod
+    def digest_of(secret: str) -> str:
+        return hashlib.sha256(secret.encode()).hexdigest()
+
+    @staticmethod
+    def new_secret() -> str:
+        return "seam_" + secrets.token_urlsafe(32)
+
+
+class RunStatus(models.TextChoices):
+    RUNNING = "running", "Running"
+    COMPLETED = "completed", "Completed"
+    # Stated outcomes after a run died, decided by reconciliation's written policy:
+    COMPENSATED = "compensated", "Compensated"
+    ESCALATED = "escalated", "Escalated"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class OutcomeReason(models.TextChoices):
+    """Why a run ended where a person must look (the handover's `reason`)."""
+
+    RUN_DIED_MID_SEQUENCE = "run_died_mid_sequence", "Run died mid-sequence"
+    UNKNOWN_OUTCOME = "unknown_outcome", "A call's outcome is unknown"
+    VERSION_MISMATCH = "version_mismatch", "Recorded versions differ from the running code"
+    DEADLINE_PASSED = "deadline_passed", "Deadline passed"
+    COMPENSATION_FAILED = "compensation_failed", "Compensation failed"
+    POLICY = "policy", "Policy says a person decides"
+
+
+class Run(models.Model):
+    """One agent run working one ticket. Created by the agent runtime when it starts; its plan
+    lists the write actions it intends, in order, so that "not done" can later be derived by
+    comparing the plan with the intent rows. `version` increases with every change to this row
+    and lets a writer refuse to act on a stale copy (optimistic locking)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="runs")
+    external_id = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="The runtime's own id for this run; creating a run twice with it returns the first.",
+    )
+    task_type = models.SlugField(max_length=64)
+    ticket_id = models.CharField(max_length=100, blank=True)
+    order_id = models.CharField(max_length=100, blank=True)
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.RUNNING)
+    deadline = models.DateTimeField(null=True, blank=True, help_text="Wall-clock deadline.")
+    schema_version = models.CharField(max_length=40)
+    flow_version = models.CharField(max_length=40)
+    policy_version = models.CharField(max_length=40)
+    capability_version = models.CharField(max_length=40)
+    plan = models.JSONField(default=list, blank=True)
+    last_heartbeat_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    version = models.PositiveIntegerField(default=1)
+    # How the run ended when it did not simply complete: set by reconciliation's decision or
+    # by cancellation, with the detail a person needs.
+    outcome_reason = models.CharField(max_length=40, choices=OutcomeReason.choices, blank=True)
+    outcome_detail = models.TextField(blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    # Seed 002: retries, repairs, replans, reflections and escalations are counted apart, so
+    # "reasoned ten times about a 403" shows up as ten reflections, not as progress.
+    retries = models.PositiveIntegerField(default=0)
+    repairs = models.PositiveIntegerField(default=0)
+    replans = models.PositiveIntegerField(default=0)
+    reflections = models.PositiveIntegerField(default=0)
+    escalations = models.PositiveIntegerField(default=0)
+    # The staff member who took the run from the queue ("assign to me"); set only through
+    # handover.actions, with an audit row.
+    assignee = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="assigned_runs",
+    )
+    # True from the moment the run is escalated until a person resolves or resumes it: the
+    # queue's membership, kept on the row (with a partial index) so the queue stays a small
+    # index scan however many runs have ended quietly.
+    awaiting_person = models.BooleanField(default=False, db_default=False)
+
+    class Meta:
+        # The table keeps the name it was created with, so moving the model moved no data.
+        db_table = "handover_run"
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["tenant", "-created_at"], name="run_tenant_recent_idx"),
+            models.Index(fields=["tenant", "ticket_id"], name="run_tenant_ticket_idx"),
+            models.Index(fields=["tenant", "order_id"], name="run_tenant_order_idx"),
+            models.Index(
+                fields=["tenant", "created_at"], condition=Q(awaiting_person=True), name="run_awaiting_idx"
+            ),
+            # Stuck runs: running, heartbeat older than the stale threshold.
+            models.Index(
+                fields=["tenant", "last_heartbeat_at"], condition=Q(status="running"), name="run_running_idx"
+            ),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "external_id"],
+                condition=~Q(external_id=""),
+                name="run_external_id_per_tenant",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_type} {self.ticket_id or self.id}"
+
+    @property
+    def versions(self) -> dict[str, str]:
+        return {
+            "schema": self.schema_version,
+            "flow": self.flow_version,
+            "policy": self.policy_version,
+            "capability": self.capability_version,
+        }
+
+
+class IntentStatus(models.TextChoices):
+    INTENDED = "intended", "Intended"
+    PERFORMED = "performed", "Performed"
+    FAILED = "failed", "Failed"
+    # Settled by reconciliation: the downstream says the call never happened.
+    NOT_PERFORMED = "not_performed", "Not performed"
+    # Reconciliation could not find out; a person must decide (see unknown_reason).
+    UNKNOWN = "unknown", "Unknown"
+
+
+class ErrorClass(models.TextChoices):
+    """The six classes of seed 002. Each decides a different response; none is inferred from a
+    human-readable message."""
+
+    INVALID_INPUT = "invalid_input", "Invalid input"
+    CONFLICT = "conflict", "Conflict"
+    TRANSIENT = "transient", "Transient"
+    AMBIGUOUS = "ambiguous", "Ambiguous"
+    PERMANENT = "permanent", "Permanent"
+    BUG = "bug", "Bug"
+
+
+class Intent(models.Model):
+    """The intent row: committed before a side-effecting call leaves the process, naming the
+    tool, its canonical arguments and the idempotency key the call will carry; settled after the
+    call with its outcome and the downstream's receipt. A row still `intended` after its run died
+    is evidence of a call that may or may not have happened, and names the key to ask about.
+    Written by the agent runtime (in process or over REST), later by reconciliation."""
+
+    # No index of its own: the unique (run, step_id) constraint serves every lookup by run.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="intents", db_index=False)
+    step_id = models.CharField(max_length=255, help_text="run:turn:tool[:occurrence]")
+    turn = models.PositiveIntegerField()
+    tool = models.CharField(max_length=100)
+    args = models.JSONField(help_text="Canonical arguments, as hashed into the key.")
+    occurrence = models.PositiveIntegerField(default=0)
+    # Unique through Meta.constraints, not unique=True: on PostgreSQL unique=True also builds a
+    # varchar_pattern_ops ("_like") index for LIKE queries, which nothing makes and which every
+    # insert and every settle would pay for.
+    idempotency_key = models.CharField(max_length=64)
+    status = models.CharField(max_length=20, choices=IntentStatus.choices, default=IntentStatus.INTENDED)
+    error_class = models.CharField(max_length=20, choices=ErrorClass.choices, blank=True)
+    outcome_summary = models.TextField(blank=True)
+    receipt = models.JSONField(default=dict, blank=True)
+    request_id = models.CharField(max_length=200, blank=True)
+    intended_at = models.DateTimeField()
+    settled_at = models.DateTimeField(null=True, blank=True)
+    # Reconciliation's bookkeeping while it asks the downstream about an open row.
+    # db_default too: journal_sql inserts rows without naming these columns.
+    lookup_attempts = models.PositiveIntegerField(default=0, db_default=0)
+    last_lookup_error = models.TextField(blank=True, default="", db_default="")
+    next_lookup_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Not asked again before this (jittered backoff after a failed lookup).",
+    )
+    unknown_reason = models.TextField(
+        blank=True, default="", db_default="", help_text="Why reconciliation could not settle the row."
+    )
+
+    class Meta:
+        # The table keeps the name it was created with, so moving the model moved no data.
+        db_table = "handover_intent"
+        ordering = ["intended_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "step_id"], name="intent_step_per_run"),
+            # The arbiter of journal_sql's ON CONFLICT (idempotency_key).
+            models.UniqueConstraint(fields=["idempotency_key"], name="intent_key_unique"),
+        ]
+        indexes = [
+            # The reconciliation sweep looks only at open rows; a partial index keeps that scan
+            # proportional to the rows in doubt, not to the whole journal.
+            models.Index(
+                fields=["intended_at"],
+                condition=Q(status="intended"),
+                name="intent_open_idx",
+            ),
+            # The rows a person must decide (metrics, the queue's "?" badge): rare, so cheap to keep.
+            models.Index(fields=["run"], condition=Q(status="unknown"), name="intent_unknown_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.step_id} [{self.status}]"
+
+    @property
+    def is_settled(self) -> bool:
+        return self.status != IntentStatus.INTENDED
+
+
+class CustomerMessage(models.Model):
+    """What the customer has been told, when, and through which channel: the third list of every
+    handover, so the next person's message stays consistent with it. Written by the agent
+    runtime when it sends or shows a message, or by staff."""
+
+    class Channel(models.TextChoices):
+        EMAIL = "email", "Email"
+        CHAT = "chat", "Chat"
+        SMS = "sms", "SMS"
+        PHONE = "phone", "Phone"
+        PORTAL = "portal", "Portal"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="customer_messages")
+    channel = models.CharField(max_length=20, choices=Channel.choices)
+    body = models.TextField()
+    told_at = models.DateTimeField()
+    recorded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        # The table keeps the name it was created with, so moving the model moved no data.
+        db_table = "handover_customermessage"
+        ordering = ["told_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.channel} at {self.told_at:%Y-%m-%d %H:%M}"
+
+
+class ActorKind(models.TextChoices):
+    AGENT = "agent", "Agent"
+    SYSTEM = "system", "System"
+    USER = "user", "User"
+
+
+class JournalEvent(models.Model):
+    """One accepted state change of a run or of one of its intent rows, with who made it. Append
+    only: written in the same transaction as the change it records, never updated or deleted
+    (a database trigger refuses both on PostgreSQL)."""
+
+    class Kind(models.TextChoices):
+        RUN_CREATED = "run_created", "Run created"
+        RUN_COMPLETED = "run_completed", "Run completed"
+        INTENT_RECORDED = "intent_recorded", "Intent recorded"
+        OUTCOME_RECORDED = "outcome_recorded", "Outcome recorded"
+        DISPATCH_AMBIGUOUS = "dispatch_ambiguous", "Dispatch outcome unknown"
+        RUN_RESUMED = "run_resumed", "Run resumed"
+        RUN_ESCALATED = "run_escalated", "Run escalated"
+        RUN_COMPENSATED = "run_compensated", "Run compensated"
+        RUN_CANCELLED = "run_cancelled", "Run cancelled"
+        INTENT_READMITTED = "intent_readmitted", "Intent re-admitted for resumption"
+        COUNTED = "counted", "Retry, repair, replan or reflection counted"
+        CUSTOMER_TOLD = "customer_told", "Customer told"
+        INTENT_RECONCILED = "intent_reconciled", "Intent reconciled"
+        LOOKUP_FAILED = "lookup_failed", "Lookup failed"
+        FANOUT_STARTED = "fanout_started", "Fan-out dispatched"
+        FANOUT_BRANCH_SETTLED = "fanout_branch_settled", "Fan-out branch settled"
+        FANOUT_RETRY = "fanout_retry", "Fan-out retry sent or not attempted"
+        FANOUT_SETTLED = "fanout_settled", "Fan-out outcome and merged decision"
+        # Written by people's actions (handover.actions), each alongside its audit row.
+        LOOKUP_REQUESTED = "lookup_requested", "Lookup requested again"
+        COMPENSATION_REQUESTED = "compensation_requested", "Compensation requested"
+        RESUME_REQUESTED = "resume_requested", "Resumption requested"
+        ESCALATION_RESOLVED = "escalation_resolved", "Escalation resolved"
+
+    # The run and the intent are foreign keys without database constraints (db_constraint=False).
+    # Every writer takes both ids from a row it holds: journal_sql's statements from the intent
+    # row they have just inserted or updated (RETURNING), the ORM paths from saved instances, in
+    # the same transaction. A constraint would add nothing but its checks, which on PostgreSQL
+    # re-read and share-lock the run and intent rows at commit for every event: two per
+    # journaled call, about a tenth of the journal's cost (pgbench, docs/architecture.md). The
+    # recovery invariants (scenarios.invariants.check_recovered) check that no event points
+    # outside its run, and rows are never deleted under events (the journal is append-only and
+    # refuses the cascade). It also lets intents be partitioned later (docs/scaling.md).
+    #
+    # Indexed by journal_run_at_idx (run, at), which also serves lookups by run alone.
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="events", db_index=False, db_constraint=False
+    )
+    # No index: every journaled call would pay two inserts into it, and nothing looks events up
+    # by intent alone; an intent's events are its run's (compensations.run_compensate asks
+    # journal_run_at_idx for them by run).
+    intent = models.ForeignKey(
+        Intent,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="events",
+        db_index=False,
+        db_constraint=False,
+    )
+    kind = models.CharField(max_length=40, choices=Kind.choices)
+    actor_kind = models.CharField(max_length=10, choices=ActorKind.choices)
+    actor_name = models.CharField(max_length=150)
+    # Indexed by journal_user_idx, only where set: agents' and workers' events (the hot path)
+    # have no user and skip the index, while deleting a user still finds its events by index.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, db_index=False
+    )
+    data = models.JSONField(default=dict, blank=True)
+    at = models.DateTimeField()
+
+    class Meta:
+        # The table keeps the name it was created with, so moving the model moved no data.
+        db_table = "handover_journalevent"
+        ordering = ["at", "id"]
+        indexes = [
+            models.Index(fields=["run", "at"], name="journal_run_at_idx"),
+            models.Index(fields=["user"], condition=Q(user__isnull=False), name="journal_user_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} by {self.actor_kind}:{self.actor_name}"
+
+
+class Escalation(models.Model):
+    """A run handed to a person: why, what the decision rested on, and — once someone acts —
+    who resolved it and how. Written by reconciliation's decision (and later by compensation
+    failures); the dashboard's queue lists the open ones."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="escalation_records")
+    reason = models.CharField(max_length=40, choices=OutcomeReason.choices)
+    detail = models.TextField(blank=True)
+    created_at = models.DateTimeField()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True)
+    resolution_note = models.TextField(blank=True)
+
+    class Meta:
+        # The table keeps the name it was created with, so moving the model moved no data.
+        db_table = "handover_escalation"
+        ordering = ["created_at", "id"]
+        indexes = [
+            models.Index(
+                fields=["created_at"], condition=Q(resolved_at__isnull=True), name="escalation_open_idx"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reason} ({self.run})"

@@ -1,0 +1,168 @@
+"""Reads of the run journal that every layer above it shares: one run or step of a tenant, a
+run's plan with the keys its steps get, which of its intents are compensations, and which open
+intents are in doubt (the sweep's "stale"). Each returns rows with their related rows already
+joined, so the pages and the sweep built on them run a fixed number of queries."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Count, Prefetch, Q, QuerySet
+from django.utils import timezone
+
+from .keys import idempotency_key
+from .models import CustomerMessage, Intent, IntentStatus, JournalEvent, Membership, Run, Tenant
+
+
+def tenant_for_user(user: Any) -> Tenant | None:
+    """The tenant a request acts for: an agent token's own, or a staff user's membership."""
+    tenant = getattr(user, "tenant", None)
+    if tenant is not None:
+        return tenant  # an AgentPrincipal
+    if not getattr(user, "is_authenticated", False):
+        return None
+    membership = Membership.objects.select_related("tenant").filter(user=user).first()
+    return membership.tenant if membership else None
+
+
+def runs_for_tenant(
+    *, tenant: Tenant, ticket_id: str = "", order_id: str = "", status: str = ""
+) -> QuerySet[Run]:
+    runs = Run.objects.filter(tenant=tenant).select_related("tenant")
+    if ticket_id:
+        runs = runs.filter(ticket_id=ticket_id)
+    if order_id:
+        runs = runs.filter(order_id=order_id)
+    if status:
+        runs = runs.filter(status=status)
+    return runs.order_by("-created_at", "id")
+
+
+def runs_with_counts(*, tenant: Tenant) -> QuerySet[Run]:
+    """Runs with their intent tallies, for lists."""
+    return runs_for_tenant(tenant=tenant).annotate(
+        intent_count=Count("intents"),
+        open_count=Count("intents", filter=Q(intents__status=IntentStatus.INTENDED)),
+        performed_count=Count("intents", filter=Q(intents__status=IntentStatus.PERFORMED)),
+        failed_count=Count("intents", filter=Q(intents__status=IntentStatus.FAILED)),
+    )
+
+
+def run_get(*, tenant: Tenant, run_id: Any) -> Run | None:
+    """One run of this tenant, or None: another tenant's run is indistinguishable from none."""
+    try:
+        pk = uuid.UUID(str(run_id))
+    except ValueError:
+        return None
+    run = Run.objects.filter(tenant=tenant, pk=pk).first()
+    if run is not None:
+        # The tenant is the one asked for: reuse it rather than join its row in again.
+        Run.tenant.field.set_cached_value(run, tenant)
+    return run
+
+
+def run_get_with_journal(*, tenant: Tenant, run_id: Any) -> Run | None:
+    try:
+        pk = uuid.UUID(str(run_id))
+    except ValueError:
+        return None
+    return (
+        Run.objects.select_related("tenant")
+        .prefetch_related(
+            Prefetch("intents", queryset=Intent.objects.order_by("intended_at", "id")),
+            Prefetch("customer_messages", queryset=CustomerMessage.objects.order_by("told_at", "id")),
+        )
+        .filter(tenant=tenant, pk=pk)
+        .first()
+    )
+
+
+def intent_get(*, run: Run, step_id: str) -> Intent | None:
+    intent = Intent.objects.filter(run=run, step_id=step_id).first()
+    if intent is not None:
+        Intent.run.field.set_cached_value(intent, run)  # the run (and its tenant) the caller holds
+    return intent
+
+
+def plan_with_keys(run: Run) -> list[dict[str, Any]]:
+    """The run's planned writes, each with the idempotency key the runtime gives it: how a
+    planned step is matched to its intent row (done, not done, in doubt) and how resumption
+    finds a step that was in fact performed."""
+    return [
+        {
+            **step,
+            "key": idempotency_key(
+                tenant_slug=run.tenant.slug,
+                run_id=str(run.pk),
+                tool=step["tool"],
+                args=step.get("args", {}),
+                policy_version=run.policy_version,
+                occurrence=step.get("occurrence", 0),
+            ),
+        }
+        for step in run.plan
+    ]
+
+
+COMPENSATION_RECORDED = Q(kind=JournalEvent.Kind.INTENT_RECORDED, data__compensation=True)
+
+
+def compensation_intent_ids(*, run: Run) -> set[int]:
+    """The ids of the run's compensation intents, in one query (journal_run_at_idx)."""
+    ids = JournalEvent.objects.filter(COMPENSATION_RECORDED, run=run).values_list("intent_id", flat=True)
+    return {pk for pk in ids if pk is not None}
+
+
+def compensation_intent_ids_in(events: list[JournalEvent]) -> set[int]:
+    """The same, read from a run's events already loaded (the run page has them)."""
+    return {
+        e.intent_id
+        for e in events
+        if e.kind == JournalEvent.Kind.INTENT_RECORDED and e.intent_id and (e.data or {}).get("compensation")
+    }
+
+
+def stale_after(tool: str | None = None) -> timedelta:
+    """How long an open intent of `tool` may wait, with its run silent, before it is in doubt."""
+    by_tool: dict[str, Any] = settings.SEAM_STALE_AFTER_BY_TOOL
+    if tool is not None and tool in by_tool:
+        return timedelta(seconds=float(by_tool[tool]))
+    return timedelta(seconds=float(settings.SEAM_STALE_AFTER_SECONDS))
+
+
+def _stale_since(cutoff: datetime) -> Q:
+    # Both the row and its run's last sign of life must be older than the cutoff: a run that is
+    # still heartbeating may have its call in flight right now.
+    return Q(intended_at__lt=cutoff) & (
+        Q(run__last_heartbeat_at__isnull=True) | Q(run__last_heartbeat_at__lt=cutoff)
+    )
+
+
+def stale_intents(
+    *, older_than: timedelta | None = None, run_id: Any = None, now: datetime | None = None
+) -> QuerySet[Intent]:
+    """Intent rows still `intended` whose run has gone quiet for longer than the threshold and
+    that are not waiting out a lookup backoff (or another sweeper's claim), oldest first.
+
+    `older_than` applies to every tool; without it, settings.SEAM_STALE_AFTER_SECONDS applies,
+    overridden per tool by settings.SEAM_STALE_AFTER_BY_TOOL. The status and intended_at
+    conditions are the partial index intent_open_idx's own, so the scan touches open rows only."""
+    now = now or timezone.now()
+    if older_than is not None:
+        stale = _stale_since(now - older_than)
+    else:
+        by_tool: dict[str, Any] = settings.SEAM_STALE_AFTER_BY_TOOL
+        stale = _stale_since(now - stale_after()) & ~Q(tool__in=list(by_tool))
+        for tool in by_tool:
+            stale |= Q(tool=tool) & _stale_since(now - stale_after(tool))
+        # One range over intended_at that every branch implies, so the index bounds the scan.
+        shortest = min([stale_after(), *(stale_after(tool) for tool in by_tool)])
+        stale &= Q(intended_at__lt=now - shortest)
+    rows = Intent.objects.filter(status=IntentStatus.INTENDED).filter(stale)
+    rows = rows.filter(Q(next_lookup_at__isnull=True) | Q(next_lookup_at__lte=now))
+    if run_id is not None:
+        rows = rows.filter(run_id=run_id)
+    return rows.select_related("run").order_by("intended_at", "id")

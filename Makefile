@@ -34,6 +34,7 @@ demo: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 
 typecheck: install
 	DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/mypy .

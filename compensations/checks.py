@@ -27,6 +27,7 @@ from django.utils.module_loading import import_string
 from tools.registry import ToolSpec, all_tools
 
 from .mapping import MappingError, parse_source
+from .models import CatalogueEntry
 
 # The migration that seeds the defaults; before it has run, an empty catalogue is expected.
 SEED_MIGRATION = ("compensations", "0002_default_catalogue")
@@ -172,7 +173,6 @@ def _flows() -> list[FlowLike]:
 
 
 def _catalogue_ready(alias: str) -> bool:
-    from .models import CatalogueEntry
 
     connection = connections[alias]
     try:
@@ -190,7 +190,6 @@ def _catalogue_ready(alias: str) -> bool:
 def check_catalogue(
     app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
-    from .models import CatalogueEntry
 
     alias = router.db_for_read(CatalogueEntry)
     if (databases is not None and alias not in databases) or not _catalogue_ready(alias):

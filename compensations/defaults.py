@@ -20,7 +20,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import Group, Permission
 from django.utils import timezone
+
+from .models import CatalogueEntry
 
 UNDO_OF_UNDO = (
     "Undoing an undo is a new decision for a person: the original effect was reversed on purpose, "
@@ -122,7 +125,7 @@ def catalogue_seed_defaults(model: Any = None, history_model: Any = None) -> Non
     created entry gets its first history row, so the first edit shows old and new values.
     (The real model writes it itself; a migration's historical model needs `history_model`.)"""
     if model is None:
-        from .models import CatalogueEntry as model
+        model = CatalogueEntry
     for entry in DEFAULT_CATALOGUE:
         fields = dict(entry)
         row, created = model.objects.get_or_create(tool=fields.pop("tool"), defaults=fields)
@@ -139,8 +142,6 @@ def catalogue_grant_roles(group_model: Any = None, permission_model: Any = None)
     """Give each staff role its catalogue permissions, creating the role's group if missing.
     Support staff and team leads read the catalogue; admins edit it. Only adds permissions."""
     if group_model is None or permission_model is None:
-        from django.contrib.auth.models import Group, Permission
-
         group_model, permission_model = Group, Permission
     for group_name, codenames in ROLE_PERMISSIONS.items():
         group, _ = group_model.objects.get_or_create(name=group_name)

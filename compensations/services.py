@@ -71,33 +71,21 @@ def compensation_request(*, original: Intent, actor: journal.Actor) -> Compensat
         return Compensation.objects.exclude(status=CompensationStatus.NOT_POSSIBLE).get(original=original)
 
 
-def compensation_schedule(*, original: Intent, actor: journal.Actor) -> Compensation:
-    """Request the undo of one step and queue its execution once this is committed."""
-    from .tasks import compensate_step
-
-    compensation = compensation_request(original=original, actor=actor)
-    if compensation.status not in FINISHED:
-        transaction.on_commit(lambda: compensate_step.delay(compensation.pk))
-    return compensation
-
-
-def compensation_requeue_stalled(*, quiet_for: timedelta, limit: int = 500) -> list[int]:
-    """Queue again each pending compensation that no worker has touched for `quiet_for`: its
-    message was lost (the broker restarted empty or was flushed, a whole worker died and its
-    message waits out the visibility timeout). The row, not the broker, says what is owed.
+def compensation_claim_stalled(*, quiet_for: timedelta, limit: int = 500) -> list[int]:
+    """Claim, to be queued again, each pending compensation that no worker has touched for
+    `quiet_for`: its message was lost (the broker restarted empty or was flushed, a whole worker
+    died and its message waits out the visibility timeout). The row, not the broker, says what
+    is owed; the caller (compensations.tasks.requeue_stalled) queues the ids returned.
 
     Each row is claimed with a compare-and-swap on updated_at, so two beats requeue it once, and
     the next pass leaves it alone while this message is on its way. A message that turns out to
     be a second one is harmless: execution finds the compensation's intent by its key."""
-    from .tasks import compensate_step
-
     now = timezone.now()
     cutoff = now - quiet_for
     stalled = Compensation.objects.filter(status=CompensationStatus.PENDING, updated_at__lt=cutoff)
     requeued = []
     for pk in stalled.order_by("updated_at").values_list("pk", flat=True)[:limit]:
         if stalled.filter(pk=pk).update(updated_at=now):
-            compensate_step.delay(pk)
             requeued.append(pk)
     return requeued
 
@@ -133,7 +121,7 @@ def _execute(*, compensation: Compensation, actor: journal.Actor) -> Compensatio
     entry = CatalogueEntry.objects.get(tool=original.tool)
     args = compensation_args(entry, original.args, original.receipt)
     run = original.run
-    # Touching updated_at says "a worker has this in hand" to compensation_requeue_stalled.
+    # Touching updated_at says "a worker has this in hand" to compensation_claim_stalled.
     Compensation.objects.filter(pk=compensation.pk).update(
         attempts=F("attempts") + 1, updated_at=timezone.now()
     )

@@ -7,16 +7,20 @@ from datetime import timedelta
 
 from celery import Task, shared_task
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
 
-from journal.models import Run
+from journal.models import Intent, Run
 from journal.services import Actor
 
 from .models import Compensation
 from .services import (
+    FINISHED,
     CompensationPending,
     CompensationRetry,
+    compensation_claim_stalled,
     compensation_execute,
-    compensation_requeue_stalled,
+    compensation_request,
     run_undo,
 )
 
@@ -62,7 +66,6 @@ def compensate_step(self: Task, compensation_id: int) -> str:
 def compensate_run(self: Task, run_id: str, user_id: int) -> str:
     """A person asked for the whole run to be undone; each step's undo is idempotent, so a
     redelivery continues where the killed worker stopped."""
-    from django.contrib.auth import get_user_model
 
     run = Run.objects.select_related("tenant").get(pk=run_id)
     actor = Actor.user(get_user_model().objects.get(pk=user_id))
@@ -84,4 +87,15 @@ def requeue_stalled() -> int:
     """Periodic (CELERY_BEAT_SCHEDULE): the broker is not the record of what is owed. A pending
     compensation whose message was lost is found again from its row and queued again."""
     quiet_for = timedelta(seconds=float(settings.SEAM_COMPENSATION_REQUEUE_AFTER_SECONDS))
-    return len(compensation_requeue_stalled(quiet_for=quiet_for))
+    claimed = compensation_claim_stalled(quiet_for=quiet_for)
+    for compensation_id in claimed:
+        compensate_step.delay(compensation_id)
+    return len(claimed)
+
+
+def compensation_schedule(*, original: Intent, actor: Actor) -> Compensation:
+    """Request the undo of one step and queue its execution once this is committed."""
+    compensation = compensation_request(original=original, actor=actor)
+    if compensation.status not in FINISHED:
+        transaction.on_commit(lambda: compensate_step.delay(compensation.pk))
+    return compensation

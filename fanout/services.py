@@ -26,6 +26,7 @@ from django.utils import timezone
 from journal import services as journal
 from journal.models import JournalEvent, OutcomeReason, Run
 from journal.tool_errors import ToolError
+from tools.services import tool_read
 
 from .merge import MERGES, Decision, Merge, Reading
 from .models import BranchStatus, FanOut, FanOutBranch, Outcome
@@ -45,7 +46,6 @@ Reader = Callable[[str, dict[str, Any], float], dict[str, Any]]
 
 def tool_reader(tool: str, args: dict[str, Any], timeout: float) -> dict[str, Any]:
     """The default reader: a registered read tool through its connector."""
-    from tools.services import tool_read
 
     return tool_read(tool=tool, args=args, timeout=timeout)
 

@@ -23,6 +23,9 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from compensations.mapping import MissingSource, compensation_args
+from compensations.models import CatalogueEntry
+from compensations.tasks import compensate_run, compensation_schedule
 from journal import services as journal
 from journal.models import (
     CustomerMessage,
@@ -35,9 +38,19 @@ from journal.models import (
     Tenant,
 )
 from journal.selectors import compensation_intent_ids, plan_with_keys
+from reconciliation.tasks import reconcile_intent, resume_run
 
 from .audit import audit_record
-from .handover import UNDONE, HandoverRows, handover_build, handover_rows, run_is_stuck, run_state_token
+from .handover import (
+    UNDONE,
+    HandoverRows,
+    _warnings,
+    handover_build,
+    handover_rows,
+    reversibility,
+    run_is_stuck,
+    run_state_token,
+)
 from .models import AuditAction, AuditEntry
 
 ACT = "handover.act_on_run"
@@ -166,7 +179,6 @@ def run_assign(ctx: StaffContext, *, run_id: Any, state: str) -> Run:
 
 def step_compensate(ctx: StaffContext, *, run_id: Any, step_id: str, state: str) -> Any:
     """Undo one performed step through the compensations executor (queued after commit)."""
-    from compensations.services import compensation_schedule
 
     with _acting_on(ctx, run_id, state) as run:
         _refuse_if_agent_active(run)
@@ -200,7 +212,6 @@ def step_compensate(ctx: StaffContext, *, run_id: Any, step_id: str, state: str)
 
 def run_compensate_request(ctx: StaffContext, *, run_id: Any, state: str) -> list[str]:
     """Undo every performed step of the run, newest first (queued after commit)."""
-    from compensations.tasks import compensate_run
 
     with _acting_on(ctx, run_id, state) as run:
         _refuse_if_agent_active(run)
@@ -300,7 +311,6 @@ def resume_preview(run: Run, rows: HandoverRows | None = None) -> ResumePreview:
 def run_resume_request(ctx: StaffContext, *, run_id: Any, state: str) -> ResumePreview:
     """Reopen the run and finish its remaining planned steps with their original keys (queued
     after commit; reconciliation.decisions.run_resume does the sending)."""
-    from reconciliation.tasks import resume_run
 
     with _acting_on(ctx, run_id, state) as run:
         preview = resume_preview(run)
@@ -342,7 +352,6 @@ def run_resume_request(ctx: StaffContext, *, run_id: Any, state: str) -> ResumeP
 
 def step_lookup_retry(ctx: StaffContext, *, run_id: Any, step_id: str, state: str) -> Intent:
     """Ask the downstream again about an uncertain step (queued after commit)."""
-    from reconciliation.tasks import reconcile_intent
 
     with _acting_on(ctx, run_id, state) as run:
         intent = _step(run, step_id)
@@ -495,17 +504,12 @@ class Confirmation:
 
 def _high_value(args: dict[str, Any]) -> list[str]:
     """'high value: …' when the call moves at least settings.SEAM_HIGH_VALUE_AMOUNT."""
-    from .handover import _warnings
 
     return _warnings(tool="", args=args, reversible=True)
 
 
 def _undo_words(intent: Intent) -> tuple[str, list[str]]:
     """The compensating call a step's undo will send, and its warnings."""
-    from compensations.mapping import MissingSource, compensation_args
-    from compensations.models import CatalogueEntry
-
-    from .handover import reversibility
 
     entry = CatalogueEntry.objects.filter(tool=intent.tool).first()
     reversible = reversibility(entry, intent, timezone.now())

@@ -10,6 +10,6 @@ class HandoverConfig(AppConfig):
         from journal.signals import escalation_opened
 
         from . import schema  # noqa: F401  (registers the OpenAPI auth extension)
-        from .notifications import escalation_opened_notify
+        from .tasks import escalation_opened_notify
 
         escalation_opened.connect(escalation_opened_notify, dispatch_uid="handover.notify_escalation")

@@ -22,8 +22,11 @@ from django.db.models import Max
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
+from compensations.models import CatalogueEntry, Compensation, Reversibility
+from fanout.selectors import run_coverage
 from journal.models import CustomerMessage, Intent, IntentStatus, JournalEvent, Run, RunStatus
 from journal.selectors import compensation_intent_ids_in, plan_with_keys
+from tools.registry import UnknownTool, get_tool
 
 from .models import AuditEntry
 
@@ -48,7 +51,6 @@ class HandoverRows:
 def handover_rows(run: Run) -> HandoverRows:
     """Load a run's rows for its handover: intents, messages, journal events (with who), audit
     entries, compensations (with dead letters) and the catalogue entries of its tools."""
-    from compensations.models import CatalogueEntry, Compensation
 
     intents = list(run.intents.order_by("intended_at", "id"))
     messages = list(run.customer_messages.order_by("told_at", "id"))
@@ -79,11 +81,7 @@ def handover_rows(run: Run) -> HandoverRows:
 
 
 def _coverage(run: Run) -> dict[str, Any] | None:
-    """A fan-out's coverage, when the fan-out app is installed and the run had one."""
-    try:
-        from fanout.selectors import run_coverage  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return None
+    """A fan-out's coverage, when the run had one."""
     result: dict[str, Any] | None = run_coverage(run)
     return result
 
@@ -105,7 +103,6 @@ def _when(value: Any) -> str:
 
 
 def receipt_detail(intent: Intent) -> str:
-    from tools.registry import UnknownTool, get_tool
 
     readable = {k: _when(v) if isinstance(v, str) else v for k, v in (intent.receipt or {}).items()}
     try:
@@ -124,7 +121,6 @@ def _deadline_of(entry: Any, receipt: dict[str, Any]) -> datetime | None:
 def reversibility(entry: Any, intent: Intent, now: datetime) -> bool | str:
     """true, false, or the condition and deadline in words ("until collection", "recallable
     until Sun 29 Nov 18:00", "partially: the 7.50 GBP recall fee is lost")."""
-    from compensations.models import Reversibility
 
     if entry is None or entry.reversibility == Reversibility.NONE or not entry.compensating_tool:
         return False

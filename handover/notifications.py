@@ -22,7 +22,6 @@ from typing import Any
 import requests
 from django.conf import settings
 from django.core.mail import send_mail
-from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.urls import reverse
 
@@ -74,26 +73,6 @@ def notification_rules_for(run: Run) -> QuerySet[NotificationRule]:
 def run_url(run: Run) -> str:
     """The absolute link to the run's page in the staff console."""
     return settings.SEAM_BASE_URL.rstrip("/") + reverse("handover:run_detail", args=[run.pk])
-
-
-def escalation_notify_schedule(escalation: Escalation) -> None:
-    """Queue the notifications of a new escalation once the caller's transaction commits (never
-    for a rolled-back one). Failing to reach the broker is logged, not raised: the escalation is
-    already committed and shown on the dashboard, and the caller (a sweep deciding many runs)
-    must go on."""
-    escalation_id = escalation.pk
-
-    def enqueue() -> None:
-        from .tasks import notify_escalation
-
-        notify_escalation.delay(escalation_id)
-
-    transaction.on_commit(enqueue, robust=True)
-
-
-def escalation_opened_notify(*, escalation: Escalation, **kwargs: Any) -> None:
-    """journal.signals.escalation_opened's receiver: notify once the hand-over commits."""
-    escalation_notify_schedule(escalation)
 
 
 def escalation_notify(escalation_id: int, *, done: Collection[str] = ()) -> NotifyReport:

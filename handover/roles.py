@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import Group, Permission
+
 SUPPORT = ["handover.act_on_run", "compensations.view_catalogueentry"]
 TEAM_LEAD = [*SUPPORT, "handover.view_audit_trail", "compensations.assign_deadletter"]
 ADMIN = [
@@ -29,8 +31,6 @@ ROLE_PERMISSIONS: dict[str, list[str]] = {"support_staff": SUPPORT, "team_lead":
 def roles_grant(group_model: Any = None, permission_model: Any = None) -> None:
     """Give each role group its permissions (creating the group if missing). Only adds."""
     if group_model is None or permission_model is None:
-        from django.contrib.auth.models import Group, Permission
-
         group_model, permission_model = Group, Permission
     for group_name, dotted in ROLE_PERMISSIONS.items():
         group, _ = group_model.objects.get_or_create(name=group_name)

@@ -10,6 +10,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db.models import (
     Case,
     Count,
@@ -23,6 +24,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
+from compensations.models import DeadLetter
 from journal.models import (
     Intent,
     IntentStatus,
@@ -152,7 +154,6 @@ def audit_entries(*, tenant: Tenant, filters: AuditFilters) -> QuerySet[AuditEnt
 
 
 def dead_letters_for(*, tenant: Tenant, show: str = "open") -> QuerySet[Any]:
-    from compensations.models import DeadLetter
 
     letters = DeadLetter.objects.filter(compensation__original__run__tenant=tenant).select_related(
         "compensation__original__run", "compensation__intent", "owner", "resolved_by"
@@ -176,7 +177,6 @@ def dead_letter_history(*, tenant: Tenant, letter_ids: list[int]) -> dict[int, l
 
 
 def tenant_staff(*, tenant: Tenant) -> QuerySet[Any]:
-    from django.contrib.auth import get_user_model
 
     return get_user_model().objects.filter(membership__tenant=tenant, is_active=True).order_by("username")
 

@@ -8,6 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from celery import Task, shared_task
+from django.db import transaction
+
+from journal.models import Escalation
 
 from .notifications import escalation_notify
 
@@ -44,3 +47,17 @@ def notify_escalation(self: Task, escalation_id: int, done: Sequence[str] = ()) 
             NOTIFY_MAX_RETRIES,
         )
     return report.as_dict()
+
+
+def escalation_notify_schedule(escalation: Escalation) -> None:
+    """Queue the notifications of a new escalation once the caller's transaction commits (never
+    for a rolled-back one). Failing to reach the broker is logged, not raised: the escalation is
+    already committed and shown on the dashboard, and the caller (a sweep deciding many runs)
+    must go on."""
+    escalation_id = escalation.pk
+    transaction.on_commit(lambda: notify_escalation.delay(escalation_id), robust=True)
+
+
+def escalation_opened_notify(*, escalation: Escalation, **kwargs: Any) -> None:
+    """journal.signals.escalation_opened's receiver: notify once the hand-over commits."""
+    escalation_notify_schedule(escalation)

@@ -1,6 +1,6 @@
 """Staff pages. Each view finds the caller's tenant, calls selectors or one service, and renders
 one template; an htmx request gets the named partial of the same template. Every change goes
-through handover.actions (or compensations.actions), which check the role, refuse stale state
+through handover.actions (or handover.dead_letters), which check the role, refuse stale state
 and write the audit row; these views only translate forms and errors."""
 
 from __future__ import annotations

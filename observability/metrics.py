@@ -30,6 +30,10 @@ from prometheus_client import REGISTRY, CollectorRegistry, generate_latest, mult
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from compensations.models import DeadLetter
+from journal.models import Intent, IntentStatus, OutcomeReason, Run, RunStatus
+from journal.selectors import stale_after, stale_intents
+
 from . import counters  # noqa: F401  (the counters are exposed with the gauges)
 
 # How long one gauge's statement may take before the scrape gives up on the database.
@@ -42,7 +46,6 @@ LAG_SAMPLE = 100
 
 def stuck_runs(now: datetime) -> QuerySet[Any]:
     """Running runs silent past SEAM_STALE_AFTER_SECONDS (the queue's "stuck"): run_running_idx."""
-    from journal.models import Run, RunStatus
 
     cutoff = now - timedelta(seconds=float(settings.SEAM_STALE_AFTER_SECONDS))
     return Run.objects.filter(status=RunStatus.RUNNING, last_heartbeat_at__lt=cutoff)
@@ -50,7 +53,6 @@ def stuck_runs(now: datetime) -> QuerySet[Any]:
 
 def awaiting_person() -> QuerySet[Any]:
     """Runs waiting for a person, counted by reason: run_awaiting_idx."""
-    from journal.models import Run
 
     return (
         Run.objects.filter(awaiting_person=True).order_by().values("outcome_reason").annotate(n=Count("pk"))
@@ -60,27 +62,23 @@ def awaiting_person() -> QuerySet[Any]:
 def unknown_outcomes() -> QuerySet[Any]:
     """Intent rows reconciliation settled as `unknown`: a person must decide each. Served by the
     partial index intent_unknown_idx, so it stays off the journal's full size."""
-    from journal.models import Intent, IntentStatus
 
     return Intent.objects.filter(status=IntentStatus.UNKNOWN)
 
 
 def open_dead_letters() -> QuerySet[Any]:
-    from compensations.models import DeadLetter
 
     return DeadLetter.objects.filter(resolved_at__isnull=True)
 
 
 def dead_letters() -> QuerySet[Any]:
     """Every compensation that failed past its retries (rows are never deleted: monotonic)."""
-    from compensations.models import DeadLetter
 
     return DeadLetter.objects.all()
 
 
 def sweep_candidates(now: datetime) -> QuerySet[Any]:
     """The oldest rows the sweep should have settled by now: intent_open_idx, joined to the run."""
-    from journal.selectors import stale_intents
 
     return stale_intents(now=now).values("intended_at", "tool", "next_lookup_at", "run__last_heartbeat_at")[
         :LAG_SAMPLE
@@ -91,7 +89,6 @@ def sweep_lag_seconds(now: datetime) -> float:
     """How long the most overdue stale row has been due: the later of its intent and its run's
     last heartbeat, plus its tool's stale threshold, or the end of its lookup backoff. 0 when the
     sweep is keeping up."""
-    from journal.selectors import stale_after
 
     lag = 0.0
     for row in sweep_candidates(now):
@@ -104,7 +101,6 @@ def sweep_lag_seconds(now: datetime) -> float:
 
 
 def _reasons() -> list[str]:
-    from journal.models import OutcomeReason
 
     return [str(value) for value in OutcomeReason.values]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hmac
 import logging
 
+from celery import current_app
 from django.conf import settings
 from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -49,10 +50,8 @@ def _database_ok() -> str:
 
 
 def _broker_ok() -> str:
-    from config.celery import app
-
     try:
-        with app.connection_for_write(settings.CELERY_BROKER_URL) as conn:
+        with current_app.connection_for_write(settings.CELERY_BROKER_URL) as conn:
             # One attempt, bounded by broker_connection_timeout (4 s by default): a health check
             # answers now rather than waiting out the broker's reconnection schedule.
             conn.ensure_connection(max_retries=0)

@@ -23,6 +23,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from compensations.services import run_compensate
 from journal import services as journal
 from journal.models import Intent, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
 from journal.selectors import plan_with_keys, stale_after
@@ -79,8 +80,6 @@ def _escalate(
     write was undone ends `compensated` — the world is as before — and is still handed over
     (an open escalation), because the customer's request was not done; otherwise `escalated`."""
     if compensate:
-        from compensations.services import run_compensate
-
         undone = run_compensate(run=run, actor=actor)
         detail = f"{detail}; {undone.summary()}"
         if not always_escalate and undone.complete:

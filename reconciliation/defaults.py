@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from .models import TaskPolicy
+
 DEFAULT_POLICIES: list[tuple[str, str, str, timedelta, str]] = [
     (
         "order_status",
@@ -62,7 +64,7 @@ def policies_seed_defaults(task_policy_model: Any = None, history_model: Any = N
     historical models have no such hook, passes `history_model` so that the first edit still has
     an "old" version to compare with."""
     if task_policy_model is None:
-        from .models import TaskPolicy as task_policy_model
+        task_policy_model = TaskPolicy
     for task_type, strategy, phase, max_age, notes in DEFAULT_POLICIES:
         defaults: dict[str, Any] = {
             "strategy": strategy,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django.contrib.auth import get_user_model
 
+from journal.models import Run, RunStatus
 from journal.selectors import stale_after
 from journal.services import Actor
 
@@ -54,9 +56,6 @@ def reconcile_intent(intent_id: int) -> str:
 def resume_run(run_id: str, user_id: int) -> str:
     """A person asked for the run to be finished. A redelivery after a killed worker resumes
     again: performed steps are found by their keys and skipped, never sent twice."""
-    from django.contrib.auth import get_user_model
-
-    from journal.models import Run, RunStatus
 
     run = Run.objects.select_related("tenant").get(pk=run_id)
     if run.status != RunStatus.RUNNING:

@@ -11,8 +11,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from handover.handover import handover_for
 from journal.models import Intent, IntentStatus, JournalEvent, Run
 from journal.selectors import compensation_intent_ids
+from sandbox.models import Effect
 
 PRECONDITION_PREFIX = "precondition:"
 # Tools whose provider ignores idempotency keys, and the arguments that identify one call.
@@ -45,7 +47,6 @@ def effect_identity(effect: Any) -> str:
 
 
 def _run_effects(intents: list[Intent], *, world_is_this_run: bool) -> list[Any]:
-    from sandbox.models import Effect  # the sandbox is the world; Seam's code never imports it
 
     ledger = Effect.objects.all()
     if not world_is_this_run:
@@ -108,7 +109,6 @@ def check_recovered(run: Run) -> tuple[str, ...]:
       compensation); the undo effects themselves belong to compensation intents, which the
       handover never lists as completed work, and are checked here to exist exactly once for
       each performed compensation intent."""
-    from handover.handover import handover_for
 
     world = check_run(run)
     violations = list(world.violations)

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from fanout.services import FanOutResult, fanout_hand_over, fanout_run
 from fanout.spec import GroupSpec
+from handover.client import SeamClient
 from journal import services as journal
 from journal.models import Run, Tenant
 from journal.tool_errors import DispatchResult
@@ -173,7 +174,6 @@ class InProcessJournal(_Journal):
 
 class RestJournal(_Journal):
     def __init__(self, base_url: str, token: str) -> None:
-        from handover.client import SeamClient
 
         self.client = SeamClient(base_url, token)
 

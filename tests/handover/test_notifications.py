@@ -26,8 +26,9 @@ from compensations.defaults import catalogue_seed_defaults
 from compensations.services import _dead_letter, compensation_request
 from handover import tasks
 from handover.models import NotificationRule
-from handover.notifications import escalation_notify, escalation_notify_schedule
+from handover.notifications import escalation_notify
 from handover.roles import roles_grant
+from handover.tasks import escalation_notify_schedule
 from journal import services as journal
 from journal.models import Escalation, OutcomeReason, Run, RunStatus, Tenant
 from reconciliation import decisions

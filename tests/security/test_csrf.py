@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 from compensations.models import Compensation, CompensationStatus, DeadLetter
-from compensations.views import DEAD_LETTER_ACTIONS
+from handover.dead_letter_views import DEAD_LETTER_ACTIONS
 from handover.models import AuditEntry
 from handover.views import ACTIONS as RUN_ACTIONS
 from journal import services

@@ -1,6 +1,6 @@
-"""Staff pages of the compensations app: the dead-letter queue (take, assign, retry, resolve) and
+"""Staff pages of compensations: the dead-letter queue (take, assign, retry, resolve) and
 the catalogue, readable by all staff (admins edit it in the Django admin). Changes go through
-compensations.actions; these views translate forms and errors."""
+handover.dead_letters; these views translate forms and errors."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from handover import selectors
-from handover.staff import request_tenant, staff_context
-from handover.views import HtmxHttpRequest
+from compensations.models import CatalogueEntry
 from journal.services import JournalError
 
-from . import actions
-from .models import CatalogueEntry
+from . import dead_letters as actions
+from . import selectors
+from .staff import request_tenant, staff_context
+from .views import HtmxHttpRequest
 
 DeadLetterAction = Callable[[Any, Any, HttpRequest], Any]
 

@@ -1,6 +1,9 @@
+"""The compensations pages of the console (dead letters, the catalogue), under their own
+namespace: `compensations:dead_letters`."""
+
 from django.urls import path
 
-from . import views
+from . import dead_letter_views as views
 
 app_name = "compensations"
 

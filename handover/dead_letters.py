@@ -15,12 +15,13 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from handover.actions import ACT, MAX_NOTE_CHARS, ActionRefused, StaffContext
-from handover.audit import audit_record
-from handover.models import AuditAction
+from compensations.models import Compensation, CompensationStatus, DeadLetter
+from compensations.tasks import compensate_step
 from journal import services as journal
 
-from .models import Compensation, CompensationStatus, DeadLetter
+from .actions import ACT, MAX_NOTE_CHARS, ActionRefused, StaffContext
+from .audit import audit_record
+from .models import AuditAction
 
 ASSIGN = "compensations.assign_deadletter"
 
@@ -98,7 +99,6 @@ def dead_letter_retry(ctx: StaffContext, *, dead_letter_id: Any, note: Any = "")
     """Send the compensation again, as a new round with a new key (the failed call's key would
     only replay its failure). The letter closes itself if the retry succeeds; if it fails again
     it is reopened with the new error, keeping its owner."""
-    from .tasks import compensate_step
 
     with _acting_on(ctx, dead_letter_id) as letter:
         note = journal._clean_text(note, field="note", limit=MAX_NOTE_CHARS)

@@ -1,0 +1,83 @@
+"""The layers hold: import-linter's contracts pass, and no module reaches another of Seam's modules
+from inside a function (the way a cycle between layers would be dodged). The one exception is an
+AppConfig's ready(), where Django wants app modules imported once the registry is loaded."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SEAM_PACKAGES = (
+    "compensations",
+    "config",
+    "fanout",
+    "handover",
+    "journal",
+    "observability",
+    "reconciliation",
+    "sandbox",
+    "scenarios",
+    "tools",
+)
+
+
+def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:
+    if isinstance(node, ast.ImportFrom):
+        return ["." * node.level + (node.module or "")]
+    return [alias.name for alias in node.names]
+
+
+def imports_inside_functions(source: str) -> Iterator[tuple[int, str, str]]:
+    """(line, function, module) for each import of a Seam module made inside a function body,
+    ready() excepted."""
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or node.name == "ready":
+            continue
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Import | ast.ImportFrom):
+                for module in _imported(inner):
+                    if module.startswith(".") or module.split(".")[0] in SEAM_PACKAGES:
+                        yield inner.lineno, node.name, module
+
+
+def _seam_modules() -> Iterator[Path]:
+    # bench/ is left out: each benchmark is a script that must configure Django (django.setup())
+    # before it can import a model, so its imports of Seam sit after that call, not in a cycle.
+    for package in SEAM_PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if "migrations" not in path.parts:
+                yield path
+
+
+def test_no_module_imports_seam_code_inside_a_function() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}:{line} in {function}(): import of {module}"
+        for path in _seam_modules()
+        for line, function, module in imports_inside_functions(path.read_text())
+    ]
+    assert found == [], "move these to the top of their module:\n" + "\n".join(found)
+
+
+def test_the_check_finds_an_import_hidden_in_a_function() -> None:
+    source = (
+        "def handover_rows(run):\n"
+        "    from compensations.models import Compensation\n"
+        "    return Compensation\n"
+        "class HandoverConfig:\n"
+        "    def ready(self):\n"
+        "        from . import schema\n"
+    )
+    assert list(imports_inside_functions(source)) == [(2, "handover_rows", "compensations.models")]
+
+
+def test_the_import_contracts_are_kept() -> None:
+    linter = Path(sys.executable).with_name("lint-imports")
+    result = subprocess.run(
+        [str(linter), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout

@@ -70,7 +70,7 @@ pytest: install services chromium
 chaos: install services
 	$(BIN)/pytest -p no:cacheprovider -m chaos $(PYTEST_ARGS)
 
-# docs/screenshots/{queue,run}.png, taken by the browser test from seed 000's T-40912.
+# docs/screenshots/{queue,run}.png, taken by the browser test from T-40912 (died mid-sequence).
 screenshots: install services chromium
 	SEAM_SCREENSHOTS=1 $(BIN)/pytest -p no:cacheprovider -q tests/browser -k test_staff_compensate_the_pickup
 

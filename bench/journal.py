@@ -4,7 +4,7 @@ Every journaled call commits twice: the intent before the call leaves, the outco
 floor is therefore two durable commits on PostgreSQL, and the journal is worth its place only if
 it stays close to that floor. One run measures, against the same database:
 
-1. the floor, as the issue sets it: raw psycopg 3 doing the same two commits as the journal on
+1. the floor the target is set against: raw psycopg 3 doing the same two commits as the journal on
    the same database, per call the INSERT of an `intended` row into handover_intent (every NOT
    NULL column filled, a fresh idempotency key and step id, on a run of its own) and the UPDATE
    of that row to its outcome (the columns the journal's settle writes), each an autocommit

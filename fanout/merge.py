@@ -1,5 +1,5 @@
 """Merging a fan-out's results into one decision by declared rules, in code, in a stated order
-of precedence — never by concatenating the results for a model to weigh (seed 003).
+of precedence — never by concatenating the results for a model to weigh.
 
 A merge receives one `Reading` per branch: its result, or why it has none. A missing branch is
 never read as "nothing there": it is named in what the decision rests on, and nothing is

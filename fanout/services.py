@@ -1,4 +1,4 @@
-"""Fan-out with a deadline (seed 003): read branches dispatched together against one shared
+"""Fan-out with a deadline: read branches dispatched together against one shared
 deadline, each declared `required` or best-effort; at the deadline the group's outcome is
 computed by code — all good, some good (proceed, labelled partial, with coverage), a required
 branch missing, none good — and the results are merged by declared rules (fanout.merge).

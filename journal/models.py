@@ -124,8 +124,8 @@ class Run(models.Model):
     outcome_reason = models.CharField(max_length=40, choices=OutcomeReason.choices, blank=True)
     outcome_detail = models.TextField(blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
-    # Seed 002: retries, repairs, replans, reflections and escalations are counted apart, so
-    # "reasoned ten times about a 403" shows up as ten reflections, not as progress.
+    # Retries, repairs, replans, reflections and escalations are counted apart, so "reasoned
+    # ten times about a 403" shows up as ten reflections, not as progress.
     retries = models.PositiveIntegerField(default=0)
     repairs = models.PositiveIntegerField(default=0)
     replans = models.PositiveIntegerField(default=0)
@@ -193,8 +193,8 @@ class IntentStatus(models.TextChoices):
 
 
 class ErrorClass(models.TextChoices):
-    """The six classes of seed 002. Each decides a different response; none is inferred from a
-    human-readable message."""
+    """The six error classes of a failed call. Each decides a different response; none is
+    inferred from a human-readable message."""
 
     INVALID_INPUT = "invalid_input", "Invalid input"
     CONFLICT = "conflict", "Conflict"
@@ -209,7 +209,8 @@ class Intent(models.Model):
     tool, its canonical arguments and the idempotency key the call will carry; settled after the
     call with its outcome and the downstream's receipt. A row still `intended` after its run died
     is evidence of a call that may or may not have happened, and names the key to ask about.
-    Written by the agent runtime (in process or over REST), later by reconciliation."""
+    Written by the agent runtime (in process or over REST); when its run died, settled by
+    reconciliation or by a person."""
 
     # No index of its own: the unique (run, step_id) constraint serves every lookup by run.
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="intents", db_index=False)
@@ -386,8 +387,9 @@ class JournalEvent(models.Model):
 
 class Escalation(models.Model):
     """A run handed to a person: why, what the decision rested on, and — once someone acts —
-    who resolved it and how. Written by reconciliation's decision (and later by compensation
-    failures); the dashboard's queue lists the open ones."""
+    who resolved it and how. Opened by journal.services.run_hand_over (for reconciliation's
+    decision, a failed compensation, a fan-out without a required branch, a cancelled run with
+    an unknown call) and resolved by a person; the dashboard's queue lists the open ones."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="escalation_records")
     reason = models.CharField(max_length=40, choices=OutcomeReason.choices)

@@ -2,8 +2,8 @@
 durably before it returns, and refuses to run inside a caller's open transaction: a row that
 is not committed when the call leaves is a comment, not a record.
 
-Views, the REST API, the Python client's server side, the decorator and (later) the
-reconciliation and compensation workers all write through these functions."""
+Views, the REST API, the Python client's server side, the decorator, and the reconciliation
+and compensation workers all write through these functions."""
 
 from __future__ import annotations
 
@@ -932,7 +932,7 @@ COUNTERS = {"retry": "retries", "repair": "repairs", "replan": "replans", "refle
 
 
 def run_count(*, run: Run, kind: str, actor: Actor) -> Run:
-    """Count one retry, repair, replan or reflection of the run (seed 002 counts them apart)."""
+    """Count one retry, repair, replan or reflection of the run, each kind apart from the others."""
     column = COUNTERS.get(kind)
     if column is None:
         raise InvalidInput(f"kind must be one of {', '.join(COUNTERS)}", field="kind")

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-# The six classes of seed 002; each decides a different response.
+# The six error classes of a failed call; each decides a different response.
 ERROR_CLASSES = ("invalid_input", "conflict", "transient", "ambiguous", "permanent", "bug")
 
 

@@ -232,7 +232,8 @@ def _send_readmitted(*, intent: Intent, tool: str, actor: journal.Actor) -> None
 
 
 def _send_with_retries(call: Callable[[], Any]) -> Any:
-    """Seed 002: only a transient failure is retried, boundedly and with jitter."""
+    """Only a transient failure is retried, boundedly and with jitter; every other error class
+    decides its own response."""
     attempts = settings.SEAM_RESUME_TRANSIENT_RETRIES
     for attempt in range(attempts + 1):
         try:

@@ -1,4 +1,4 @@
-"""The recovery policy of each task type the scripted flows use, with the reasoning of seed 000.
+"""The recovery policy of each task type the scripted flows use, each with its reasoning.
 Seeded by migration 0002 and by `policies_seed_defaults` (tests flush tables between cases)."""
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ their arguments, recorded when the run starts, so "not done" can be derived late
 
 Argument values starting with "$" name a ticket fact; anything else is literal. Detail strings
 are formatted with the facts. Irreversible effects (email) come last in every flow, after the
-money has moved (seed 000), and the reversible credit comes before the pallet (seed 003)."""
+money has moved, and the credit (an accounting entry, easy to undo) comes before the pallet (a
+truck, hard to call back)."""
 
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ def _read(tool: str, **args: Any) -> Step:
 
 
 def _stock_and_entitlement() -> GroupSpec:
-    """Seed 003: three warehouses, best-effort (any one with the units will do), and the
+    """Three warehouses, best-effort (any one with the units will do), and the
     entitlement, required (no remedy without it), under one deadline. The warehouses are slow and
     sometimes missing; what they did not say is never promised."""
     return GroupSpec(

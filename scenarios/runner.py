@@ -5,8 +5,9 @@ what the customer was told recorded as it is said.
 The kill-point harness lives here too: `kill_after_writes=N` hard-kills this process (SIGKILL:
 no cleanup, no `finally`, no atexit) once N writes have been recorded as performed, and
 `kill_between_accept_and_record=N` kills it after the Nth write's provider accepted the call but
-before its outcome is committed — the ambiguity window of seed 002. `writes_killed` puts the same
-kill points into code that is not the runner (a resumption, a compensation)."""
+before its outcome is committed — the window in which a call's outcome is ambiguous.
+`writes_killed` puts the same kill points into code that is not the runner (a resumption, a
+compensation)."""
 
 from __future__ import annotations
 

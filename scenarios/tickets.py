@@ -1,6 +1,6 @@
-"""Scripted tickets, starting with the design documents' own: T-40912, the split-slat garden
-bench from Ashcombe Furniture with a $14.95 expedited fee (seed 000), and the 4 x SKU-4471
-shortage with a $412 credit (seed 003)."""
+"""Scripted tickets, starting with the two the product is built around: T-40912, the split-slat
+garden bench from Ashcombe Furniture with a $14.95 expedited fee (a run that dies mid-sequence),
+and the 4 x SKU-4471 shortage with a $412 credit (a fan-out under a deadline)."""
 
 from __future__ import annotations
 

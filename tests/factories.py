@@ -14,7 +14,8 @@ from journal.models import Membership, Run, Tenant
 from scenarios.flows import FLOWS
 from scenarios.tickets import TICKETS
 
-# T-40912, the split-slat bench of seed 000, as the returns flow plans it, is the standard run.
+# T-40912, the split-slat bench whose run died mid-sequence, as the returns flow plans it, is the
+# standard run.
 VERSIONS = FLOWS["returns"].run_versions()
 BENCH_PLAN = FLOWS["returns"].plan(TICKETS["T-40912"].facts)
 

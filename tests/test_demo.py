@@ -61,7 +61,7 @@ def test_demo_seeds_killed_runs_on_sqlite_in_wal_mode(tmp_path: Path) -> None:
             ).fetchall()
         )
         effects = conn.execute("SELECT count(*) FROM sandbox_effect").fetchone()[0]
-    # Seed 000 exactly: the return started and the bench reserved; the refund never happened.
+    # Died mid-sequence: the return started and the bench reserved; the refund never happened.
     assert bench == {"start_return": "performed", "offer_replacement": "performed"}
     assert in_doubt == [("issue_refund",), ("reship",)]
     assert effects >= 2 + 2 + 1 + 1 + 1

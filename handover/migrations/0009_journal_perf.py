@@ -1,4 +1,4 @@
-"""Fewer index writes per journaled call (issue 2's performance target).
+"""Fewer index writes per journaled call (the journal's cost against the raw-driver floor).
 
 - Intent.idempotency_key is unique through a named constraint instead of unique=True, which on
   PostgreSQL also built a varchar_pattern_ops ("_like") index that no query used and that every

@@ -4,7 +4,7 @@ from django.db import migrations, models
 
 
 def returns_escalate_without_undoing(apps, schema_editor):
-    """Seed 000's returns: a person chooses between finishing and undoing. Only the seeded,
+    """Returns: a person chooses between finishing and undoing. Only the seeded,
     never-edited policy is changed; an admin's own edit stands."""
     from reconciliation.defaults import DEFAULT_POLICIES, ESCALATE_WITHOUT_UNDOING
 

@@ -1,5 +1,5 @@
 """The handover of T-40912 as staff see it in a real browser: log in, find the ticket in the
-queue, read the three lists of seed 000, compensate the pickup, and watch the worker's result
+queue, read its three lists, compensate the pickup, and watch the worker's result
 arrive on the open page without a reload. Two people compensating at once make one compensation.
 
 With SEAM_SCREENSHOTS=1 the first test also writes docs/screenshots/queue.png and run.png."""
@@ -32,7 +32,7 @@ WORKER_TIMEOUT_MS = 45_000  # the worker's undo, then the next 4-second poll of 
 
 @pytest.fixture
 def t40912(sandbox_tools: str, worker: Fleet) -> Run:
-    """T-40912 escalated as seed 000 describes, with a worker already starting up."""
+    """T-40912 escalated after its run died mid-sequence, with a worker already starting up."""
     return escalate_ticket(sandbox_tools)
 
 

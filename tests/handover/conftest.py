@@ -1,4 +1,4 @@
-"""Fixtures of the dashboard's tests: T-40912 escalated exactly as seed 000 describes."""
+"""Fixtures of the dashboard's tests: T-40912 escalated after its run died mid-sequence."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from reconciliation.defaults import policies_seed_defaults
 
 
 def escalate_ticket(sandbox_url: str, ticket_id: str = "T-40912", *flags: str) -> Run:
-    """Replay a ticket in a child process killed after its second write (seed 000: the return
-    started, the bench reserved, the refund never sent), then let reconciliation decide it."""
+    """Replay a ticket in a child process killed after its second write (the return started,
+    the bench reserved, the refund never sent), then let reconciliation decide it."""
     from tests.scenarios.test_kill_points import replay_in_child
 
     policies_seed_defaults()

@@ -1,4 +1,4 @@
-"""The handover object of seed 000, and people's actions on it: each checked against the rows,
+"""The handover object of T-40912, and people's actions on it: each checked against the rows,
 the audit trail and (for actions that reach the world) the sandbox's own ledger."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Infrastructure faults with real processes (issue 8): workers SIGKILLed again and again, a Redis
+"""Infrastructure faults with real processes: workers SIGKILLed again and again, a Redis
 killed and restarted, a PostgreSQL crashed and restarted, database connections terminated under
 load, two beats beside a session that holds a row lock. After each, nothing is lost, nothing is
 doubled, and the time to recover is measured (printed, and appended to

@@ -1,4 +1,4 @@
-"""The full kill matrix (issue 8): every kill point of every flow through the REST client, kills
+"""The full kill matrix: every kill point of every flow through the REST client, kills
 during compensation and during resumption — each a real child process SIGKILLed at the point —
 and recovery always in a fresh process (`manage.py reconcile --older-than 0 --decide`, and the
 compensation run again), never in the test process. Then, against the sandbox's ledger

@@ -1,4 +1,5 @@
-"""Fixtures and the closing summary of the security tests (issue 8, "Bad input and access")."""
+"""Fixtures and the closing summary of the security tests (docs/reliability.md, "Bad input and
+access")."""
 
 from __future__ import annotations
 

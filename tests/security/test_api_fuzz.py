@@ -1,4 +1,4 @@
-"""Schema-driven fuzzing of the REST API (issue 8, "Bad input and access").
+"""Schema-driven fuzzing of the REST API (docs/reliability.md, "Bad input and access").
 
 Schemathesis reads the OpenAPI schema the application serves (`/api/schema/`, through the
 Django WSGI application in process) and, for each operation, Hypothesis generates requests that

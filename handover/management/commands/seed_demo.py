@@ -51,7 +51,7 @@ class DemoReplay:
 
 
 DEMO_REPLAYS: list[DemoReplay] = [
-    # seed 000: return started, bench reserved, the $14.95 never refunded
+    # Died mid-sequence: return started, bench reserved, the $14.95 never refunded.
     DemoReplay("T-40912", {"kill_after": 2}),
     # The pallet left and our record of it did not; the policy undoes the run, and the credit's
     # reversal is refused (accounting already reversed it by hand): a dead letter.

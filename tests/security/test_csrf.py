@@ -13,9 +13,8 @@ from django.test import Client
 from django.urls import reverse
 
 from compensations.models import Compensation, CompensationStatus, DeadLetter
-from handover.dead_letter_views import DEAD_LETTER_ACTIONS
+from handover import staff_actions
 from handover.models import AuditEntry
-from handover.views import ACTIONS as RUN_ACTIONS
 from journal import services
 from journal.models import AgentToken, CustomerMessage, Intent, JournalEvent, Run, Tenant
 from tests import factories
@@ -23,6 +22,15 @@ from tests import factories
 pytestmark = pytest.mark.django_db(transaction=True)
 
 HTMX = {"HX-Request": "true"}
+
+
+# Every registered action, read when the test runs: a new action is covered without an edit here.
+def run_action_names() -> list[str]:
+    return [action.name for action in staff_actions.run_actions()]
+
+
+def dead_letter_action_names() -> list[str]:
+    return [action.name for action in staff_actions.dead_letter_actions()]
 
 
 def world_state() -> dict[str, Any]:
@@ -86,13 +94,13 @@ def dashboard_posts(run: Run, letter: DeadLetter, lead: Any) -> list[tuple[str, 
         "channel": "email",
         "body": "Your refund is on its way.",
     }
-    posts = [(reverse("handover:run_act", args=[run.pk, action]), form) for action in RUN_ACTIONS]
+    posts = [(reverse("handover:run_act", args=[run.pk, action]), form) for action in run_action_names()]
     posts += [
         (
             reverse("compensations:dead_letter_act", args=[letter.pk, action]),
             {"note": "undone by hand", "owner": str(lead.pk)},
         )
-        for action in DEAD_LETTER_ACTIONS
+        for action in dead_letter_action_names()
     ]
     return posts
 

@@ -30,7 +30,7 @@ def _messages(name: str, *, required: str = "") -> dict[str, str]:
         "required": required or f"{name} is required",
         "max_length": f"{name} is %(show_value)d characters; the limit is %(limit_value)d",
         "null_characters_not_allowed": f"{name} contains a NUL character (U+0000)",
-        "invalid_choice": f"{name} must be one of %(choices)s",
+        "invalid_choice": f"{name} %(value)s is not one of the choices",
         "invalid": f"{name} is not valid",
     }
 
@@ -58,6 +58,8 @@ class StepIdField(forms.CharField):
 
     def validate(self, value: Any) -> None:
         super().validate(value)
+        if "\x00" in value:  # said as such, before the broader rule below
+            raise ValidationError(self.error_messages["null_characters_not_allowed"], code="null")
         if value and not STEP_ID.fullmatch(value):
             raise ValidationError("step_id must be printable ASCII without spaces", code="invalid")
 
@@ -132,7 +134,12 @@ class MarkStepForm(StepActionForm):
 
 class CustomerToldForm(RunActionForm):
     channel = forms.ChoiceField(
-        label="Channel", choices=CustomerMessage.Channel.choices, error_messages=_messages("channel")
+        label="Channel",
+        choices=CustomerMessage.Channel.choices,
+        error_messages={
+            **_messages("channel"),
+            "invalid_choice": f"channel must be one of {', '.join(CustomerMessage.Channel.values)}",
+        },
     )
     body = NoteField(
         label="What they were told",

@@ -40,6 +40,7 @@ from compensations.models import Compensation, CompensationStatus, DeadLetter
 from handover import staff_actions
 from handover.actions import ACT
 from handover.dead_letters import ASSIGN
+from handover.forms import RunActionForm
 from journal import services
 from journal.models import AgentToken, Run, Tenant
 from tests import factories
@@ -407,17 +408,22 @@ def test_every_url_pattern_has_an_expectation() -> None:
     assert admin_models <= set(served)
 
 
-def test_every_url_answers_every_caller_as_the_table_says(world: World) -> None:
+def answer_the_table(world: World, only_action: str = "") -> tuple[list[str], int, list[str]]:
+    """Make every call of the table (or only those filling `<slug:action>` with `only_action`):
+    what was answered wrongly, how many requests were made, and the URLs requested."""
     wrong: list[str] = []
+    requested: list[str] = []
     requests = 0
-    served = list(routes())
     clients: dict[str, Client] = {}
-    for route in served:
+    for route in routes():
         calls = expected_calls(route)
         assert calls is not None
         for call in calls:
             for action in call.actions() or ("",):
+                if only_action and action != only_action:
+                    continue
                 url = url_for(route, world, action)
+                requested.append(f"{call.method} {url}")
                 answers: dict[str, int] = {}
                 for persona in PERSONAS:
                     # One client per caller, logged in again after a logout.
@@ -441,5 +447,52 @@ def test_every_url_answers_every_caller_as_the_table_says(world: World) -> None:
                         )
                 if call is SANDBOX_ROUTE and len(set(answers.values())) != 1:
                     wrong.append(f"GET {url}: the sandbox answered callers differently: {answers}")
-    MATRIX.update(urls=len(served), personas=len(PERSONAS), requests=requests)
+    return wrong, requests, requested
+
+
+def test_every_url_answers_every_caller_as_the_table_says(world: World) -> None:
+    wrong, requests, _requested = answer_the_table(world)
+    MATRIX.update(urls=len(list(routes())), personas=len(PERSONAS), requests=requests)
+    assert not wrong, "\n".join(wrong)
+
+
+def test_every_registered_action_is_in_the_table() -> None:
+    """Each action of the registry is requested by some call of its route, so none is left out
+    of the matrix (a new permission would need a row saying who holds it)."""
+    for kind, route in [
+        (staff_actions.Kind.RUN, "runs/<uuid:run_id>/act/<slug:action>/"),
+        (staff_actions.Kind.DEAD_LETTER, "dead-letters/<int:dead_letter_id>/<slug:action>/"),
+    ]:
+        covered = {name for call in EXPECTED[route] for name in call.actions()}
+        assert covered == {a.name for a in staff_actions.actions_of(kind)}, route
+
+
+@pytest.fixture
+def dummy_action() -> Iterator[staff_actions.StaffAction]:
+    """A run action added to the registry and nowhere else (no URL, template or test edited)."""
+    action = staff_actions.StaffAction(
+        kind=staff_actions.Kind.RUN,
+        name="dummy-escalate",
+        label="Escalate again",
+        permission=ACT,
+        form_class=RunActionForm,
+        perform=lambda ctx, run, data: None,
+        done_message="Escalated again.",
+        offer=lambda action, page: [],
+    )
+    with staff_actions.registered(action):
+        yield action
+
+
+def test_an_action_added_to_the_registry_alone_is_in_the_access_matrix(
+    world: World, dummy_action: staff_actions.StaffAction
+) -> None:
+    wrong, requests, requested = answer_the_table(world, only_action=dummy_action.name)
+    run = world.run.pk
+    # Its confirmation and its action, each asked by every caller, answered as the table says.
+    assert requested == [
+        f"GET /runs/{run}/confirm/dummy-escalate/",
+        f"POST /runs/{run}/act/dummy-escalate/",
+    ]
+    assert requests == 2 * len(PERSONAS)
     assert not wrong, "\n".join(wrong)

@@ -5,6 +5,7 @@ action's form and translate its errors."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from django.contrib.auth.decorators import login_required, permission_required
@@ -21,10 +22,10 @@ from .views import FormRefused, HtmxHttpRequest, permitted_action
 
 
 def _dead_letters_context(
-    request: HttpRequest, *, refused: tuple[int, str, Any] | None = None, **extra: Any
+    request: HttpRequest, *, refused: tuple[int, str] | None = None, **extra: Any
 ) -> dict[str, Any]:
     """The page's letters, each with the actions the person may take on it (from the registry);
-    `refused` is (letter id, action, bound form): that form is drawn as it was posted."""
+    `refused` is (letter id, action) of a refused form, drawn again as it was posted."""
     tenant = request_tenant(request)
     show = request.GET.get("show", "open") if request.method == "GET" else request.POST.get("show", "open")
     letters = list(selectors.dead_letters_for(tenant=tenant, show=show)[:200])
@@ -36,7 +37,7 @@ def _dead_letters_context(
     def offers(letter: DeadLetter) -> list[staff_actions.Offer]:
         page = staff_actions.LetterPage(letter=letter, user=request.user, staff=staff)
         if refused is not None and refused[0] == letter.pk:
-            return staff_actions.dead_letter_offers(page, bound=refused[2], bound_action=refused[1])
+            page = replace(page, refused_action=refused[1], refused_data=request.POST)
         return staff_actions.dead_letter_offers(page)
 
     return {
@@ -64,10 +65,10 @@ def dead_letter_act(request: HtmxHttpRequest, dead_letter_id: int, action: str) 
     template = (
         "compensations/dead_letters.html#letters" if request.htmx else "compensations/dead_letters.html"
     )
-    form = entry.form(request.POST, auto_id=f"dl-{dead_letter_id}-{action}-%s")
+    form = entry.form(request.POST)
     if not form.is_valid():
         # 400, nothing written, the refused form drawn on its letter with what was posted.
-        refused = (dead_letter_id, action, form)
+        refused = (dead_letter_id, action)
         return render(
             request,
             template,

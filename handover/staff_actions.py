@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import enum
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from django import forms as django_forms
@@ -61,11 +61,17 @@ class RunPage:
 
 @dataclass(frozen=True)
 class LetterPage:
-    """One dead letter on the dead-letter page, with the people it may be handed to."""
+    """One dead letter on the dead-letter page, with the people it may be handed to, and the
+    form just refused on it (its action and what was posted), drawn again as it was posted."""
 
     letter: DeadLetter
     user: Any
     staff: list[Any]
+    refused_action: str = ""
+    refused_data: Any = None
+
+    def form_data(self, action: StaffAction) -> Any:
+        return self.refused_data if action.name == self.refused_action else None
 
 
 @dataclass(frozen=True)
@@ -124,6 +130,8 @@ class StaffAction:
     offer: OfferRule
     confirm: Callable[..., Confirmation] | None = None
     ask_first: bool = True
+    # What the form needs from the page beyond the posted data (e.g. the people to choose from).
+    form_kwargs: Callable[[Any], dict[str, Any]] | None = None
 
     def confirmation(self, *args: Any) -> Confirmation:
         if self.confirm is None:
@@ -204,18 +212,11 @@ def run_offers(page: RunPage) -> dict[str, Any]:
     return {str(place): value for place, value in offers.items()}
 
 
-def dead_letter_offers(
-    page: LetterPage, bound: django_forms.Form | None = None, bound_action: str = ""
-) -> list[Offer]:
-    """The forms drawn on one open dead letter; `bound` (the form just refused) replaces the
-    blank form of `bound_action`, so the person sees what they posted and why it was refused."""
-    offers = []
-    for action in _permitted(Kind.DEAD_LETTER, page.user):
-        for offer in action.offer(action, page):
-            if bound is not None and action.name == bound_action:
-                offer = replace(offer, form=bound)
-            offers.append(offer)
-    return offers
+def dead_letter_offers(page: LetterPage) -> list[Offer]:
+    """The forms drawn on one open dead letter."""
+    return [
+        offer for action in _permitted(Kind.DEAD_LETTER, page.user) for offer in action.offer(action, page)
+    ]
 
 
 def _on_run(place: Place, when: Callable[[RunPage], bool] = lambda page: True) -> OfferRule:
@@ -263,27 +264,19 @@ def _confirm_run(name: str) -> Callable[[Run, HandoverRows, str], Confirmation]:
     return confirm
 
 
-def _on_open_letter(
-    when: Callable[[LetterPage], bool] = lambda page: True,
-    form: Callable[[StaffAction, LetterPage], django_forms.Form] | None = None,
-) -> OfferRule:
+def letter_form(action: StaffAction, page: LetterPage) -> django_forms.Form:
+    """An action's form as drawn on one letter (bound to what was posted, if it was refused)."""
+    kwargs = action.form_kwargs(page) if action.form_kwargs else {}
+    return action.form(page.form_data(action), auto_id=f"dl-{page.letter.pk}-{action.name}-%s", **kwargs)
+
+
+def _on_open_letter(when: Callable[[LetterPage], bool] = lambda page: True) -> OfferRule:
     def offer(action: StaffAction, page: LetterPage) -> Iterator[Offer]:
         if page.letter.resolved_at is None and when(page):
             prompt = action.confirm(page.letter).title if action.confirm else ""
-            drawn = (
-                form(action, page) if form else action.form(auto_id=f"dl-{page.letter.pk}-{action.name}-%s")
-            )
-            yield Offer(action, Place.LETTER, form=drawn, prompt=prompt)
+            yield Offer(action, Place.LETTER, form=letter_form(action, page), prompt=prompt)
 
     return offer
-
-
-def _assign_form(action: StaffAction, page: LetterPage) -> django_forms.Form:
-    return forms.DeadLetterAssignForm(
-        staff=page.staff,
-        initial={"owner": page.letter.owner_id},
-        auto_id=f"dl-{page.letter.pk}-{action.name}-%s",
-    )
 
 
 def _retry_prompt(letter: DeadLetter) -> Confirmation:
@@ -432,6 +425,7 @@ def _register_all() -> None:
             form_class=forms.DeadLetterTakeForm,
             perform=lambda ctx, letter_id, data: dead_letters.dead_letter_take(ctx, dead_letter_id=letter_id),
             done_message="Done.",
+            ask_first=False,  # its form is on the page and posts at once
             offer=_on_open_letter(lambda page: page.letter.owner_id != page.user.pk),
         ),
         StaffAction(
@@ -440,11 +434,13 @@ def _register_all() -> None:
             label="Assign",
             permission=dead_letters.ASSIGN,
             form_class=forms.DeadLetterAssignForm,
+            form_kwargs=lambda page: {"staff": page.staff, "initial": {"owner": page.letter.owner_id}},
             perform=lambda ctx, letter_id, data: dead_letters.dead_letter_assign(
                 ctx, dead_letter_id=letter_id, owner_id=data["owner"]
             ),
             done_message="Done.",
-            offer=_on_open_letter(form=_assign_form),
+            ask_first=False,  # its form is on the page and posts at once
+            offer=_on_open_letter(),
         ),
         StaffAction(
             kind=letter,
@@ -456,6 +452,7 @@ def _register_all() -> None:
                 ctx, dead_letter_id=letter_id, note=data["note"]
             ),
             done_message="Done.",
+            ask_first=False,  # its form is on the page and posts at once
             confirm=_retry_prompt,
             offer=_on_open_letter(),
         ),
@@ -469,6 +466,7 @@ def _register_all() -> None:
                 ctx, dead_letter_id=letter_id, note=data["note"]
             ),
             done_message="Done.",
+            ask_first=False,  # its form is on the page and posts at once
             offer=_on_open_letter(),
         ),
     ):

@@ -1,7 +1,9 @@
 """Staff pages. Each view finds the caller's tenant, calls selectors or one service, and renders
-one template; an htmx request gets the named partial of the same template. Every change goes
-through handover.actions (or handover.dead_letters), which check the role, refuse stale state
-and write the audit row; these views only translate forms and errors."""
+one template; an htmx request gets the named partial of the same template. Every change is an
+action of the registry (handover.staff_actions): the action view looks it up, checks its
+permission, binds its form and calls its service (handover.actions or handover.dead_letters),
+which checks the role again, refuses stale state and writes the audit row; these views only
+translate forms and errors."""
 
 from __future__ import annotations
 

@@ -269,6 +269,9 @@ def test_an_owner_id_in_other_digits_is_a_400_never_the_person_it_reads_as(
     body = response.content.decode()
     assert "owner must be a number in ASCII digits (0-9)" in body
     assert body.lstrip().startswith('<div id="letters"')
+    # The refused form is drawn again on its letter, still offering the tenant's staff.
+    assert 'aria-invalid="true"' in body and f'<option value="{support.pk}"' in body
+    assert '<button type="submit">Assign</button>' in body  # posts at once: no dialog, no "…"
     _letter_unchanged(dead_letter)
 
     nul = _client(lead).post(url, {"owner": f"{support.pk}\x00"}, headers=HTMX)

@@ -7,7 +7,7 @@ access-matrix and CSRF tests read this registry, so adding an action is one `reg
     register(StaffAction(
         kind=Kind.RUN, name="escalate-again", label="Escalate again", permission=ACT,
         form_class=forms.ResolveRunForm, perform=lambda ctx, run, data: ...,
-        done_message="Escalated.", offer=_offer_in_next_action))
+        done_message="Escalated.", offer=offer_on_run(Place.NEXT)))
 
 The services keep their own checks (role, tenant, stale state, the audit row): the registry says
 how the console reaches them, not what they may do."""
@@ -219,7 +219,9 @@ def dead_letter_offers(page: LetterPage) -> list[Offer]:
     ]
 
 
-def _on_run(place: Place, when: Callable[[RunPage], bool] = lambda page: True) -> OfferRule:
+def offer_on_run(place: Place, when: Callable[[RunPage], bool] = lambda page: True) -> OfferRule:
+    """Offered once on the run page, at `place`, when `when(page)` holds."""
+
     def offer(action: StaffAction, page: RunPage) -> Iterator[Offer]:
         if when(page):
             yield Offer(action, place)
@@ -234,12 +236,12 @@ def _offer_assign(action: StaffAction, page: RunPage) -> Iterator[Offer]:
 
 def _offer_resume(action: StaffAction, page: RunPage) -> Iterator[Offer]:
     # Not done steps are what resuming sends; a disabled button says why it cannot work now.
-    if page.handover["not_done"]:
+    if _item(page.handover, "not_done"):
         yield Offer(action, Place.NEXT, blocked="; ".join(page.resume.blockers))
 
 
 def _offer_undo_step(action: StaffAction, page: RunPage) -> Iterator[Offer]:
-    for item in page.handover["completed"]:
+    for item in _item(page.handover, "completed"):
         if not _item(item, "compensation") and _item(item, "undo_tool"):
             yield Offer(
                 action,
@@ -250,9 +252,14 @@ def _offer_undo_step(action: StaffAction, page: RunPage) -> Iterator[Offer]:
             )
 
 
-def _on_uncertain_steps(action: StaffAction, page: RunPage) -> Iterator[Offer]:
-    for item in page.handover["uncertain"]:
-        yield Offer(action, Place.UNCERTAIN, step_id=_item(item, "step_id"))
+def offer_on_steps(place: Place) -> OfferRule:
+    """Offered on every step of the handover's list of that place (completed or uncertain)."""
+
+    def offer(action: StaffAction, page: RunPage) -> Iterator[Offer]:
+        for item in _item(page.handover, str(place)):
+            yield Offer(action, place, step_id=_item(item, "step_id"))
+
+    return offer
 
 
 def _confirm_run(name: str) -> Callable[[Run, HandoverRows, str], Confirmation]:
@@ -270,7 +277,9 @@ def letter_form(action: StaffAction, page: LetterPage) -> django_forms.Form:
     return action.form(page.form_data(action), auto_id=f"dl-{page.letter.pk}-{action.name}-%s", **kwargs)
 
 
-def _on_open_letter(when: Callable[[LetterPage], bool] = lambda page: True) -> OfferRule:
+def offer_on_open_letter(when: Callable[[LetterPage], bool] = lambda page: True) -> OfferRule:
+    """Offered, with its form, on each open dead letter where `when(page)` holds."""
+
     def offer(action: StaffAction, page: LetterPage) -> Iterator[Offer]:
         if page.letter.resolved_at is None and when(page):
             prompt = action.confirm(page.letter).title if action.confirm else ""
@@ -324,8 +333,9 @@ def _register_all() -> None:
             ),
             done_message="Compensation of the run requested; the page updates as each step is undone.",
             confirm=_confirm_run("compensate-run"),
-            offer=_on_run(
-                Place.NEXT, lambda page: bool(page.handover["next_action"]["compensations_available"])
+            offer=offer_on_run(
+                Place.NEXT,
+                lambda page: bool(_item(_item(page.handover, "next_action"), "compensations_available")),
             ),
         ),
         StaffAction(
@@ -339,7 +349,7 @@ def _register_all() -> None:
             ),
             done_message="Recorded what the customer was told.",
             confirm=_confirm_run("customer-told"),
-            offer=_on_run(Place.NEXT),
+            offer=offer_on_run(Place.NEXT),
         ),
         StaffAction(
             kind=run,
@@ -352,7 +362,9 @@ def _register_all() -> None:
             ),
             done_message="Resolved.",
             confirm=_confirm_run("resolve"),
-            offer=_on_run(Place.NEXT, lambda page: page.run.awaiting_person or page.run.status == "running"),
+            offer=offer_on_run(
+                Place.NEXT, lambda page: page.run.awaiting_person or page.run.status == "running"
+            ),
         ),
         StaffAction(
             kind=run,
@@ -378,7 +390,7 @@ def _register_all() -> None:
             ),
             done_message="Lookup requested; the page updates when the downstream answers.",
             confirm=_confirm_run("retry-lookup"),
-            offer=_on_uncertain_steps,
+            offer=offer_on_steps(Place.UNCERTAIN),
         ),
         StaffAction(
             kind=run,
@@ -396,7 +408,7 @@ def _register_all() -> None:
             ),
             done_message="Marked performed.",
             confirm=_confirm_run("mark-performed"),
-            offer=_on_uncertain_steps,
+            offer=offer_on_steps(Place.UNCERTAIN),
         ),
         StaffAction(
             kind=run,
@@ -414,7 +426,7 @@ def _register_all() -> None:
             ),
             done_message="Marked not performed.",
             confirm=_confirm_run("mark-not-performed"),
-            offer=_on_uncertain_steps,
+            offer=offer_on_steps(Place.UNCERTAIN),
         ),
         # The dead-letter queue.
         StaffAction(
@@ -426,7 +438,7 @@ def _register_all() -> None:
             perform=lambda ctx, letter_id, data: dead_letters.dead_letter_take(ctx, dead_letter_id=letter_id),
             done_message="Done.",
             ask_first=False,  # its form is on the page and posts at once
-            offer=_on_open_letter(lambda page: page.letter.owner_id != page.user.pk),
+            offer=offer_on_open_letter(lambda page: page.letter.owner_id != page.user.pk),
         ),
         StaffAction(
             kind=letter,
@@ -440,7 +452,7 @@ def _register_all() -> None:
             ),
             done_message="Done.",
             ask_first=False,  # its form is on the page and posts at once
-            offer=_on_open_letter(),
+            offer=offer_on_open_letter(),
         ),
         StaffAction(
             kind=letter,
@@ -454,7 +466,7 @@ def _register_all() -> None:
             done_message="Done.",
             ask_first=False,  # its form is on the page and posts at once
             confirm=_retry_prompt,
-            offer=_on_open_letter(),
+            offer=offer_on_open_letter(),
         ),
         StaffAction(
             kind=letter,
@@ -467,7 +479,7 @@ def _register_all() -> None:
             ),
             done_message="Done.",
             ask_first=False,  # its form is on the page and posts at once
-            offer=_on_open_letter(),
+            offer=offer_on_open_letter(),
         ),
     ):
         register(action)

@@ -122,7 +122,7 @@ def dummy_action() -> Iterator[tuple[staff_actions.StaffAction, list[Any]]]:
         form_class=forms.ResolveRunForm,
         perform=lambda ctx, run, data: performed.append((ctx.user.username, run.pk, data["note"])),
         done_message="Noted.",
-        offer=lambda action, page: [staff_actions.Offer(action, staff_actions.Place.NEXT)],
+        offer=staff_actions.offer_on_run(staff_actions.Place.NEXT),
     )
     with staff_actions.registered(action):
         yield action, performed

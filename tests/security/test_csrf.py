@@ -14,6 +14,8 @@ from django.urls import reverse
 
 from compensations.models import Compensation, CompensationStatus, DeadLetter
 from handover import staff_actions
+from handover.actions import ACT
+from handover.forms import DeadLetterTakeForm
 from handover.models import AuditEntry
 from journal import services
 from journal.models import AgentToken, CustomerMessage, Intent, JournalEvent, Run, Tenant
@@ -162,3 +164,24 @@ def test_a_session_posting_to_the_api_without_the_csrf_token_is_refused_for_csrf
     assert response.status_code == 403
     assert "agent token" in response.json()["detail"]
     assert world_state() == before
+
+
+def test_an_action_added_to_the_registry_alone_is_refused_without_the_token(
+    run: Run, dead_letter: DeadLetter, lead: Any
+) -> None:
+    performed: list[Any] = []
+    poke = staff_actions.StaffAction(
+        kind=staff_actions.Kind.DEAD_LETTER,
+        name="dummy-poke",
+        label="Poke",
+        permission=ACT,
+        form_class=DeadLetterTakeForm,
+        perform=lambda ctx, letter_id, data: performed.append(letter_id),
+        done_message="Poked.",
+        offer=staff_actions.offer_on_open_letter(),
+    )
+    with staff_actions.registered(poke):
+        url = reverse("compensations:dead_letter_act", args=[dead_letter.pk, "dummy-poke"])
+        assert url in [posted for posted, _form in dashboard_posts(run, dead_letter, lead)]
+        assert csrf_client(lead).post(url, {}, headers=HTMX).status_code == 403
+    assert performed == []

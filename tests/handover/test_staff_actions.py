@@ -362,3 +362,13 @@ def test_a_confirmation_costs_the_queries_of_the_run_page_and_no_second_load_of_
         # Measured: 13 for the page and for each dialog; undoing a step reads its catalogue
         # entry once more. A second handover_rows would cost 7.
         assert len(dialog) <= len(page) + 1, (action.name, [q["sql"] for q in dialog.captured_queries])
+
+
+@pytest.mark.parametrize("step", ["s\x001", ARABIC_INDIC["3"], "x" * 300])
+def test_a_confirmation_asked_about_a_step_that_is_no_step_says_so(run: Run, support: Any, step: str) -> None:
+    url = reverse("handover:run_confirm", args=[run.pk, "compensate-step"])
+    response = _client(support).get(url, {"step": step}, headers=HTMX)
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "Not possible now" in body and "no step" in body
+    assert 'name="step_id"' not in body  # nothing to post

@@ -390,7 +390,7 @@ def step_lookup_retry(ctx: StaffContext, *, run_id: Any, step_id: str, state: st
 
 
 def step_mark(
-    ctx: StaffContext, *, run_id: Any, step_id: str, performed: bool, note: Any, state: str
+    ctx: StaffContext, *, run_id: Any, step_id: str, performed: bool, note: str, state: str
 ) -> Intent:
     """A person's judgement on an uncertain step: it happened, or it did not. A note is required."""
     _require(ctx, ACT)  # the role first: a person who may not act learns that, not a form error
@@ -436,7 +436,7 @@ def step_mark(
 
 
 def customer_told_add(
-    ctx: StaffContext, *, run_id: Any, channel: Any, body: Any, state: str
+    ctx: StaffContext, *, run_id: Any, channel: str, body: str, state: str
 ) -> CustomerMessage:
     """Record what a person told the customer, so the next message stays consistent with it."""
     _require(ctx, ACT)
@@ -450,7 +450,7 @@ def customer_told_add(
     return created
 
 
-def run_resolve(ctx: StaffContext, *, run_id: Any, note: Any, state: str) -> Run:
+def run_resolve(ctx: StaffContext, *, run_id: Any, note: str, state: str) -> Run:
     """Close the run's open escalations: a person finished the job (the note says how). A stuck
     run that was never escalated is ended as cancelled."""
     _require(ctx, ACT)
@@ -527,8 +527,11 @@ def _undo_words(intent: Intent) -> tuple[str, list[str]]:
     return f"send {entry.compensating_tool}({words}) with a new key to undo {intent.tool}{when}", warnings
 
 
-def confirmation(run: Run, *, action: str, step_id: str = "") -> Confirmation:
-    rows = handover_rows(run)
+def confirmation(
+    run: Run, *, action: str, step_id: str = "", rows: HandoverRows | None = None
+) -> Confirmation:
+    # The page hands over the rows it already loaded: one load per request.
+    rows = rows or handover_rows(run)
     intent = next((i for i in rows.intents if i.step_id == step_id), None) if step_id else None
     step_words = f"{intent.tool} ({intent.step_id})" if intent else step_id
     if action == "compensate-step":
@@ -566,7 +569,7 @@ def confirmation(run: Run, *, action: str, step_id: str = "") -> Confirmation:
             button="Compensate all",
         )
     if action == "resume":
-        preview = resume_preview(run)
+        preview = resume_preview(run, rows)
         effects = [
             f"{s['action']} {s['tool']}"
             + (f" ({s['detail']})" if s["detail"] else "")

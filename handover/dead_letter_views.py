@@ -1,10 +1,11 @@
 """Staff pages of compensations: the dead-letter queue (take, assign, retry, resolve) and
-the catalogue, readable by all staff (admins edit it in the Django admin). Changes go through
-handover.dead_letters; these views translate forms and errors."""
+the catalogue, readable by all staff (admins edit it in the Django admin). The actions are the
+registry's (handover.staff_actions), which calls handover.dead_letters; these views bind the
+action's form and translate its errors."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from django.contrib.auth.decorators import login_required, permission_required
@@ -12,39 +13,37 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from compensations.models import CatalogueEntry
+from compensations.models import CatalogueEntry, DeadLetter
 from journal.services import JournalError
 
-from . import dead_letters as actions
-from . import selectors
+from . import selectors, staff_actions
 from .staff import request_tenant, staff_context
-from .views import HtmxHttpRequest
-
-DeadLetterAction = Callable[[Any, Any, HttpRequest], Any]
-
-DEAD_LETTER_ACTIONS: dict[str, DeadLetterAction] = {
-    "take": lambda ctx, pk, r: actions.dead_letter_take(ctx, dead_letter_id=pk),
-    "assign": lambda ctx, pk, r: actions.dead_letter_assign(
-        ctx, dead_letter_id=pk, owner_id=r.POST.get("owner", "")
-    ),
-    "retry": lambda ctx, pk, r: actions.dead_letter_retry(
-        ctx, dead_letter_id=pk, note=r.POST.get("note", "")
-    ),
-    "resolve": lambda ctx, pk, r: actions.dead_letter_resolve(
-        ctx, dead_letter_id=pk, note=r.POST.get("note", "")
-    ),
-}
+from .views import FormRefused, HtmxHttpRequest, permitted_action
 
 
-def _dead_letters_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
+def _dead_letters_context(
+    request: HttpRequest, *, refused: tuple[int, str] | None = None, **extra: Any
+) -> dict[str, Any]:
+    """The page's letters, each with the actions the person may take on it (from the registry);
+    `refused` is (letter id, action) of a refused form, drawn again as it was posted."""
     tenant = request_tenant(request)
     show = request.GET.get("show", "open") if request.method == "GET" else request.POST.get("show", "open")
     letters = list(selectors.dead_letters_for(tenant=tenant, show=show)[:200])
     history = selectors.dead_letter_history(tenant=tenant, letter_ids=[letter.pk for letter in letters])
+    assign = staff_actions.action_get(staff_actions.Kind.DEAD_LETTER, "assign")
+    may_assign = assign is not None and request.user.has_perm(assign.permission)
+    staff = list(selectors.tenant_staff(tenant=tenant)) if may_assign else []
+
+    def offers(letter: DeadLetter) -> list[staff_actions.Offer]:
+        page = staff_actions.LetterPage(letter=letter, user=request.user, staff=staff)
+        if refused is not None and refused[0] == letter.pk:
+            page = replace(page, refused_action=refused[1], refused_data=request.POST)
+        return staff_actions.dead_letter_offers(page)
+
     return {
-        "letters": [(letter, history.get(letter.pk, [])) for letter in letters],
+        "letters": [(letter, history.get(letter.pk, []), offers(letter)) for letter in letters],
         "show": show,
-        "staff": selectors.tenant_staff(tenant=tenant) if request.user.has_perm(actions.ASSIGN) else [],
+        "staff": staff,
         **extra,
     }
 
@@ -61,19 +60,32 @@ def dead_letters(request: HtmxHttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def dead_letter_act(request: HtmxHttpRequest, dead_letter_id: int, action: str) -> HttpResponse:
-    if action not in DEAD_LETTER_ACTIONS:
-        return HttpResponse("No such action.", status=404)
-    try:
-        DEAD_LETTER_ACTIONS[action](staff_context(request), dead_letter_id, request)
-    except JournalError as error:
-        context = _dead_letters_context(request, error=error)
-        template = (
-            "compensations/dead_letters.html#letters" if request.htmx else "compensations/dead_letters.html"
+    entry = permitted_action(staff_actions.Kind.DEAD_LETTER, action, request.user)
+    ctx = staff_context(request)
+    template = (
+        "compensations/dead_letters.html#letters" if request.htmx else "compensations/dead_letters.html"
+    )
+    form = entry.form(request.POST)
+    if not form.is_valid():
+        # 400, nothing written, the refused form drawn on its letter with what was posted.
+        refused = (dead_letter_id, action)
+        return render(
+            request,
+            template,
+            _dead_letters_context(request, refused=refused, error=FormRefused(form)),
+            status=400,
         )
-        return render(request, template, context, status=error.status_code)
+    try:
+        entry.perform(ctx, dead_letter_id, form.cleaned_data)
+    except JournalError as error:
+        return render(
+            request, template, _dead_letters_context(request, error=error), status=error.status_code
+        )
     if request.htmx:
         return render(
-            request, "compensations/dead_letters.html#letters", _dead_letters_context(request, flash="Done.")
+            request,
+            "compensations/dead_letters.html#letters",
+            _dead_letters_context(request, flash=entry.done_message),
         )
     return redirect("compensations:dead_letters")
 

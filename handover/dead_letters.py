@@ -75,7 +75,7 @@ def dead_letter_take(ctx: StaffContext, *, dead_letter_id: Any) -> DeadLetter:
     return letter
 
 
-def dead_letter_assign(ctx: StaffContext, *, dead_letter_id: Any, owner_id: Any) -> DeadLetter:
+def dead_letter_assign(ctx: StaffContext, *, dead_letter_id: Any, owner_id: int) -> DeadLetter:
     """A team lead hands a dead letter to a person of the same tenant who may act on runs."""
     with _acting_on(ctx, dead_letter_id, permission=ASSIGN) as letter:
         _refuse_if_resolved(letter)
@@ -95,7 +95,7 @@ def dead_letter_assign(ctx: StaffContext, *, dead_letter_id: Any, owner_id: Any)
     return letter
 
 
-def dead_letter_retry(ctx: StaffContext, *, dead_letter_id: Any, note: Any = "") -> Compensation:
+def dead_letter_retry(ctx: StaffContext, *, dead_letter_id: Any, note: str = "") -> Compensation:
     """Send the compensation again, as a new round with a new key (the failed call's key would
     only replay its failure). The letter closes itself if the retry succeeds; if it fails again
     it is reopened with the new error, keeping its owner."""
@@ -130,7 +130,7 @@ def dead_letter_retry(ctx: StaffContext, *, dead_letter_id: Any, note: Any = "")
     return compensation
 
 
-def dead_letter_resolve(ctx: StaffContext, *, dead_letter_id: Any, note: Any) -> DeadLetter:
+def dead_letter_resolve(ctx: StaffContext, *, dead_letter_id: Any, note: str) -> DeadLetter:
     """Close the letter: a person undid the effect by hand, or decided it stands. Note required."""
     with _acting_on(ctx, dead_letter_id) as letter:
         # Checked inside: who may act, and on which letter, is said before what is missing.

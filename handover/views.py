@@ -1,7 +1,9 @@
 """Staff pages. Each view finds the caller's tenant, calls selectors or one service, and renders
-one template; an htmx request gets the named partial of the same template. Every change goes
-through handover.actions (or handover.dead_letters), which check the role, refuse stale state
-and write the audit row; these views only translate forms and errors."""
+one template; an htmx request gets the named partial of the same template. Every change is an
+action of the registry (handover.staff_actions): the action view looks it up, checks its
+permission, binds its form and calls its service (handover.actions or handover.dead_letters),
+which checks the role again, refuses stale state and writes the audit row; these views only
+translate forms and errors."""
 
 from __future__ import annotations
 
@@ -23,10 +25,10 @@ from django_htmx.http import reswap, retarget
 from django_htmx.middleware import HtmxDetails
 
 from journal import selectors as journal_selectors
-from journal.models import CustomerMessage, OutcomeReason, Run, RunStatus
+from journal.models import OutcomeReason, Run, RunStatus
 from journal.services import JournalError
 
-from . import actions, selectors
+from . import actions, selectors, staff_actions
 from .audit import state_json
 from .handover import handover_build, handover_rows, run_state_token
 from .models import AuditAction
@@ -87,11 +89,13 @@ def _queue(request: HtmxHttpRequest) -> HttpResponse:
         filters = _queue_filters(request)
         runs = selectors.queue_runs(tenant=tenant, user=request.user, filters=filters, now=now)
         page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
+        assign = staff_actions.action_get(staff_actions.Kind.RUN, "assign")
         detail_url, assign_url = _run_url("handover:run_detail"), _run_url("handover:run_act", "assign")
         context |= {
             "page": page,
             "rows": [(run, detail_url(run.pk), assign_url(run.pk)) for run in page.object_list],
-            "can_act": request.user.has_perm(actions.ACT),
+            # The queue offers the registry's assign, to those its permission allows.
+            "assign": assign if assign and request.user.has_perm(assign.permission) else None,
             "filters": filters,
             "counts": [
                 (reason, _reason_label(reason), n)
@@ -126,20 +130,23 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
 
 
 def _run_context(run: Run, request: HttpRequest, **extra: Any) -> dict[str, Any]:
+    # The run's rows load once per request; everything the page shows is drawn from them.
     rows = handover_rows(run)
     handover = handover_build(rows)
+    # Whether Resume can work, and if not why, by the action's own rules (no extra query).
+    resume = actions.resume_preview(run, rows)
+    page = staff_actions.RunPage(run=run, rows=rows, handover=handover, resume=resume, user=request.user)
     return {
         "run": run,
+        "rows": rows,
         "handover": handover,
-        # Whether Resume can work, and if not why, by the action's own rules (no extra query).
-        "resume": actions.resume_preview(run, rows),
+        "resume": resume,
         "state": handover["state"],
         "reason_label": _reason_label(handover["reason"]),
         "events": rows.events,
         "audit": rows.audit,
         "intents": rows.intents,
-        "can_act": request.user.has_perm(actions.ACT),
-        "channels": CustomerMessage.Channel.choices,
+        "offers": staff_actions.run_offers(page),
         **extra,
     }
 
@@ -169,88 +176,73 @@ def run_panel(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     return render(request, "handover/run_detail.html#panel", _run_context(run, request))
 
 
-# --- actions ----------------------------------------------------------------------------------
+# --- actions (handover.staff_actions) --------------------------------------------------------
 
-Action = Callable[[actions.StaffContext, Run, HttpRequest], Any]
 
-ACTIONS: dict[str, Action] = {
-    "assign": lambda ctx, run, r: actions.run_assign(ctx, run_id=run.pk, state=r.POST.get("state", "")),
-    "compensate-step": lambda ctx, run, r: actions.step_compensate(
-        ctx, run_id=run.pk, step_id=r.POST.get("step_id", ""), state=r.POST.get("state", "")
-    ),
-    "compensate-run": lambda ctx, run, r: actions.run_compensate_request(
-        ctx, run_id=run.pk, state=r.POST.get("state", "")
-    ),
-    "resume": lambda ctx, run, r: actions.run_resume_request(
-        ctx, run_id=run.pk, state=r.POST.get("state", "")
-    ),
-    "retry-lookup": lambda ctx, run, r: actions.step_lookup_retry(
-        ctx, run_id=run.pk, step_id=r.POST.get("step_id", ""), state=r.POST.get("state", "")
-    ),
-    "mark-performed": lambda ctx, run, r: actions.step_mark(
-        ctx,
-        run_id=run.pk,
-        step_id=r.POST.get("step_id", ""),
-        performed=True,
-        note=r.POST.get("note", ""),
-        state=r.POST.get("state", ""),
-    ),
-    "mark-not-performed": lambda ctx, run, r: actions.step_mark(
-        ctx,
-        run_id=run.pk,
-        step_id=r.POST.get("step_id", ""),
-        performed=False,
-        note=r.POST.get("note", ""),
-        state=r.POST.get("state", ""),
-    ),
-    "customer-told": lambda ctx, run, r: actions.customer_told_add(
-        ctx,
-        run_id=run.pk,
-        channel=r.POST.get("channel", ""),
-        body=r.POST.get("body", ""),
-        state=r.POST.get("state", ""),
-    ),
-    "resolve": lambda ctx, run, r: actions.run_resolve(
-        ctx, run_id=run.pk, note=r.POST.get("note", ""), state=r.POST.get("state", "")
-    ),
-}
+def permitted_action(kind: staff_actions.Kind, name: str, user: Any) -> staff_actions.StaffAction:
+    """The registered action of that name (404 when there is none), if the user's role allows
+    it (403 otherwise): the role is checked before the object is looked up."""
+    action = staff_actions.action_get(kind, name)
+    if action is None:
+        raise Http404("No such action.")
+    if not user.has_perm(action.permission):
+        raise PermissionDenied("Your role does not allow this action.")
+    return action
 
-DONE_MESSAGES = {
-    "assign": "The run is assigned to you.",
-    "compensate-step": "Compensation requested; the page updates when the worker has done it.",
-    "compensate-run": "Compensation of the run requested; the page updates as each step is undone.",
-    "resume": "Resumption requested; the page updates as the steps are sent.",
-    "retry-lookup": "Lookup requested; the page updates when the downstream answers.",
-    "mark-performed": "Marked performed.",
-    "mark-not-performed": "Marked not performed.",
-    "customer-told": "Recorded what the customer was told.",
-    "resolve": "Resolved.",
-}
+
+def _dialog(
+    action: staff_actions.StaffAction, context: dict[str, Any], step_id: str, form: Any
+) -> dict[str, Any]:
+    """The confirmation dialog of an action: what it will do, and its form."""
+    return {
+        "action": action.name,
+        "confirm": action.confirmation(context["run"], context["rows"], step_id),
+        "form": form,
+    }
 
 
 @login_required
 @require_GET
 def run_confirm(request: HtmxHttpRequest, run_id: str, action: str) -> HttpResponse:
     """The confirmation of an action: exactly what will happen, what cannot be taken back."""
-    if action not in ACTIONS:
-        raise Http404("No such action.")
-    if not request.user.has_perm(actions.ACT):
-        raise PermissionDenied("Your role does not allow acting on runs.")
+    entry = permitted_action(staff_actions.Kind.RUN, action, request.user)
     run = _run_or_404(request, run_id)
-    context = _run_context(run, request, action=action)
-    context["confirm"] = actions.confirmation(run, action=action, step_id=request.GET.get("step", ""))
+    context = _run_context(run, request)
+    step_id = request.GET.get("step", "")
+    form = entry.form(initial={"state": context["state"], "step_id": step_id})
+    context |= _dialog(entry, context, step_id, form)
     return render(request, "handover/run_detail.html#confirm", context)
+
+
+class FormRefused:
+    """A form's refusal, shown where a service's refusal (JournalError) is: each message names
+    its field."""
+
+    status_code = 400
+
+    def __init__(self, form: Any) -> None:
+        self.messages = [message for errors in form.errors.values() for message in errors]
+        self.message = "; ".join(self.messages)
 
 
 @login_required
 @require_POST
 def run_act(request: HtmxHttpRequest, run_id: str, action: str) -> HttpResponse:
-    if action not in ACTIONS:
-        raise Http404("No such action.")
+    entry = permitted_action(staff_actions.Kind.RUN, action, request.user)
     ctx = staff_context(request)
     run = _run_or_404(request, run_id)
+    form = entry.form(request.POST)
+    if not form.is_valid():
+        # 400 with the form kept: the dialog again, the refused fields marked; nothing written.
+        context = _run_context(run, request, error=FormRefused(form))
+        step_id = form.cleaned_data.get("step_id", "")
+        context |= _dialog(entry, context, step_id, form)
+        if request.htmx:
+            response = render(request, "handover/run_detail.html#confirm", context, status=400)
+            return reswap(retarget(response, "#dialog"), "innerHTML")
+        return render(request, "handover/run_detail.html", context, status=400)
     try:
-        ACTIONS[action](ctx, run, request)
+        entry.perform(ctx, run, form.cleaned_data)
     except JournalError as error:
         run = _run_or_404(request, run_id)
         context = _run_context(run, request, error=error, changes=getattr(error, "changes", None))
@@ -262,7 +254,7 @@ def run_act(request: HtmxHttpRequest, run_id: str, action: str) -> HttpResponse:
         return _queue(request)
     if request.htmx:
         run = _run_or_404(request, run_id)
-        context = _run_context(run, request, flash=DONE_MESSAGES[action])
+        context = _run_context(run, request, flash=entry.done_message)
         return render(request, "handover/run_detail.html#panel", context)
     return redirect("handover:run_detail", run_id=run.pk)
 

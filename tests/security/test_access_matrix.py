@@ -37,7 +37,10 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
 from compensations.models import Compensation, CompensationStatus, DeadLetter
-from handover.views import ACTIONS as RUN_ACTIONS
+from handover import staff_actions
+from handover.actions import ACT
+from handover.dead_letters import ASSIGN
+from handover.forms import RunActionForm
 from journal import services
 from journal.models import AgentToken, Run, Tenant
 from tests import factories
@@ -87,13 +90,21 @@ NOT_FOUND = status(404)
 AGENT_WRITE = status(200, 201, 409)
 
 
+def action_names(kind: staff_actions.Kind, permission: str = "") -> Callable[[], tuple[str, ...]]:
+    """The registered actions of a kind (of one permission, if given), read when the test runs:
+    an action added to handover.staff_actions is requested here without a line of this file."""
+    return lambda: tuple(
+        a.name for a in staff_actions.actions_of(kind) if not permission or a.permission == permission
+    )
+
+
 @dataclass(frozen=True)
 class Call:
     method: str
     expect: dict[str, Expect]
     data: dict[str, Any] = field(default_factory=dict)
     # Fill `<slug:action>` with each of these (one request each); empty: the pattern has none.
-    actions: tuple[str, ...] = ()
+    actions: Callable[[], tuple[str, ...]] = tuple
 
 
 def page(**overrides: Expect) -> Call:
@@ -152,7 +163,7 @@ RUN_ACT = Call(
         "other_agent": LOGIN,
     },
     {"note": "checked the carrier portal"},
-    tuple(RUN_ACTIONS),
+    action_names(staff_actions.Kind.RUN),
 )
 
 
@@ -178,7 +189,7 @@ EXPECTED: dict[str, list[Call]] = {
     "runs/<uuid:run_id>/": [page(outsider=NOT_FOUND)],
     "runs/<uuid:run_id>/panel/": [page(outsider=NOT_FOUND)],
     "runs/<uuid:run_id>/confirm/<slug:action>/": [
-        Call("GET", page(outsider=NOT_FOUND).expect, actions=tuple(RUN_ACTIONS))
+        Call("GET", page(outsider=NOT_FOUND).expect, actions=action_names(staff_actions.Kind.RUN))
     ],
     "runs/<uuid:run_id>/act/<slug:action>/": [RUN_ACT],
     "audit/": [page(support=FORBIDDEN, outsider=FORBIDDEN)],
@@ -191,14 +202,14 @@ EXPECTED: dict[str, list[Call]] = {
             "POST",
             _dead_letter_act(status(409), support=status(409)),
             {"note": "undone by hand"},
-            ("take", "retry", "resolve"),
+            action_names(staff_actions.Kind.DEAD_LETTER, ACT),
         ),
         # Support staff of another tenant: the role is checked first, then the tenant.
         Call(
             "POST",
             _dead_letter_act(status(409), support=FORBIDDEN, outsider=FORBIDDEN),
             {"owner": "0"},
-            ("assign",),
+            action_names(staff_actions.Kind.DEAD_LETTER, ASSIGN),
         ),
     ],
     "catalogue/": [page()],
@@ -397,17 +408,22 @@ def test_every_url_pattern_has_an_expectation() -> None:
     assert admin_models <= set(served)
 
 
-def test_every_url_answers_every_caller_as_the_table_says(world: World) -> None:
+def answer_the_table(world: World, only_action: str = "") -> tuple[list[str], int, list[str]]:
+    """Make every call of the table (or only those filling `<slug:action>` with `only_action`):
+    what was answered wrongly, how many requests were made, and the URLs requested."""
     wrong: list[str] = []
+    requested: list[str] = []
     requests = 0
-    served = list(routes())
     clients: dict[str, Client] = {}
-    for route in served:
+    for route in routes():
         calls = expected_calls(route)
         assert calls is not None
         for call in calls:
-            for action in call.actions or ("",):
+            for action in call.actions() or ("",):
+                if only_action and action != only_action:
+                    continue
                 url = url_for(route, world, action)
+                requested.append(f"{call.method} {url}")
                 answers: dict[str, int] = {}
                 for persona in PERSONAS:
                     # One client per caller, logged in again after a logout.
@@ -431,5 +447,52 @@ def test_every_url_answers_every_caller_as_the_table_says(world: World) -> None:
                         )
                 if call is SANDBOX_ROUTE and len(set(answers.values())) != 1:
                     wrong.append(f"GET {url}: the sandbox answered callers differently: {answers}")
-    MATRIX.update(urls=len(served), personas=len(PERSONAS), requests=requests)
+    return wrong, requests, requested
+
+
+def test_every_url_answers_every_caller_as_the_table_says(world: World) -> None:
+    wrong, requests, _requested = answer_the_table(world)
+    MATRIX.update(urls=len(list(routes())), personas=len(PERSONAS), requests=requests)
+    assert not wrong, "\n".join(wrong)
+
+
+def test_every_registered_action_is_in_the_table() -> None:
+    """Each action of the registry is requested by some call of its route, so none is left out
+    of the matrix (a new permission would need a row saying who holds it)."""
+    for kind, route in [
+        (staff_actions.Kind.RUN, "runs/<uuid:run_id>/act/<slug:action>/"),
+        (staff_actions.Kind.DEAD_LETTER, "dead-letters/<int:dead_letter_id>/<slug:action>/"),
+    ]:
+        covered = {name for call in EXPECTED[route] for name in call.actions()}
+        assert covered == {a.name for a in staff_actions.actions_of(kind)}, route
+
+
+@pytest.fixture
+def dummy_action() -> Iterator[staff_actions.StaffAction]:
+    """A run action added to the registry and nowhere else (no URL, template or test edited)."""
+    action = staff_actions.StaffAction(
+        kind=staff_actions.Kind.RUN,
+        name="dummy-escalate",
+        label="Escalate again",
+        permission=ACT,
+        form_class=RunActionForm,
+        perform=lambda ctx, run, data: None,
+        done_message="Escalated again.",
+        offer=lambda action, page: [],
+    )
+    with staff_actions.registered(action):
+        yield action
+
+
+def test_an_action_added_to_the_registry_alone_is_in_the_access_matrix(
+    world: World, dummy_action: staff_actions.StaffAction
+) -> None:
+    wrong, requests, requested = answer_the_table(world, only_action=dummy_action.name)
+    run = world.run.pk
+    # Its confirmation and its action, each asked by every caller, answered as the table says.
+    assert requested == [
+        f"GET /runs/{run}/confirm/dummy-escalate/",
+        f"POST /runs/{run}/act/dummy-escalate/",
+    ]
+    assert requests == 2 * len(PERSONAS)
     assert not wrong, "\n".join(wrong)

@@ -13,9 +13,10 @@ from django.test import Client
 from django.urls import reverse
 
 from compensations.models import Compensation, CompensationStatus, DeadLetter
-from handover.dead_letter_views import DEAD_LETTER_ACTIONS
+from handover import staff_actions
+from handover.actions import ACT
+from handover.forms import DeadLetterTakeForm
 from handover.models import AuditEntry
-from handover.views import ACTIONS as RUN_ACTIONS
 from journal import services
 from journal.models import AgentToken, CustomerMessage, Intent, JournalEvent, Run, Tenant
 from tests import factories
@@ -23,6 +24,15 @@ from tests import factories
 pytestmark = pytest.mark.django_db(transaction=True)
 
 HTMX = {"HX-Request": "true"}
+
+
+# Every registered action, read when the test runs: a new action is covered without an edit here.
+def run_action_names() -> list[str]:
+    return [action.name for action in staff_actions.run_actions()]
+
+
+def dead_letter_action_names() -> list[str]:
+    return [action.name for action in staff_actions.dead_letter_actions()]
 
 
 def world_state() -> dict[str, Any]:
@@ -86,13 +96,13 @@ def dashboard_posts(run: Run, letter: DeadLetter, lead: Any) -> list[tuple[str, 
         "channel": "email",
         "body": "Your refund is on its way.",
     }
-    posts = [(reverse("handover:run_act", args=[run.pk, action]), form) for action in RUN_ACTIONS]
+    posts = [(reverse("handover:run_act", args=[run.pk, action]), form) for action in run_action_names()]
     posts += [
         (
             reverse("compensations:dead_letter_act", args=[letter.pk, action]),
             {"note": "undone by hand", "owner": str(lead.pk)},
         )
-        for action in DEAD_LETTER_ACTIONS
+        for action in dead_letter_action_names()
     ]
     return posts
 
@@ -154,3 +164,24 @@ def test_a_session_posting_to_the_api_without_the_csrf_token_is_refused_for_csrf
     assert response.status_code == 403
     assert "agent token" in response.json()["detail"]
     assert world_state() == before
+
+
+def test_an_action_added_to_the_registry_alone_is_refused_without_the_token(
+    run: Run, dead_letter: DeadLetter, lead: Any
+) -> None:
+    performed: list[Any] = []
+    poke = staff_actions.StaffAction(
+        kind=staff_actions.Kind.DEAD_LETTER,
+        name="dummy-poke",
+        label="Poke",
+        permission=ACT,
+        form_class=DeadLetterTakeForm,
+        perform=lambda ctx, letter_id, data: performed.append(letter_id),
+        done_message="Poked.",
+        offer=staff_actions.offer_on_open_letter(),
+    )
+    with staff_actions.registered(poke):
+        url = reverse("compensations:dead_letter_act", args=[dead_letter.pk, "dummy-poke"])
+        assert url in [posted for posted, _form in dashboard_posts(run, dead_letter, lead)]
+        assert csrf_client(lead).post(url, {}, headers=HTMX).status_code == 403
+    assert performed == []

@@ -412,6 +412,7 @@ class JournalStatements:
             raise BenchError(f"journal statements: intent {n} was not inserted")
         params = sql.settle_intent_params(
             intent_id=row[0],
+            source="intended",  # journal.transitions.OUTCOME_SOURCE, spelled as the status is
             status="performed",
             error_class="",
             summary="",

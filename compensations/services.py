@@ -21,6 +21,7 @@ from journal import services as journal
 from journal.models import Intent, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
 from journal.selectors import compensation_intent_ids
 from journal.tool_errors import ToolError
+from journal.transitions import run_transition
 from observability import counters as metrics
 from observability.context import log_context
 from tools import services as tools
@@ -353,16 +354,23 @@ def run_undo(*, run: Run, actor: journal.Actor) -> RunCompensation:
     if result.pending:
         return result  # the task tries again once the steps in doubt are settled
     now = timezone.now()
+    data = {"summary": result.summary(), "complete": result.complete}
     with journal.durable():
+        # Only an escalated run becomes `compensated`; any other still gets the event saying what
+        # was undone.
+        compensated = False
         if result.complete:
-            Run.objects.filter(pk=run.pk, status=RunStatus.ESCALATED).update(
-                status=RunStatus.COMPENSATED, version=F("version") + 1
+            compensated = run_transition(
+                run=run,
+                source=RunStatus.ESCALATED,
+                target=RunStatus.COMPENSATED,
+                actor=actor,
+                event=JournalEvent.Kind.RUN_COMPENSATED,
+                data=data,
+                at=now,
+            ).moved
+        if not compensated:
+            journal.event_record(
+                run=run, kind=JournalEvent.Kind.RUN_COMPENSATED, actor=actor, at=now, data=data
             )
-        journal.event_record(
-            run=run,
-            kind=JournalEvent.Kind.RUN_COMPENSATED,
-            actor=actor,
-            at=now,
-            data={"summary": result.summary(), "complete": result.complete},
-        )
     return result

@@ -27,6 +27,7 @@ from compensations.mapping import MissingSource, compensation_args
 from compensations.models import CatalogueEntry
 from compensations.tasks import compensate_run, compensation_schedule
 from journal import services as journal
+from journal import transitions
 from journal.models import (
     CustomerMessage,
     Escalation,
@@ -136,7 +137,15 @@ def _acting_on(ctx: StaffContext, run_id: Any, seen_state: str, permission: str 
 
 
 def _bump(run: Run, **changes: Any) -> None:
+    """A change to the run that is not a status change (those are journal.transitions')."""
     Run.objects.filter(pk=run.pk).update(version=F("version") + 1, **changes)
+
+
+def _moved(run: Run, moved: transitions.Moved, change: str = "its status changed meanwhile") -> None:
+    """A transition under the run's row lock that found the row moved anyway (an intent settled
+    by a worker in between) is the person's page gone stale: refused, not applied."""
+    if not moved.moved:
+        raise RunChanged(run, [change])
 
 
 def _refuse_if_agent_active(run: Run) -> None:
@@ -320,23 +329,26 @@ def run_resume_request(ctx: StaffContext, *, run_id: Any, state: str) -> ResumeP
         before = {"status": run.status, "reason": run.outcome_reason}
         # A fresh heartbeat: reconciliation's claim on a dead run compares the old one, so it
         # cannot decide this run while the person's resumption runs.
-        _bump(
+        _moved(
             run,
-            status=RunStatus.RUNNING,
-            outcome_reason="",
-            ended_at=None,
-            last_heartbeat_at=now,
-            awaiting_person=False,
+            transitions.run_transition(
+                run=run,
+                source=run.status,
+                target=RunStatus.RUNNING,
+                actor=ctx.actor,
+                event=JournalEvent.Kind.RESUME_REQUESTED,
+                data={"steps": [{k: s[k] for k in ("tool", "key", "action")} for s in preview.steps]},
+                changes={
+                    "outcome_reason": "",
+                    "ended_at": None,
+                    "last_heartbeat_at": now,
+                    "awaiting_person": False,
+                },
+                at=now,
+            ),
         )
         Escalation.objects.filter(run=run, resolved_at__isnull=True).update(
             resolved_at=now, resolved_by=ctx.user, resolution_note=f"resumed by {ctx.user.get_username()}"
-        )
-        journal.event_record(
-            run=run,
-            kind=JournalEvent.Kind.RESUME_REQUESTED,
-            actor=ctx.actor,
-            at=now,
-            data={"steps": [{k: s[k] for k in ("tool", "key", "action")} for s in preview.steps]},
         )
         _audit(
             ctx,
@@ -359,30 +371,33 @@ def step_lookup_retry(ctx: StaffContext, *, run_id: Any, step_id: str, state: st
             raise ActionRefused(
                 f"{step_id} is {intent.status}; only an uncertain step is looked up", field="step_id"
             )
-        now = timezone.now()
-        Intent.objects.filter(pk=intent.pk).update(
-            status=IntentStatus.INTENDED,
-            settled_at=None,
-            lookup_attempts=0,
-            next_lookup_at=None,
-            last_lookup_error="",
-            unknown_reason="",
+        before = {"status": intent.status, "unknown_reason": intent.unknown_reason}
+        _moved(
+            run,
+            transitions.intent_transition(
+                intent=intent,
+                source=intent.status,
+                target=IntentStatus.INTENDED,
+                actor=ctx.actor,
+                event=JournalEvent.Kind.LOOKUP_REQUESTED,
+                data={"idempotency_key": intent.idempotency_key, "was": intent.status},
+                changes={
+                    "settled_at": None,
+                    "lookup_attempts": 0,
+                    "next_lookup_at": None,
+                    "last_lookup_error": "",
+                    "unknown_reason": "",
+                },
+            ),
+            f"{step_id} was settled meanwhile",
         )
         _bump(run)
-        journal.event_record(
-            run=run,
-            intent=intent,
-            kind=JournalEvent.Kind.LOOKUP_REQUESTED,
-            actor=ctx.actor,
-            at=now,
-            data={"idempotency_key": intent.idempotency_key, "was": intent.status},
-        )
         _audit(
             ctx,
             AuditAction.RETRY_LOOKUP,
             run,
             step_id=step_id,
-            old={"status": intent.status, "unknown_reason": intent.unknown_reason},
+            old=before,
             new={"status": IntentStatus.INTENDED},
         )
         transaction.on_commit(lambda: reconcile_intent.delay(intent.pk))
@@ -408,30 +423,35 @@ def step_mark(
             raise ActionRefused("the agent is still working this step", field="step_id")
         now = timezone.now()
         who = ctx.user.get_username()
-        settled = Intent.objects.filter(pk=intent.pk, status=intent.status).update(
-            status=status, settled_at=now, error_class="", outcome_summary=f"marked {status} by {who}: {note}"
+        was = intent.status
+        _moved(
+            run,
+            transitions.intent_transition(
+                intent=intent,
+                source=was,
+                target=status,
+                actor=ctx.actor,
+                event=JournalEvent.Kind.OUTCOME_RECORDED,
+                data={"status": status, "judged_by": who, "note": note},
+                changes={
+                    "settled_at": now,
+                    "error_class": "",
+                    "outcome_summary": f"marked {status} by {who}: {note}",
+                },
+                at=now,
+            ),
+            f"{step_id} was settled meanwhile",
         )
-        if not settled:
-            raise RunChanged(run, [f"{step_id} was settled meanwhile"])
         _bump(run)
-        journal.event_record(
-            run=run,
-            intent=intent,
-            kind=JournalEvent.Kind.OUTCOME_RECORDED,
-            actor=ctx.actor,
-            at=now,
-            data={"status": status, "judged_by": who, "note": note},
-        )
         _audit(
             ctx,
             AuditAction.MARK_PERFORMED if performed else AuditAction.MARK_NOT_PERFORMED,
             run,
             step_id=step_id,
-            old={"status": intent.status},
+            old={"status": was},
             new={"status": status},
             note=note,
         )
-    intent.status = status
     return intent
 
 
@@ -464,21 +484,35 @@ def run_resolve(ctx: StaffContext, *, run_id: Any, note: str, state: str) -> Run
         after: dict[str, Any] = {"status": run.status, "open_escalations": 0}
         if run.status == RunStatus.RUNNING:
             _refuse_if_agent_active(run)
-            _bump(
+            _moved(
                 run,
-                status=RunStatus.CANCELLED,
-                outcome_detail=f"resolved by a person: {note}",
-                ended_at=now,
-                awaiting_person=False,
+                transitions.run_transition(
+                    run=run,
+                    source=RunStatus.RUNNING,
+                    target=RunStatus.CANCELLED,
+                    actor=ctx.actor,
+                    event=JournalEvent.Kind.ESCALATION_RESOLVED,
+                    data={"note": note},
+                    changes={
+                        "outcome_detail": f"resolved by a person: {note}",
+                        "ended_at": now,
+                        "awaiting_person": False,
+                    },
+                    at=now,
+                ),
             )
             after["status"] = RunStatus.CANCELLED
         elif not resolved:
             raise ActionRefused("this run has no open escalation to resolve", field="run")
         else:
             _bump(run, awaiting_person=False)
-        journal.event_record(
-            run=run, kind=JournalEvent.Kind.ESCALATION_RESOLVED, actor=ctx.actor, at=now, data={"note": note}
-        )
+            journal.event_record(
+                run=run,
+                kind=JournalEvent.Kind.ESCALATION_RESOLVED,
+                actor=ctx.actor,
+                at=now,
+                data={"note": note},
+            )
         _audit(ctx, AuditAction.RESOLVE, run, old=before, new=after, note=note)
     return run
 

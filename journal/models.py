@@ -320,6 +320,7 @@ class JournalEvent(models.Model):
         RUN_ESCALATED = "run_escalated", "Run escalated"
         RUN_COMPENSATED = "run_compensated", "Run compensated"
         RUN_CANCELLED = "run_cancelled", "Run cancelled"
+        RUN_PLAN_UPGRADED = "run_plan_upgraded", "Run's plan upgraded to the running versions"
         INTENT_READMITTED = "intent_readmitted", "Intent re-admitted for resumption"
         COUNTED = "counted", "Retry, repair, replan or reflection counted"
         CUSTOMER_TOLD = "customer_told", "Customer told"

@@ -38,10 +38,12 @@ from observability.context import bind as bind_log_context
 from observability.context import unbind as unbind_log_context
 
 from . import sql as journal_sql
+from . import transitions
+from .errors import Conflict, InvalidInput, JournalError, NotFound
+from .events import Actor, event_record
 from .keys import NotCanonicalisable, canonical_args, canonical_json, idempotency_key_of_json, step_id_of
 from .log_context import journal_log_context
 from .models import (
-    ActorKind,
     CustomerMessage,
     ErrorClass,
     Escalation,
@@ -71,56 +73,11 @@ MAX_COUNTER = 2**31 - 1  # turn and occurrence are PostgreSQL integers
 logger = logging.getLogger("seam.journal")
 
 
-# --- who acts ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Actor:
-    """Who made a change: an agent runtime (named by its token), the system (a worker), or a
-    person (a staff user). Every journal event carries one."""
-
-    kind: str
-    name: str
-    user_id: int | None = None
-
-    @classmethod
-    def agent(cls, name: str) -> Actor:
-        return cls(kind=ActorKind.AGENT, name=name)
-
-    @classmethod
-    def system(cls, name: str) -> Actor:
-        return cls(kind=ActorKind.SYSTEM, name=name)
-
-    @classmethod
-    def user(cls, user: Any) -> Actor:
-        return cls(kind=ActorKind.USER, name=user.get_username(), user_id=user.pk)
-
-
 # --- errors -----------------------------------------------------------------------------------
 
-
-class JournalError(Exception):
-    """A request the journal refuses. `field` names the offending input where there is one;
-    nothing has been written when one of these is raised."""
-
-    status_code = 400
-
-    def __init__(self, message: str, *, field: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.field = field
-
-
-class InvalidInput(JournalError):
-    status_code = 400
-
-
-class NotFound(JournalError):
-    status_code = 404
-
-
-class Conflict(JournalError):
-    status_code = 409
+# The refusals every journal module raises (JournalError, InvalidInput, NotFound, Conflict) are
+# in journal.errors, and Actor and event_record in journal.events, below journal.transitions;
+# importing them here keeps journal.services.Conflict (and the rest) where callers find them.
 
 
 class StepTaken(Conflict):
@@ -222,36 +179,6 @@ def durable() -> Iterator[None]:
         raise OpenTransactionRefused(OPEN_TRANSACTION_MESSAGE)
     with transaction.atomic(durable=True):
         yield
-
-
-def event_record(
-    *,
-    run: Run,
-    kind: str,
-    actor: Actor,
-    at: datetime,
-    intent: Intent | None = None,
-    data: dict[str, Any] | None = None,
-) -> JournalEvent:
-    return _event_insert(
-        run_id=run.pk, intent_id=intent.pk if intent else None, kind=kind, actor=actor, at=at, data=data
-    )
-
-
-def _event_insert(
-    *, run_id: Any, intent_id: int | None, kind: str, actor: Actor, at: datetime, data: dict[str, Any] | None
-) -> JournalEvent:
-    """event_record for a caller that holds ids, not rows (the journal's hot writes)."""
-    return JournalEvent.objects.create(
-        run_id=run_id,
-        intent_id=intent_id,
-        kind=kind,
-        actor_kind=actor.kind,
-        actor_name=actor.name,
-        user_id=actor.user_id,
-        data=data or {},
-        at=at,
-    )
 
 
 # --- validation helpers -----------------------------------------------------------------------
@@ -480,11 +407,13 @@ def run_complete(*, run: Run, actor: Actor) -> Run:
                 f"first: {', '.join(unknown_steps)}",
                 field="intents",
             )
-        now = timezone.now()
-        locked.status = RunStatus.COMPLETED
-        locked.version += 1
-        locked.save(update_fields=["status", "version", "updated_at"])
-        event_record(run=locked, kind=JournalEvent.Kind.RUN_COMPLETED, actor=actor, at=now)
+        transitions.run_transition(
+            run=locked,
+            source=RunStatus.RUNNING,
+            target=RunStatus.COMPLETED,
+            actor=actor,
+            event=JournalEvent.Kind.RUN_COMPLETED,
+        )
     return locked
 
 
@@ -874,9 +803,12 @@ def _outcome_fields(intent: Intent) -> dict[str, Any]:
 def _settle_intent(intent_pk: int, run_id: Any, draft: _OutcomeDraft, *, now: datetime, actor: Actor) -> bool:
     db = connections[DEFAULT_DB_ALIAS]
     _refuse_open_transaction(db)
+    # The transitions table decides which status an outcome moves the row from (a set lookup).
+    source = transitions.outcome_source(target=draft.status)
     if _single_statement_journal(db):
         params = journal_sql.settle_intent_params(
             intent_id=intent_pk,
+            source=source,
             status=draft.status,
             error_class=draft.error_class,
             summary=draft.summary,
@@ -888,21 +820,22 @@ def _settle_intent(intent_pk: int, run_id: Any, draft: _OutcomeDraft, *, now: da
             user_id=actor.user_id,
         )
         return journal_sql.settle_intent(db, params)
+    columns = draft.as_columns()
+    del columns["status"]  # the transition's to write
     with durable():
-        settled = Intent.objects.filter(pk=intent_pk, status=IntentStatus.INTENDED).update(
-            request_id=draft.request_id, settled_at=now, **draft.as_columns()
+        settled = transitions.intent_transition(
+            # Only the ids are read: like the SQL path, this one holds ids, not the row.
+            intent=Intent(pk=intent_pk, run_id=run_id),
+            source=source,
+            target=draft.status,
+            actor=actor,
+            event=JournalEvent.Kind.OUTCOME_RECORDED,
+            # journal_sql.SETTLE_INTENT builds the same in SQL.
+            data={"status": draft.status, "error_class": draft.error_class, "receipt": draft.receipt},
+            changes={"request_id": draft.request_id, "settled_at": now, **columns},
+            at=now,
         )
-        if settled:
-            _event_insert(
-                run_id=run_id,
-                intent_id=intent_pk,
-                kind=JournalEvent.Kind.OUTCOME_RECORDED,
-                actor=actor,
-                at=now,
-                # journal_sql.SETTLE_INTENT builds the same in SQL.
-                data={"status": draft.status, "error_class": draft.error_class, "receipt": draft.receipt},
-            )
-    return bool(settled)
+    return settled.moved
 
 
 def intent_readmit(*, intent: Intent, actor: Actor) -> Intent:
@@ -910,21 +843,20 @@ def intent_readmit(*, intent: Intent, actor: Actor) -> Intent:
     never happened, so sending it now with the same key is the first time, not a repeat."""
     now = timezone.now()
     with durable():
-        reopened = Intent.objects.filter(pk=intent.pk, status=IntentStatus.NOT_PERFORMED).update(
-            status=IntentStatus.INTENDED, settled_at=None, intended_at=now
+        reopened = transitions.intent_transition(
+            intent=intent,
+            source=IntentStatus.NOT_PERFORMED,
+            target=IntentStatus.INTENDED,
+            actor=actor,
+            event=JournalEvent.Kind.INTENT_READMITTED,
+            data={"idempotency_key": intent.idempotency_key},
+            changes={"settled_at": None, "intended_at": now},
+            at=now,
         )
-        if not reopened:
+        if not reopened.moved:
             raise Conflict(
                 f"intent {intent.step_id} is not `not_performed`; it cannot be re-admitted", field="status"
             )
-        event_record(
-            run=intent.run,
-            intent=intent,
-            kind=JournalEvent.Kind.INTENT_READMITTED,
-            actor=actor,
-            at=now,
-            data={"idempotency_key": intent.idempotency_key},
-        )
     return Intent.objects.select_related("run", "run__tenant").get(pk=intent.pk)
 
 
@@ -965,13 +897,15 @@ def run_cancel(*, run: Run, reason: str, actor: Actor) -> Cancelled:
         locked = Run.objects.select_for_update().get(pk=run.pk)
         cancelling = locked.status == RunStatus.RUNNING
         if cancelling:
-            locked.status = RunStatus.CANCELLED
-            locked.outcome_detail = reason
-            locked.ended_at = now
-            locked.version += 1
-            locked.save(update_fields=["status", "outcome_detail", "ended_at", "version", "updated_at"])
-            event_record(
-                run=locked, kind=JournalEvent.Kind.RUN_CANCELLED, actor=actor, at=now, data={"reason": reason}
+            transitions.run_transition(
+                run=locked,
+                source=RunStatus.RUNNING,
+                target=RunStatus.CANCELLED,
+                actor=actor,
+                event=JournalEvent.Kind.RUN_CANCELLED,
+                data={"reason": reason},
+                changes={"outcome_detail": reason, "ended_at": now},
+                at=now,
             )
         elif locked.status != RunStatus.CANCELLED:
             raise Conflict(f"run is {locked.status}; only a running run can be cancelled", field="status")
@@ -1045,28 +979,28 @@ def run_hand_over(
     if not connection.in_atomic_block:
         raise RuntimeError("run_hand_over must run inside the transaction that decided it")
     now = at or timezone.now()
-    handed = Run.objects.filter(pk=run.pk, status__in=from_statuses).update(
-        status=status,
-        outcome_reason=reason,
-        outcome_detail=detail,
-        ended_at=now,
-        version=F("version") + 1,
-        escalations=F("escalations") + 1,
-        awaiting_person=True,
+    handed = transitions.run_transition(
+        run=run,
+        source=from_statuses,
+        target=status,
+        actor=actor,
+        event=JournalEvent.Kind.RUN_COMPENSATED
+        if status == RunStatus.COMPENSATED
+        else JournalEvent.Kind.RUN_ESCALATED,
+        data={"reason": reason, "detail": detail, **(event_data or {})},
+        changes={
+            "outcome_reason": reason,
+            "outcome_detail": detail,
+            "ended_at": now,
+            "escalations": F("escalations") + 1,
+            "awaiting_person": True,
+        },
+        at=now,
     )
-    if not handed:
+    if not handed.moved:
         return None
     escalation = Escalation.objects.create(run=run, reason=reason, detail=detail, created_at=now)
     escalation_opened.send(sender=Escalation, escalation=escalation)
-    event_record(
-        run=run,
-        kind=JournalEvent.Kind.RUN_COMPENSATED
-        if status == RunStatus.COMPENSATED
-        else JournalEvent.Kind.RUN_ESCALATED,
-        actor=actor,
-        at=now,
-        data={"reason": reason, "detail": detail, **(event_data or {})},
-    )
     return escalation
 
 

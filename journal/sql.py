@@ -54,7 +54,8 @@ WITH settled AS (
     UPDATE handover_intent
     SET status = %s::text, error_class = %s::text, outcome_summary = %s::text,
         receipt = %s::jsonb, request_id = %s::text, settled_at = %s::timestamptz
-    WHERE id = %s::bigint AND status = 'intended'
+    -- The expected status is journal.transitions.outcome_source's: the table owns the edge.
+    WHERE id = %s::bigint AND status = %s::text
     RETURNING id, run_id, status, error_class, receipt, settled_at
 )
 -- The same data as services._settle_intent's ORM path writes.
@@ -135,6 +136,7 @@ def insert_intent(db: BaseDatabaseWrapper, params: tuple[Any, ...]) -> int | Non
 def settle_intent_params(
     *,
     intent_id: int,
+    source: str,
     status: str,
     error_class: str,
     summary: str,
@@ -155,6 +157,7 @@ def settle_intent_params(
         request_id,
         now,
         intent_id,
+        str(source),
         str(actor_kind),
         actor_name,
         user_id,
@@ -162,8 +165,8 @@ def settle_intent_params(
 
 
 def settle_intent(db: BaseDatabaseWrapper, params: tuple[Any, ...]) -> bool:
-    """Run SETTLE_INTENT with `params` (settle_intent_params): compare-and-swap an open intent to
-    its outcome, with its event. False if it was not open."""
+    """Run SETTLE_INTENT with `params` (settle_intent_params): compare-and-swap an intent from
+    its expected status (an open one) to its outcome, with its event. False if it was not open."""
     cursor = _prepared_cursor(db)
     with db.wrap_database_errors:
         cursor.execute(SETTLE_INTENT, params, prepare=True)

@@ -25,6 +25,7 @@ from django.utils.module_loading import import_string
 
 from compensations.services import run_compensate
 from journal import services as journal
+from journal import transitions
 from journal.models import Intent, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
 from journal.selectors import plan_with_keys, stale_after
 from journal.tool_errors import ToolError
@@ -99,14 +100,15 @@ def _phase_index(phase: str) -> int:
     return PHASES.index(phase) if phase in PHASES else len(PHASES)
 
 
-def _version_problem(run: Run) -> str:
+def _version_problem(run: Run, *, actor: journal.Actor) -> str:
     """'' when the run may be resumed by the running code (applying registered upgrades to its
-    plan), else a sentence naming the mismatch."""
+    plan, which bumps the run's version), else a sentence naming the mismatch."""
     running = running_versions(run.task_type)
     if running is None:
         return f"the running code has no flow for task type {run.task_type}"
     recorded = run.versions
     plan = list(run.plan)
+    upgraded = []
     for field in ("schema", "flow", "policy", "capability"):
         if recorded[field] == running[field]:
             continue
@@ -114,9 +116,11 @@ def _version_problem(run: Run) -> str:
         if upgrade is None:
             return f"{field} version {recorded[field]} was recorded; the running code has {running[field]}"
         plan = upgrade(plan)
+        upgraded.append({"field": field, "recorded": recorded[field], "running": running[field]})
     if plan != run.plan:
-        Run.objects.filter(pk=run.pk).update(plan=plan)
-        run.plan = plan
+        rewritten = transitions.run_plan_rewrite(run=run, plan=plan, actor=actor, data={"upgrades": upgraded})
+        if not rewritten.moved:
+            return "the run stopped running while its plan was being upgraded"
     return ""
 
 
@@ -156,7 +160,7 @@ def run_decide(*, run: Run, actor: journal.Actor, quiet_for: timedelta | None = 
             detail=f"no recovery policy for task type {run.task_type}",
             actor=actor,
         )
-    problem = _version_problem(run)
+    problem = _version_problem(run, actor=actor)
     if problem:
         return _escalate(run=run, reason=OutcomeReason.VERSION_MISMATCH, detail=problem, actor=actor)
     now = timezone.now()

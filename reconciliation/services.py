@@ -5,7 +5,7 @@ Each row is worked in three steps, none holding a transaction across the network
 1. claim — a compare-and-swap that sets a short lease (`next_lookup_at`) on a row that is
    still open and due, committed at once, so a second sweeper (two beats, two workers) skips it;
 2. ask — `tools.services.intent_lookup`, outside any transaction;
-3. settle — a compare-and-swap `UPDATE ... WHERE status = 'intended'` and its journal event,
+3. settle — journal.transitions' compare-and-swap from `intended` and its journal event,
    committed together (durable). Settling a row that someone else settled first changes
    nothing, so a doubled sweep is harmless."""
 
@@ -36,6 +36,7 @@ from journal.services import (
     inside_open_transaction,
 )
 from journal.tool_errors import ToolError
+from journal.transitions import intent_transition
 from observability import counters as metrics
 from observability.context import log_context
 from tools import services as tools
@@ -107,33 +108,31 @@ def _settle(
             # An unknown outcome may hand the run to a person (a cancelled run), which writes the
             # run row: its lock is taken first, in the order staff actions take run then intent.
             run = Run.objects.select_for_update(no_key=True).get(pk=intent.run_id)
-        settled = Intent.objects.filter(pk=intent.pk, status=IntentStatus.INTENDED).update(
-            status=status,
-            outcome_summary=summary[:MAX_REASON_CHARS],
-            receipt=receipt or {},
-            unknown_reason=unknown_reason,
-            settled_at=now,
-            next_lookup_at=None,
-            **(also or {}),
+        data: dict[str, Any] = {"status": status, "how": "lookup", "tool": intent.tool}
+        if receipt:
+            data["receipt"] = receipt
+        if unknown_reason:
+            data["reason"] = unknown_reason
+        settled = intent_transition(
+            intent=intent,
+            source=IntentStatus.INTENDED,
+            target=status,
+            actor=actor,
+            event=JournalEvent.Kind.INTENT_RECONCILED,
+            data=data,
+            changes={
+                "outcome_summary": summary[:MAX_REASON_CHARS],
+                "receipt": receipt or {},
+                "unknown_reason": unknown_reason,
+                "settled_at": now,
+                "next_lookup_at": None,
+                **(also or {}),
+            },
+            at=now,
         )
-        if settled:
-            data: dict[str, Any] = {"status": status, "how": "lookup", "tool": intent.tool}
-            if receipt:
-                data["receipt"] = receipt
-            if unknown_reason:
-                data["reason"] = unknown_reason
-            event_record(
-                run=intent.run,
-                intent=intent,
-                kind=JournalEvent.Kind.INTENT_RECONCILED,
-                actor=actor,
-                at=now,
-                data=data,
-            )
-            if run is not None:
-                intent.status, intent.unknown_reason = status, unknown_reason
-                cancelled_in_doubt_hand_over(run=run, unknown=[intent], actor=actor, at=now)
-    return bool(settled)
+        if settled.moved and run is not None:
+            cancelled_in_doubt_hand_over(run=run, unknown=[intent], actor=actor, at=now)
+    return settled.moved
 
 
 def _backoff(attempts: int) -> timedelta:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import threading
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ import requests
 from django.core.exceptions import PermissionDenied
 from django.core.management import call_command
 from django.db import connection, connections
+from django.utils import timezone
 
 from compensations.models import Compensation
 from compensations.services import compensation_execute
@@ -19,7 +21,8 @@ from handover import actions
 from handover.audit import audit_verify
 from handover.handover import handover_for, run_state_token
 from handover.models import AuditAction, AuditEntry
-from journal.models import IntentStatus, Run, RunStatus
+from journal import services as journal
+from journal.models import Intent, IntentStatus, JournalEvent, Run, RunStatus
 from journal.services import Actor, Conflict, InvalidInput, NotFound
 from tests import factories
 
@@ -413,3 +416,34 @@ def test_an_ended_run_with_a_failed_undo_still_sends_a_person_to_the_dead_letter
 
     assert advice["text"].startswith("undoing adjust stock failed: take its dead letter")
     assert advice["waiting"] is True
+
+
+def test_a_lookup_retry_refuses_a_step_settled_after_it_was_read(
+    make_run: Any, persona: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The step is read open, then a worker settles it before the retry writes: the retry's
+    compare-and-swap (journal.transitions) finds it moved and refuses, instead of reopening a
+    settled call as the hand-written update did."""
+    run = make_run(plan=[])
+    intent = journal.intent_record(
+        run=run, tool="note_call", args={}, turn=1, actor=Actor.agent("returns-bot")
+    ).intent
+    Run.objects.filter(pk=run.pk).update(last_heartbeat_at=timezone.now() - timedelta(hours=1))
+    lead = persona("team_lead", run.tenant)
+    read_step = actions._step
+
+    def step_settled_by_a_worker_meanwhile(run: Run, step_id: str) -> Any:
+        step = read_step(run, step_id)
+        Intent.objects.filter(pk=step.pk).update(status=IntentStatus.PERFORMED)
+        return step
+
+    monkeypatch.setattr(actions, "_step", step_settled_by_a_worker_meanwhile)
+    with pytest.raises(actions.RunChanged, match="settled meanwhile"):
+        actions.step_lookup_retry(
+            ctx(lead, run),
+            run_id=run.pk,
+            step_id=intent.step_id,
+            state=run_state_token(Run.objects.get(pk=run.pk)),
+        )
+    assert not AuditEntry.objects.filter(run=run).exists()
+    assert not JournalEvent.objects.filter(run=run, kind=JournalEvent.Kind.LOOKUP_REQUESTED).exists()

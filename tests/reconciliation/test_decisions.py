@@ -155,6 +155,42 @@ def test_a_registered_upgrade_lets_an_old_run_resume(make_run: Any, monkeypatch:
     assert (decision.outcome, run.status, run.plan) == ("completed", "completed", [])
 
 
+def test_upgrading_a_plan_bumps_the_run_version_and_says_so(
+    make_run: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    versions = {**FLOWS["expedited_fee_refund"].run_versions(), "flow": "expedited_fee_refund-0"}
+    run = _dead_run(
+        make_run,
+        task_type="expedited_fee_refund",
+        versions=versions,
+        plan=[{"tool": "obsolete_step", "args": {}}],
+        # Past its deadline: after the upgrade the run is handed over, a single change of its own.
+        deadline=timezone.now() - timedelta(minutes=1),
+    )
+    created_at_version = run.version
+    monkeypatch.setattr(decisions, "UPGRADES", {})
+    decisions.register_upgrade(
+        "expedited_fee_refund", "flow", "expedited_fee_refund-0", "expedited_fee_refund-1"
+    )(lambda plan: [step for step in plan if step["tool"] != "obsolete_step"])
+
+    decisions.run_decide(run=run, actor=SYSTEM)
+
+    run.refresh_from_db()
+    assert run.plan == []
+    # One bump for the rewritten plan, one for the hand-over: a writer holding the old plan is refused.
+    assert run.version == created_at_version + 2
+    kinds = list(JournalEvent.objects.filter(run=run).order_by("id").values_list("kind", flat=True))
+    assert kinds[:2] == ["run_created", "run_plan_upgraded"]
+    assert kinds[-1] in ("run_escalated", "run_compensated")
+    upgraded = run.events.get(kind="run_plan_upgraded")
+    assert upgraded.data == {
+        "plan_steps": 0,
+        "upgrades": [
+            {"field": "flow", "recorded": "expedited_fee_refund-0", "running": "expedited_fee_refund-1"}
+        ],
+    }
+
+
 def test_an_unknown_outcome_is_escalated_for_a_person(make_run: Any, agent_actor: journal.Actor) -> None:
     run = _dead_run(
         make_run, task_type="expedited_fee_refund", versions=FLOWS["expedited_fee_refund"].run_versions()

@@ -1,0 +1,63 @@
+"""Who acts, and the journal event each accepted change leaves behind. Below journal.services
+and journal.transitions, which both write events through event_record (or event_insert, when
+they hold ids rather than rows) in the transaction of the change the event records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .models import ActorKind, Intent, JournalEvent, Run
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who made a change: an agent runtime (named by its token), the system (a worker), or a
+    person (a staff user). Every journal event carries one."""
+
+    kind: str
+    name: str
+    user_id: int | None = None
+
+    @classmethod
+    def agent(cls, name: str) -> Actor:
+        return cls(kind=ActorKind.AGENT, name=name)
+
+    @classmethod
+    def system(cls, name: str) -> Actor:
+        return cls(kind=ActorKind.SYSTEM, name=name)
+
+    @classmethod
+    def user(cls, user: Any) -> Actor:
+        return cls(kind=ActorKind.USER, name=user.get_username(), user_id=user.pk)
+
+
+def event_record(
+    *,
+    run: Run,
+    kind: str,
+    actor: Actor,
+    at: datetime,
+    intent: Intent | None = None,
+    data: dict[str, Any] | None = None,
+) -> JournalEvent:
+    return event_insert(
+        run_id=run.pk, intent_id=intent.pk if intent else None, kind=kind, actor=actor, at=at, data=data
+    )
+
+
+def event_insert(
+    *, run_id: Any, intent_id: int | None, kind: str, actor: Actor, at: datetime, data: dict[str, Any] | None
+) -> JournalEvent:
+    """event_record for a caller that holds ids, not rows (the journal's hot writes)."""
+    return JournalEvent.objects.create(
+        run_id=run_id,
+        intent_id=intent_id,
+        kind=kind,
+        actor_kind=actor.kind,
+        actor_name=actor.name,
+        user_id=actor.user_id,
+        data=data or {},
+        at=at,
+    )

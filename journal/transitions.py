@@ -1,0 +1,253 @@
+"""The one owner of every status change of an intent row and of a run.
+
+A status moves only along an edge of the tables below, and only through this module: each change
+is a compare-and-swap (UPDATE ... WHERE id = ... AND status IN (the statuses the writer expects))
+with its journal event in the same transaction, and a run's change also bumps Run.version, the
+optimistic lock that writers and the console's state token compare. A pair that is not in its
+table is refused (TransitionRefused, a Conflict: 409) before anything is written. A row found in
+another status than expected is not moved and nothing is written (Moved.moved is False): someone
+else moved it first, which a doubled sweep treats as done and a person's action as a conflict.
+
+The journal's hot path keeps its single statement: journal.sql.SETTLE_INTENT compares-and-swaps
+from the status outcome_source answers, checked against INTENT_TRANSITIONS with a set lookup
+(no query, no ORM), and writes its event in the same statement (docs/performance.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any, Final
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from .errors import Conflict
+from .events import Actor, event_insert
+from .models import Intent, IntentStatus, JournalEvent, Run, RunStatus
+
+# --- the tables -------------------------------------------------------------------------------
+
+# (from, to): why a row takes that edge. A status missing as a `from` is an end.
+INTENT_EDGES: Final[Mapping[tuple[str, str], str]] = MappingProxyType(
+    {
+        (IntentStatus.INTENDED, IntentStatus.PERFORMED): (
+            "the call succeeded (the runtime's outcome), reconciliation found it done, or a person "
+            "judged it done"
+        ),
+        (IntentStatus.INTENDED, IntentStatus.FAILED): "the call failed with a classified error (the runtime)",
+        (IntentStatus.INTENDED, IntentStatus.NOT_PERFORMED): (
+            "the downstream has no record of the key (reconciliation), or a person judged that the "
+            "call never happened"
+        ),
+        (IntentStatus.INTENDED, IntentStatus.UNKNOWN): "reconciliation could not find out: a person decides",
+        (IntentStatus.INTENDED, IntentStatus.INTENDED): (
+            "a person asks again about a call still open: its lookup bookkeeping starts over"
+        ),
+        (IntentStatus.UNKNOWN, IntentStatus.PERFORMED): "a person judged the unknown call done",
+        (IntentStatus.UNKNOWN, IntentStatus.NOT_PERFORMED): "a person judged the unknown call never happened",
+        (
+            IntentStatus.UNKNOWN,
+            IntentStatus.INTENDED,
+        ): "a person asks reconciliation to look the call up again",
+        (IntentStatus.NOT_PERFORMED, IntentStatus.INTENDED): (
+            "re-admitted for resumption: the call never happened, so sending it now with its key "
+            "is the first time"
+        ),
+        # performed and failed are ends: an undo is a new intent (a compensation), a retry a new
+        # occurrence with its own key.
+    }
+)
+
+RUN_EDGES: Final[Mapping[tuple[str, str], str]] = MappingProxyType(
+    {
+        (RunStatus.RUNNING, RunStatus.COMPLETED): "the runtime, or a resumption, finished every planned step",
+        (RunStatus.RUNNING, RunStatus.ESCALATED): (
+            "handed to a person: reconciliation's decision, a fan-out that cannot decide, or a "
+            "compensation that failed"
+        ),
+        (RunStatus.RUNNING, RunStatus.COMPENSATED): "the decision undid every write, and hands the run over",
+        (RunStatus.RUNNING, RunStatus.CANCELLED): (
+            "cancelled by the runtime, or a stuck run resolved by a person; no new intents are admitted"
+        ),
+        (
+            RunStatus.RUNNING,
+            RunStatus.RUNNING,
+        ): "a person resumes a stuck run (fresh heartbeat, cleared outcome)",
+        (RunStatus.ESCALATED, RunStatus.RUNNING): "a person resumes the run",
+        (RunStatus.ESCALATED, RunStatus.COMPENSATED): "a person's undo of the run undid every write",
+        (
+            RunStatus.ESCALATED,
+            RunStatus.ESCALATED,
+        ): "a compensation failed: handed over again, with that reason",
+        (
+            RunStatus.COMPENSATED,
+            RunStatus.RUNNING,
+        ): "a person resumes the run (nothing it did is left undone)",
+        (RunStatus.COMPENSATED, RunStatus.ESCALATED): "a compensation of the run failed after all",
+        (RunStatus.COMPLETED, RunStatus.ESCALATED): "a person's undo of a step of the completed run failed",
+        (RunStatus.CANCELLED, RunStatus.CANCELLED): (
+            "a cancelled run's call turned out unknown: it joins the queue for a person, still cancelled"
+        ),
+        # completed, compensated and cancelled runs are never reopened by their agent: nothing but
+        # a person's resumption returns a run to `running`.
+    }
+)
+
+INTENT_TRANSITIONS: Final[frozenset[tuple[str, str]]] = frozenset(INTENT_EDGES)
+RUN_TRANSITIONS: Final[frozenset[tuple[str, str]]] = frozenset(RUN_EDGES)
+
+# The runtime records an outcome on an open row only. journal.sql.SETTLE_INTENT binds this as the
+# status it expects; outcome_source checks the outcome against the table on the way.
+OUTCOME_SOURCE: Final = IntentStatus.INTENDED
+
+
+# --- results and refusals ---------------------------------------------------------------------
+
+
+class TransitionRefused(Conflict):
+    """A status change its table does not allow. Raised before anything is written."""
+
+    def __init__(self, *, model: str, source: tuple[str, ...], target: str) -> None:
+        pairs = ", ".join(f"{s} → {target}" for s in source)
+        super().__init__(f"{model} status cannot change {pairs}", field="status")
+        self.model = model
+        self.source = source
+        self.target = target
+
+
+@dataclass(frozen=True)
+class Moved:
+    """What a compare-and-swap did. `moved` is False when the row was not in any expected status
+    (someone else moved it first): then nothing was written and `event` is None."""
+
+    moved: bool
+    target: str
+    event: JournalEvent | None = None
+
+
+# --- the transitions --------------------------------------------------------------------------
+
+
+def outcome_source(*, target: str) -> str:
+    """The status from which the hot path records the outcome `target` (journal.sql.SETTLE_INTENT's
+    expected status), or TransitionRefused. A set lookup: the hot path pays no query for it."""
+    if (OUTCOME_SOURCE, target) not in INTENT_TRANSITIONS:
+        raise TransitionRefused(model="intent", source=(OUTCOME_SOURCE,), target=target)
+    return OUTCOME_SOURCE
+
+
+def intent_transition(
+    *,
+    intent: Intent,
+    source: str | tuple[str, ...],
+    target: str,
+    actor: Actor,
+    event: str,
+    data: dict[str, Any] | None = None,
+    changes: Mapping[str, Any] | None = None,
+    at: datetime | None = None,
+) -> Moved:
+    """Move the intent row from `source` (one status, or any of several) to `target`, writing
+    `changes` (its other columns) and the journal event `event` with `data`, in the caller's
+    transaction or one of its own. `intent` is updated to match on success.
+
+    The run's version is not bumped: the hot path settles intents without touching the run row,
+    and a person's action on a step bumps it for its own state token."""
+    sources = _checked(model="intent", table=INTENT_TRANSITIONS, source=source, target=target)
+    now = at or timezone.now()
+    values = _values(changes, target=target)
+    with transaction.atomic(savepoint=False):
+        moved = Intent.objects.filter(pk=intent.pk, status__in=sources).update(**values)
+        if not moved:
+            return Moved(moved=False, target=target)
+        written = event_insert(
+            run_id=intent.run_id, intent_id=intent.pk, kind=event, actor=actor, at=now, data=data
+        )
+        _apply(intent, values, refresh=())
+    return Moved(moved=True, target=target, event=written)
+
+
+def run_transition(
+    *,
+    run: Run,
+    source: str | tuple[str, ...],
+    target: str,
+    actor: Actor,
+    event: str,
+    data: dict[str, Any] | None = None,
+    changes: Mapping[str, Any] | None = None,
+    at: datetime | None = None,
+) -> Moved:
+    """Move the run from `source` (one status, or any of several) to `target`, writing `changes`
+    (its other columns), bumping its version and writing the journal event `event` with `data`,
+    in the caller's transaction or one of its own. `run` is updated to match on success,
+    version included."""
+    sources = _checked(model="run", table=RUN_TRANSITIONS, source=source, target=target)
+    now = at or timezone.now()
+    values = {**_values(changes, target=target), "version": F("version") + 1, "updated_at": now}
+    with transaction.atomic(savepoint=False):
+        moved = Run.objects.filter(pk=run.pk, status__in=sources).update(**values)
+        if not moved:
+            return Moved(moved=False, target=target)
+        written = event_insert(run_id=run.pk, intent_id=None, kind=event, actor=actor, at=now, data=data)
+        _apply(run, values, refresh=("version",))
+    return Moved(moved=True, target=target, event=written)
+
+
+def run_plan_rewrite(
+    *, run: Run, plan: list[dict[str, Any]], actor: Actor, data: dict[str, Any] | None = None
+) -> Moved:
+    """Replace a running run's plan (reconciliation carrying it to the running code's versions),
+    with its version bumped, so that a writer holding the old plan is refused, and its event. Not
+    moved when the run is no longer running."""
+    now = timezone.now()
+    with transaction.atomic(savepoint=False):
+        moved = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
+            plan=plan, version=F("version") + 1, updated_at=now
+        )
+        if not moved:
+            return Moved(moved=False, target=RunStatus.RUNNING)
+        written = event_insert(
+            run_id=run.pk,
+            intent_id=None,
+            kind=JournalEvent.Kind.RUN_PLAN_UPGRADED,
+            actor=actor,
+            at=now,
+            data={"plan_steps": len(plan), **(data or {})},
+        )
+        run.plan, run.updated_at = plan, now
+        run.refresh_from_db(fields=["version"])
+    return Moved(moved=True, target=RunStatus.RUNNING, event=written)
+
+
+def _checked(
+    *, model: str, table: frozenset[tuple[str, str]], source: str | tuple[str, ...], target: str
+) -> tuple[str, ...]:
+    sources = (source,) if isinstance(source, str) else tuple(source)
+    forbidden = tuple(s for s in sources if (s, target) not in table)
+    if forbidden or not sources:
+        raise TransitionRefused(model=model, source=forbidden, target=target)
+    return sources
+
+
+def _values(changes: Mapping[str, Any] | None, *, target: str) -> dict[str, Any]:
+    values = dict(changes or {})
+    # The status and the version are this module's to write; a caller's copy would bypass it.
+    if {"status", "version"} & values.keys():
+        raise ValueError("status and version are written by the transition itself, not passed in changes")
+    values["status"] = target
+    return values
+
+
+def _apply(row: Intent | Run, values: dict[str, Any], *, refresh: tuple[str, ...]) -> None:
+    """Make the caller's instance match the row: plain values are set, and columns computed by the
+    database (the version, counters) are read back."""
+    computed = [name for name, value in values.items() if hasattr(value, "resolve_expression")]
+    for name, value in values.items():
+        if name not in computed:
+            setattr(row, name, value)
+    if computed or refresh:
+        row.refresh_from_db(fields=sorted({*computed, *refresh}))

@@ -11,9 +11,7 @@ from pathlib import Path
 
 import requests
 
-from tests.sandbox.process import running_sandbox
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.processes import ROOT, running_sandbox
 
 
 def _manage(*args: str, db: Path, sandbox_url: str = "") -> subprocess.CompletedProcess[str]:

@@ -43,7 +43,6 @@ from journal.models import Intent, IntentStatus, JournalEvent, Run
 from journal.tool_errors import ToolError
 from reconciliation.services import reconcile_sweep
 from tests.reconciliation.test_workers import (
-    Fleet,
     _assert_settled_once_to_the_truth,
     _count_lookups,
     _open_count,
@@ -51,8 +50,8 @@ from tests.reconciliation.test_workers import (
     _wait_for,
 )
 from tests.reliability.figures import record
-from tests.reliability.pg_cluster import ClusterUnavailable, PrivateCluster, free_port, private_cluster
-from tests.sandbox.process import ROOT, database_url
+from tests.reliability.pg_cluster import ClusterUnavailable, PrivateCluster, private_cluster
+from tests.support.processes import ROOT, Fleet, database_url, emptied_redis, free_port
 from tools import services as tools
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -98,15 +97,8 @@ def _base_env(sandbox: str, broker_url: str) -> dict[str, str]:
 
 @pytest.fixture
 def shared_broker() -> Iterator[str]:
-    client = redis.Redis.from_url(SHARED_REDIS_URL)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        pytest.fail(f"Redis is not reachable at {SHARED_REDIS_URL} ({exc})")
-    client.flushdb()
-    yield SHARED_REDIS_URL
-    client.flushdb()
-    client.close()
+    with emptied_redis(SHARED_REDIS_URL):
+        yield SHARED_REDIS_URL
 
 
 @pytest.fixture

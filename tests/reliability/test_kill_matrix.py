@@ -26,8 +26,8 @@ from scenarios.flows import FLOWS
 from scenarios.invariants import check_recovered, check_run
 from scenarios.tickets import TICKETS
 from tests.reconciliation.test_decisions import expected_outcome
-from tests.sandbox.process import database_url
 from tests.scenarios.test_kill_points import KILL_POINTS, ROOT, replay_in_child
+from tests.support.processes import database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,11 +19,9 @@ from journal.models import AgentToken, IntentStatus, Run, RunStatus, Tenant
 from scenarios.flows import FLOWS
 from scenarios.invariants import check_run
 from scenarios.tickets import TICKETS
-from tests.sandbox.process import database_url
+from tests.support.processes import ROOT, database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def kill_points() -> list[Any]:

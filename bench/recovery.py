@@ -34,7 +34,6 @@ import json
 import os
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.reconcile import DEFAULT_REDIS_URL, BenchError, drop_database, progress, setup_django
-from tests.support.processes import ROOT, Fleet, ProcessFailed, emptied_redis, running_sandbox
+from tests.support.processes import Fleet, ProcessFailed, emptied_redis, manage_py, running_sandbox
 
 TICKET = "T-40912"
 KILL_FLAG = ("--kill-between-accept-and-record", "2")
@@ -59,24 +58,16 @@ def kill_a_run(env: dict[str, str]) -> tuple[Any, float, dt.datetime]:
     from journal.models import IntentStatus, Run
 
     external_id = f"bench-recovery-{uuid.uuid4().hex[:10]}"
-    child = subprocess.run(
-        [
-            sys.executable,
-            "manage.py",
-            "replay_ticket",
-            TICKET,
-            "--child",
-            "--tenant",
-            TENANT,
-            "--external-id",
-            external_id,
-            *KILL_FLAG,
-        ],
-        cwd=ROOT,
+    child = manage_py(
+        "replay_ticket",
+        TICKET,
+        "--child",
+        "--tenant",
+        TENANT,
+        "--external-id",
+        external_id,
+        *KILL_FLAG,
         env=env,
-        capture_output=True,
-        text=True,
-        check=False,
     )
     died, died_at = time.monotonic(), dt.datetime.now(dt.UTC)
     if child.returncode != -signal.SIGKILL:

@@ -51,7 +51,7 @@ from tests.reconciliation.test_workers import (
 )
 from tests.reliability.figures import record
 from tests.reliability.pg_cluster import ClusterUnavailable, PrivateCluster, private_cluster
-from tests.support.processes import ROOT, Fleet, database_url, emptied_redis, free_port
+from tests.support.processes import ROOT, Fleet, database_url, emptied_redis, free_port, manage_py
 from tools import services as tools
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -397,15 +397,7 @@ def test_postgresql_crashed_mid_run_no_call_leaves_without_its_committed_intent(
         "SEAM_TOOL_MODULES": "",
         "PYTHONUNBUFFERED": "1",
     }
-    migrate = subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    migrate = manage_py("migrate", "--noinput", env=env, timeout=300)
     assert migrate.returncode == 0, migrate.stdout + migrate.stderr
     out = tmp_path / "agent"
     out.mkdir()

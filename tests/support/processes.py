@@ -1,8 +1,9 @@
-"""The processes the tests and the benchmarks start and wait for: the sandbox (`manage.py
-runsandbox`), a gunicorn server, and fleets of `celery worker` and `celery beat` processes. Each
-is stopped on the way out whatever happened; gunicorn and the Celery processes lead process groups
-of their own, so what they started (gunicorn's workers, a worker's pool children) is stopped with
-them, and only that.
+"""The processes the tests and the benchmarks start and wait for: `manage.py` commands in a child,
+the sandbox (`manage.py runsandbox`), a gunicorn server, and fleets of `celery worker` and `celery
+beat` processes on a Redis database of the caller's own. Each server or fleet is stopped on the
+way out whatever happened; gunicorn and the Celery processes lead process groups of their own,
+so what they started (gunicorn's workers, a worker's pool children) is stopped with them, and
+only that.
 
 What goes wrong is raised as ProcessFailed, with the end of the process's log: a test fails on it,
 a benchmark prints it and exits 1."""
@@ -60,6 +61,22 @@ def database_url(settings_dict: Mapping[str, Any]) -> str:
     host = settings_dict.get("HOST") or "127.0.0.1"
     port = settings_dict.get("PORT") or "5432"
     return f"postgres://{auth}{host}:{port}/{quote(settings_dict['NAME'], safe='')}"
+
+
+def manage_py(
+    *args: str, env: Mapping[str, str], timeout: float | None = None, check: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """`manage.py <args>` in a child process of its own, from the project root, with `env` as its
+    whole environment; its output is captured as text."""
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=check,
+    )
 
 
 # --- the sandbox ------------------------------------------------------------------------------

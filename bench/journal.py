@@ -110,7 +110,8 @@ def progress(message: str) -> None:
 # --- the database -----------------------------------------------------------------------------
 
 
-def _with_database(url: str, name: str) -> str:
+def with_database(url: str, name: str) -> str:
+    """The same server URL naming another database."""
     parts = urlsplit(url)
     return urlunsplit(parts._replace(path="/" + name))
 
@@ -123,7 +124,7 @@ def ensure_database(url: str, name: str) -> None:
     last_error: Exception | None = None
     for maintenance in dict.fromkeys(candidates):
         try:
-            conn = psycopg.connect(_with_database(url, maintenance), autocommit=True)
+            conn = psycopg.connect(with_database(url, maintenance), autocommit=True)
         except psycopg.OperationalError as exc:
             last_error = exc
             continue
@@ -143,7 +144,7 @@ def setup_django(database: str) -> str:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.test")
     # The floor is measured without debugging overheads, so the journal must be too.
     os.environ["DJANGO_DEBUG"] = "false"
-    url = _with_database(os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL), database)
+    url = with_database(os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL), database)
     if urlsplit(url).scheme not in ("postgres", "postgresql", "pgsql"):
         raise BenchError("the benchmark measures PostgreSQL; DATABASE_URL names another database")
     ensure_database(url, database)

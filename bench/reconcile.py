@@ -58,12 +58,13 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import psycopg
 import requests
 from psycopg import sql
 
+from bench.journal import BenchError, progress, with_database
 from tests.support.processes import Fleet, ProcessFailed, emptied_redis, running_sandbox
 
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test"
@@ -77,25 +78,13 @@ DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/12"
 SWEEP_TASK = "reconciliation.sweep_stale_intents"
 
 
-class BenchError(RuntimeError):
-    """The benchmark could not measure what it claims to."""
-
-
-def progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 # --- the database -----------------------------------------------------------------------------
-
-
-def _with_database(url: str, name: str) -> str:
-    return urlunsplit(urlsplit(url)._replace(path="/" + name))
 
 
 @contextlib.contextmanager
 def maintenance(url: str) -> Iterator[psycopg.Connection[Any]]:
     """An autocommit connection to the server's `postgres` database (CREATE/DROP DATABASE)."""
-    with psycopg.connect(_with_database(url, "postgres"), autocommit=True) as conn:
+    with psycopg.connect(with_database(url, "postgres"), autocommit=True) as conn:
         yield conn
 
 
@@ -118,7 +107,7 @@ def setup_django(database: str, *, sweep_database: str | None = None, broker: st
     os.environ["DJANGO_DEBUG"] = "false"
     if broker:
         os.environ["CELERY_BROKER_URL"] = broker  # read by the settings: the bench's own Redis db
-    url = _with_database(os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL), database)
+    url = with_database(os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL), database)
     if urlsplit(url).scheme not in ("postgres", "postgresql", "pgsql"):
         raise BenchError("the benchmark measures PostgreSQL; DATABASE_URL names another database")
     create_database(url, database)

@@ -41,7 +41,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bench.reconcile import DEFAULT_REDIS_URL, BenchError, drop_database, progress, setup_django
+from bench.journal import BenchError, progress
+from bench.reconcile import DEFAULT_REDIS_URL, drop_database, setup_django
 from tests.support.processes import Fleet, ProcessFailed, emptied_redis, manage_py, running_sandbox
 
 TICKET = "T-40912"

@@ -89,21 +89,22 @@ $(BENCH_STAMP): $(STAMP)
 	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev,bench]"
 	touch $(BENCH_STAMP)
 
-# Every benchmark under bench/ with --json (bench/load.py when it exists), one after another; each
-# one's JSON, stderr and exit status under var/bench/; then docs/performance.md from them. A
-# benchmark that fails is reported in the file and fails the target, after the others have run.
+# Every benchmark under bench/ with --json (bench/load.py when it exists), one after another, each
+# run as a module from the project root (`python -m bench.NAME`); each one's JSON, stderr and exit
+# status under var/bench/; then docs/performance.md from them. A benchmark that fails is reported
+# in the file and fails the target, after the others have run.
 BENCHES := journal reconcile pages recovery $(if $(wildcard bench/load.py),load) profiles
 BENCH_DIR := var/bench
 bench: install services $(BENCH_STAMP)
 	@mkdir -p $(BENCH_DIR) && rm -f $(BENCH_DIR)/*.json $(BENCH_DIR)/*.log $(BENCH_DIR)/*.rc
-	@$(BIN)/python bench/report.py snapshot $(BENCH_DIR)/start.json
+	@$(BIN)/python -m bench.report snapshot $(BENCH_DIR)/start.json
 	@for b in $(BENCHES); do \
-	  echo "== bench/$$b.py --json"; \
-	  DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python bench/$$b.py --json \
+	  echo "== python -m bench.$$b --json"; \
+	  DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python -m bench.$$b --json \
 	    > $(BENCH_DIR)/$$b.json 2> >(tee $(BENCH_DIR)/$$b.log >&2); \
 	  echo $$? > $(BENCH_DIR)/$$b.rc; \
 	done
-	DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python bench/report.py write $(BENCH_DIR) docs/performance.md
+	DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python -m bench.report write $(BENCH_DIR) docs/performance.md
 
 clean:
 	rm -rf $(VENV) var db.sqlite3* .pytest_cache .mypy_cache .ruff_cache

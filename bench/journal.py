@@ -40,7 +40,7 @@ other round) so that machine noise falls on all of them alike: 31 rounds of the 
 journal, whose ratios are paired by round, then 5 of REST, then 5 of DBOS beside the journal.
 The figures printed are medians over the rounds. Run it from the project root:
 
-    DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python bench/journal.py [--calls N] [--json]
+    DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python -m bench.journal [--calls N] [--json]
 
 `--json` prints only a JSON object of the figures on stdout; progress always goes to stderr.
 `--profile` adds a cProfile of in-process calls (SQL statements per call, where the time goes).
@@ -72,16 +72,12 @@ import itertools
 import json
 import os
 import pstats
-import secrets
 import signal
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,10 +88,7 @@ import requests
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-# Runnable as a plain script: the project's packages (config, handover) must be importable.
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from tests.support.processes import ProcessFailed, gunicorn_server, wait_until_serving
 
 TARGET_RATIO = 1.3
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test"
@@ -117,7 +110,8 @@ def progress(message: str) -> None:
 # --- the database -----------------------------------------------------------------------------
 
 
-def _with_database(url: str, name: str) -> str:
+def with_database(url: str, name: str) -> str:
+    """The same server URL naming another database."""
     parts = urlsplit(url)
     return urlunsplit(parts._replace(path="/" + name))
 
@@ -130,7 +124,7 @@ def ensure_database(url: str, name: str) -> None:
     last_error: Exception | None = None
     for maintenance in dict.fromkeys(candidates):
         try:
-            conn = psycopg.connect(_with_database(url, maintenance), autocommit=True)
+            conn = psycopg.connect(with_database(url, maintenance), autocommit=True)
         except psycopg.OperationalError as exc:
             last_error = exc
             continue
@@ -150,7 +144,7 @@ def setup_django(database: str) -> str:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.test")
     # The floor is measured without debugging overheads, so the journal must be too.
     os.environ["DJANGO_DEBUG"] = "false"
-    url = _with_database(os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL), database)
+    url = with_database(os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL), database)
     if urlsplit(url).scheme not in ("postgres", "postgresql", "pgsql"):
         raise BenchError("the benchmark measures PostgreSQL; DATABASE_URL names another database")
     ensure_database(url, database)
@@ -468,95 +462,6 @@ class InProcess:
 # --- the REST path ----------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
-def gunicorn_server(
-    *, database_url: str, workers: int, worker_class: str, conn_max_age: int, threads: int = 1
-) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """A real server process on loopback, stopped on the way out whatever happened. `threads`
-    matters only to the gthread worker class (each thread keeps its own database connection)."""
-    gunicorn = Path(sys.executable).with_name("gunicorn")
-    if not gunicorn.exists():
-        raise BenchError(f"{gunicorn} not found: install the project into the venv first")
-    port = free_port()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": os.environ["DJANGO_SETTINGS_MODULE"],
-        "DATABASE_URL": database_url,
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "DJANGO_SECRET_KEY": secrets.token_urlsafe(64),
-        "DJANGO_SECURE_SSL_REDIRECT": "false",
-        "DJANGO_DEBUG": "false",
-        "DJANGO_LOG_LEVEL": "WARNING",
-        # Read by config/settings/test.py (its own default is 0, for the suite).
-        "DJANGO_CONN_MAX_AGE": str(conn_max_age),
-    }
-    command = [
-        str(gunicorn),
-        "config.wsgi:application",
-        f"--bind=127.0.0.1:{port}",
-        f"--workers={workers}",
-        f"--threads={threads}",
-        f"--worker-class={worker_class}",
-        "--log-level=warning",
-        "--timeout=30",
-    ]
-    with tempfile.TemporaryFile(mode="w+") as log:
-        server = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        progress(
-            f"started gunicorn (pid {server.pid}, {workers} {worker_class} workers x {threads} threads, "
-            f"DJANGO_CONN_MAX_AGE={conn_max_age}) on 127.0.0.1:{port}"
-        )
-        try:
-            yield f"http://127.0.0.1:{port}", server
-        except BaseException:
-            log.seek(0)
-            tail = log.read()[-3000:]
-            if tail.strip():
-                progress("--- gunicorn log (tail) ---\n" + tail)
-            raise
-        finally:
-            if server.poll() is None:
-                server.terminate()  # the master stops its workers before it exits
-                try:
-                    server.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    os.killpg(server.pid, signal.SIGKILL)  # its own session: only what it started
-                    server.wait()
-            progress(f"stopped gunicorn (pid {server.pid})")
-
-
-def wait_until_serving(
-    base: str, server: subprocess.Popen[bytes], *, secret: str, run_id: str, timeout: float = 30.0
-) -> None:
-    """Wait for the server to answer an authenticated read of a bench run: that proves it is up,
-    sees the bench database and accepts the token."""
-    deadline = time.monotonic() + timeout
-    last = "no answer"
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise BenchError(f"gunicorn exited with code {server.returncode} before serving")
-        try:
-            answer = requests.get(
-                f"{base}/api/v1/runs/{run_id}/", headers={"Authorization": f"Bearer {secret}"}, timeout=5
-            )
-        except requests.ConnectionError as exc:
-            last = str(exc)
-        else:
-            if answer.status_code == 200:
-                return
-            last = f"HTTP {answer.status_code}: {answer.text[:300]}"
-        time.sleep(0.2)
-    raise BenchError(f"server at {base} did not serve the bench run within {timeout:.0f}s ({last})")
-
-
 class RestClient:
     """One agent runtime over HTTP: its own session (keep-alive where the server allows it) and
     its own run, so concurrent clients never contend for one step slot."""
@@ -735,7 +640,15 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             worker_class=args.worker_class,
             conn_max_age=args.server_conn_max_age,
         ) as (base, server):
-            wait_until_serving(base, server, secret=secret, run_id=rest_runs[0])
+            # An authenticated read of a bench run: the server is up, sees the bench database and
+            # accepts the token.
+            wait_until_serving(
+                base,
+                server,
+                f"/api/v1/runs/{rest_runs[0]}/",
+                headers={"Authorization": f"Bearer {secret}"},
+                what="serve the bench run",
+            )
             one = [RestClient(base, secret, rest_runs[0])]
             many = [RestClient(base, secret, run_id) for run_id in rest_runs[1:]]
             # The in-process measurements are short (a round of 150 calls takes a fraction of a
@@ -1006,7 +919,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
         result = measure(args)
-    except BenchError as exc:
+    except (BenchError, ProcessFailed) as exc:
         print(f"ERROR: {exc}", file=sys.stderr)
         return 1
     if args.json:

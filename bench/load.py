@@ -34,7 +34,7 @@ Every HTTP request is timed (retries included, each on its own), so the report g
 throughput (calls/s and requests/s), p50/p99/max latency of intent POSTs, outcome POSTs and each
 dashboard page, and errors by request kind and status or exception. Run it from the project root:
 
-    DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python bench/load.py [--rate R] [--seconds S] [--json]
+    DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python -m bench.load [--rate R] [--seconds S] [--json]
 
 It is bounded: at most 120 seconds and 50,000 calls, loopback only. `--json` prints only a JSON
 object of the figures on stdout; progress goes to stderr. The exit status is 1 when anything
@@ -66,24 +66,13 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import requests
 
-# Runnable as a plain script: the project's packages (config, handover, bench) must be importable.
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench.journal import (  # noqa: E402
-    BenchError,
-    gunicorn_server,
-    progress,
-    setup_django,
-    truncate_bench_tables,
-)
-from handover.client import SeamClient, SeamError  # noqa: E402
+from bench.journal import BenchError, progress, setup_django, truncate_bench_tables
+from handover.client import SeamClient, SeamError
+from tests.support.processes import ProcessFailed, gunicorn_server, wait_until_serving
 
 MAX_SECONDS = 120
 MAX_CALLS = 50_000
@@ -553,28 +542,6 @@ def reconcile(tenancy: Tenancy, calls: list[Call], runs_created: set[str]) -> di
 # --- the run ----------------------------------------------------------------------------------
 
 
-def wait_until_serving(base: str, server: Any, token: str, timeout: float = 60.0) -> None:
-    """Until the server answers the agent token (a cold worker on a busy machine can take
-    seconds over its first request, which loads the application)."""
-    deadline = time.monotonic() + timeout
-    last = "no answer"
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise BenchError(f"gunicorn exited with code {server.returncode} before serving")
-        try:
-            answer = requests.get(
-                f"{base}/api/v1/runs/", headers={"Authorization": f"Bearer {token}"}, timeout=10
-            )
-        except requests.RequestException as exc:
-            last = str(exc)
-        else:
-            if answer.status_code == 200:
-                return
-            last = f"HTTP {answer.status_code}: {answer.text[:300]}"
-        time.sleep(0.2)
-    raise BenchError(f"server at {base} did not answer the agent token within {timeout:.0f}s ({last})")
-
-
 def measure_idle(base: str, tenancy: Tenancy, dashboard: Dashboard | None, calls: int) -> dict[str, Any]:
     """The baseline, on the same server just before the load: one client making `calls` calls
     one after another (on a run of its own, outside the reconciliation), and one person fetching
@@ -628,7 +595,17 @@ def run_load(config: LoadConfig, *, database_url: str) -> dict[str, Any]:
         conn_max_age=SERVER_CONN_MAX_AGE,
         threads=config.threads,
     ) as (base, server):
-        wait_until_serving(base, server, tenancy.token)
+        # Until the server answers the agent token (a cold worker on a busy machine can take
+        # seconds over its first request, which loads the application).
+        wait_until_serving(
+            base,
+            server,
+            "/api/v1/runs/",
+            headers={"Authorization": f"Bearer {tenancy.token}"},
+            what="answer the agent token",
+            timeout=60.0,
+            request_timeout=10.0,
+        )
         agents = [Agent(i, base, tenancy, config, live_runs) for i in range(config.agents)]
 
         def watch(visit: int) -> str:
@@ -898,7 +875,7 @@ def main(argv: list[str] | None = None) -> int:
                     truncate_bench_tables(args.database)
                 except Exception as exc:  # never hide the error that brought us here
                     progress(f"could not empty the handover tables of {args.database}: {exc}")
-    except BenchError as exc:
+    except (BenchError, ProcessFailed) as exc:
         print(f"ERROR: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(result, indent=2) if args.json else render(result))

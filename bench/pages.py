@@ -19,7 +19,7 @@ each page costs in SQL (queries and their time, measured in process) and the EXP
 the queue's main query at this volume, with a summary of the plan of every query the queue page
 runs, so that a scan over all runs shows up. Run it from the project root:
 
-    DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python bench/pages.py [--requests N] [--json]
+    DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python -m bench.pages [--requests N] [--json]
 
 The database, `seam_bench_pages` unless `--database` says otherwise, on the server DATABASE_URL
 names, is created and migrated if missing and seeded with SQL (INSERT ... SELECT generate_series,
@@ -34,8 +34,9 @@ tables (TRUNCATE ... CASCADE, only in a database whose name contains "bench") an
 
 The server: gunicorn with the same settings module, DEBUG off, 2 sync workers by default (the
 machine this was written on has 2 cores) and DJANGO_CONN_MAX_AGE=60 (persistent database
-connections, as production has), started and stopped by the script (bench/journal.py's
-gunicorn_server). `--json` prints only a JSON object of the figures; progress goes to stderr.
+connections, as production has), started and stopped by the script (gunicorn_server of
+tests/support/processes.py). `--json` prints only a JSON object of the figures; progress goes
+to stderr.
 """
 
 from __future__ import annotations
@@ -47,29 +48,17 @@ import os
 import re
 import signal
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import psycopg
 import requests
 
-# Runnable as a plain script: the project's packages (config, handover, bench) must be importable.
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench.journal import (  # noqa: E402
-    BenchError,
-    gunicorn_server,
-    progress,
-    raw_connection,
-    setup_django,
-)
+from bench.journal import BenchError, progress, raw_connection, setup_django
+from tests.support.processes import ProcessFailed, gunicorn_server, wait_until_serving
 
 RUNS = 100_000
 INTENTS = 1_000_000
@@ -407,24 +396,6 @@ class Browser:
         self.anonymous.close()
 
 
-def wait_until_serving(base: str, server: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    last = "no answer"
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise BenchError(f"gunicorn exited with code {server.returncode} before serving")
-        try:
-            answer = requests.get(f"{base}/accounts/login/", timeout=5)
-        except requests.ConnectionError as exc:
-            last = str(exc)
-        else:
-            if answer.status_code == 200:
-                return
-            last = f"HTTP {answer.status_code}"
-        time.sleep(0.2)
-    raise BenchError(f"server at {base} did not serve the login page within {timeout:.0f}s ({last})")
-
-
 def measured_run(tenant: Any) -> Any:
     """An escalated run with 10 intents whose last call's outcome is unknown: a full run page."""
     from django.db.models import Count
@@ -581,7 +552,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     with gunicorn_server(
         database_url=database_url, workers=args.workers, worker_class="sync", conn_max_age=SERVER_CONN_MAX_AGE
     ) as (base, server):
-        wait_until_serving(base, server)
+        wait_until_serving(base, server, "/accounts/login/", what="serve the login page")
         browser = Browser(base)
         try:
             browser.log_in()
@@ -712,7 +683,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
         result = measure(args)
-    except (BenchError, psycopg.Error) as exc:
+    except (BenchError, ProcessFailed, psycopg.Error) as exc:
         print(f"ERROR: {exc}", file=sys.stderr)
         return 1
     if args.json:

@@ -13,7 +13,7 @@ a few named costs (SQL round trips, template rendering, URL reversing, CSRF toke
 the time of the outermost frames of those functions. pyinstrument is a sampling profiler (1 ms
 here), so shares under a few percent are noise.
 
-    DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python bench/profiles.py [--json]
+    DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python -m bench.profiles [--json]
 """
 
 from __future__ import annotations
@@ -25,14 +25,10 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench.journal import BenchError, progress  # noqa: E402
+from bench.journal import BenchError, progress
+from tests.support.processes import ROOT, ProcessFailed
 
 TARGETS = ("perform", "queue")
 # Named costs: (label, predicate on (function, file path)). The time of a frame counts once,
@@ -164,7 +160,8 @@ def run_all(args: argparse.Namespace) -> dict[str, Any]:
         child = subprocess.run(
             [
                 sys.executable,
-                __file__,
+                "-m",
+                "bench.profiles",
                 "--target",
                 target,
                 "--calls",
@@ -242,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(runner(args)))
             return 0
         result = run_all(args)
-    except BenchError as exc:
+    except (BenchError, ProcessFailed) as exc:
         print(f"ERROR: {exc}", file=sys.stderr)
         return 1
     if args.json:

@@ -32,7 +32,7 @@ One run measures, on databases of its own:
    read on the large table, and the same query with intent_open_idx dropped (inside a
    transaction that is rolled back).
 
-    DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python bench/reconcile.py [--json] [--keep]
+    DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python -m bench.reconcile [--json] [--keep]
 
 The database, `seam_bench_reconcile` unless `--database` says otherwise, on the server
 DATABASE_URL names, is created and migrated by the script and dropped at the end unless `--keep`;
@@ -51,7 +51,6 @@ import os
 import platform
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -59,15 +58,14 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import psycopg
 import requests
 from psycopg import sql
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from bench.journal import BenchError, progress, with_database
+from tests.support.processes import Fleet, ProcessFailed, emptied_redis, running_sandbox
 
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test"
 TOOL = "issue_refund"
@@ -80,25 +78,13 @@ DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/12"
 SWEEP_TASK = "reconciliation.sweep_stale_intents"
 
 
-class BenchError(RuntimeError):
-    """The benchmark could not measure what it claims to."""
-
-
-def progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 # --- the database -----------------------------------------------------------------------------
-
-
-def _with_database(url: str, name: str) -> str:
-    return urlunsplit(urlsplit(url)._replace(path="/" + name))
 
 
 @contextlib.contextmanager
 def maintenance(url: str) -> Iterator[psycopg.Connection[Any]]:
     """An autocommit connection to the server's `postgres` database (CREATE/DROP DATABASE)."""
-    with psycopg.connect(_with_database(url, "postgres"), autocommit=True) as conn:
+    with psycopg.connect(with_database(url, "postgres"), autocommit=True) as conn:
         yield conn
 
 
@@ -121,7 +107,7 @@ def setup_django(database: str, *, sweep_database: str | None = None, broker: st
     os.environ["DJANGO_DEBUG"] = "false"
     if broker:
         os.environ["CELERY_BROKER_URL"] = broker  # read by the settings: the bench's own Redis db
-    url = _with_database(os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL), database)
+    url = with_database(os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL), database)
     if urlsplit(url).scheme not in ("postgres", "postgresql", "pgsql"):
         raise BenchError("the benchmark measures PostgreSQL; DATABASE_URL names another database")
     create_database(url, database)
@@ -318,88 +304,15 @@ def settle_span(run: Any) -> tuple[int, float]:
     return agg["n"], span
 
 
-class Workers:
-    """`count` real `celery worker` processes (prefork, concurrency 1), each the leader of its own
-    process group so its pool child is stopped with it, each logging to a file."""
-
-    def __init__(self, count: int, env: dict[str, str], logs: Path) -> None:
-        self.logs = [logs / f"worker-{count}-{i}-{time.time_ns()}.log" for i in range(count)]
-        self.processes: list[subprocess.Popen[bytes]] = []
-        for i, path in enumerate(self.logs):
-            with path.open("wb") as log:
-                self.processes.append(
-                    subprocess.Popen(
-                        [
-                            sys.executable,
-                            "-m",
-                            "celery",
-                            "-A",
-                            "config",
-                            "worker",
-                            "--pool=prefork",
-                            "--concurrency=1",
-                            f"--hostname=bench-{count}-{i}@%h",
-                            "--without-gossip",
-                            "--without-mingle",
-                            "--without-heartbeat",
-                            "--loglevel=INFO",
-                        ],
-                        cwd=ROOT,
-                        env=env,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,
-                    )
-                )
-
-    def tail(self) -> str:
-        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-2000:]}" for p in self.logs)
-
-    def wait_ready(self, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.check_alive()
-            if all(" ready." in p.read_text(errors="replace") for p in self.logs):
-                return
-            time.sleep(0.1)
-        raise BenchError(f"the workers were not ready within {timeout:.0f}s\n{self.tail()}")
-
-    def check_alive(self) -> None:
-        for process in self.processes:
-            if process.poll() is not None:
-                raise BenchError(f"a worker exited with {process.returncode}\n{self.tail()}")
-
-    def stop(self) -> None:
-        for process in self.processes:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        for process in self.processes:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=max(deadline - time.monotonic(), 0.1))
-        for process in self.processes:
-            with contextlib.suppress(ProcessLookupError):  # only the group this bench started
-                os.killpg(process.pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=5)
-
-
 def measure_workers(
     world: World, *, url: str, broker: str, counts: list[int], rows: int, rounds: int
 ) -> dict[str, Any]:
-    import redis
     from django.test import override_settings
 
     from config.celery import app
     from journal.services import Actor
     from reconciliation.services import reconcile_sweep
 
-    client = redis.Redis.from_url(broker)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        raise BenchError(f"Redis is not reachable at {broker}: {exc}") from exc
-    client.flushdb()
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings.test",
@@ -426,11 +339,15 @@ def measure_workers(
             raise BenchError(f"in process: {settled} of {rows} rows settled")
         rates["in_process"].append(rows / span)
 
-    def with_workers(count: int, logs: Path) -> None:
+    def with_workers(count: int, logs: Path, client: Any) -> None:
         run = stub_batch(world, rows)
-        workers = Workers(count, env, logs)
+        # `count` workers of concurrency 1, each the leader of its own process group.
+        workers = Fleet(env=env, logs_dir=logs)
+        names = [f"bench-{count}-{i}" for i in range(count)]
         try:
-            workers.wait_ready()
+            for name in names:
+                workers.worker(name, concurrency=1)
+            workers.wait_ready(*names)
             started = time.perf_counter()
             deadline = time.monotonic() + 300
             while True:
@@ -446,22 +363,21 @@ def measure_workers(
                 time.sleep(0.02)
             wall = time.perf_counter() - started
         finally:
-            workers.stop()
+            workers.stop_all(grace=10.0)
             client.flushdb()
         settled, span = settle_span(run)
         rates[str(count)].append(rows / span)
         wall_rates[str(count)].append(rows / wall)
         progress(f"  {count} worker(s): {rows / span:.0f} rows/s ({rows} rows in {span:.2f} s)")
 
-    with tempfile.TemporaryDirectory(prefix="bench-workers-") as logs:
+    with emptied_redis(broker) as client, tempfile.TemporaryDirectory(prefix="bench-workers-") as logs:
         for n in range(rounds):
             order = counts if n % 2 == 0 else counts[::-1]
             progress(f"round {n + 1}/{rounds}: in process, then {', '.join(map(str, order))} worker(s)")
             in_process()
             progress(f"  in process: {rates['in_process'][-1]:.0f} rows/s")
             for count in order:
-                with_workers(count, Path(logs))
-    client.close()
+                with_workers(count, Path(logs), client)
     medians = {k: statistics.median(v) for k, v in rates.items()}
     one = str(counts[0])
     return {
@@ -714,8 +630,6 @@ def machine() -> dict[str, Any]:
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     from django.test import override_settings
 
-    from tests.sandbox.process import running_sandbox
-
     broker = os.environ.get("SEAM_BENCH_REDIS_URL", DEFAULT_REDIS_URL)
     url = setup_django(
         args.database, sweep_database=args.sweep_database if "query" in args.parts else None, broker=broker
@@ -875,7 +789,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
         result = measure(args)
-    except BenchError as exc:
+    except (BenchError, ProcessFailed) as exc:
         print(f"ERROR: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(result, indent=2) if args.json else render(result))

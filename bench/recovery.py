@@ -20,7 +20,7 @@ SEAM_STALE_AFTER_SECONDS + SEAM_SWEEP_INTERVAL_SECONDS, and measured / budget is
 measured with the defaults (60 s and 10 s) and with shortened settings (5 s and 1 s) to show
 that it follows the settings.
 
-    DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python bench/recovery.py [--json]
+    DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python -m bench.recovery [--json]
 
 The database, `seam_bench_recovery` unless `--database` says otherwise, is created, migrated and
 dropped at the end unless `--keep`. `--json` prints only a JSON object; progress goes to stderr.
@@ -29,32 +29,21 @@ dropped at the end unless `--keep`. `--json` prints only a JSON object; progress
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
 import os
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench.reconcile import (  # noqa: E402
-    DEFAULT_REDIS_URL,
-    BenchError,
-    drop_database,
-    progress,
-    setup_django,
-)
+from bench.journal import BenchError, progress
+from bench.reconcile import DEFAULT_REDIS_URL, drop_database, setup_django
+from tests.support.processes import Fleet, ProcessFailed, emptied_redis, manage_py, running_sandbox
 
 TICKET = "T-40912"
 KILL_FLAG = ("--kill-between-accept-and-record", "2")
@@ -64,83 +53,22 @@ POLL_S = 0.05
 SETTINGS = [("default", None, None), ("short", 5.0, 1.0)]
 
 
-@dataclass
-class Fleet:
-    """A worker and a beat, each the leader of its own process group, logging to files."""
-
-    env: dict[str, str]
-    logs: Path
-    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
-
-    def start(self, name: str, *args: str) -> None:
-        with (self.logs / f"{name}.log").open("wb") as log:
-            self.processes[name] = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "config", *args, "--loglevel=INFO"],
-                cwd=ROOT,
-                env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-
-    def log(self, name: str) -> str:
-        return (self.logs / f"{name}.log").read_text(errors="replace")
-
-    def tail(self) -> str:
-        return "\n".join(f"--- {name}\n{self.log(name)[-2500:]}" for name in self.processes)
-
-    def check_alive(self) -> None:
-        for name, process in self.processes.items():
-            if process.poll() is not None:
-                raise BenchError(f"{name} exited with {process.returncode}\n{self.tail()}")
-
-    def wait_ready(self, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while " ready." not in self.log("worker"):
-            self.check_alive()
-            if time.monotonic() > deadline:
-                raise BenchError(f"the worker was not ready within {timeout:.0f}s\n{self.tail()}")
-            time.sleep(0.1)
-
-    def stop(self) -> None:
-        for process in self.processes.values():
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        for process in self.processes.values():
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=max(deadline - time.monotonic(), 0.1))
-        for process in self.processes.values():
-            with contextlib.suppress(ProcessLookupError):  # only the groups this bench started
-                os.killpg(process.pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=5)
-
-
 def kill_a_run(env: dict[str, str]) -> tuple[Any, float, dt.datetime]:
     """Replay the ticket in a child that is SIGKILLed mid-flow. Returns the run, the monotonic
     time of death as seen here and the wall-clock one."""
     from journal.models import IntentStatus, Run
 
     external_id = f"bench-recovery-{uuid.uuid4().hex[:10]}"
-    child = subprocess.run(
-        [
-            sys.executable,
-            "manage.py",
-            "replay_ticket",
-            TICKET,
-            "--child",
-            "--tenant",
-            TENANT,
-            "--external-id",
-            external_id,
-            *KILL_FLAG,
-        ],
-        cwd=ROOT,
+    child = manage_py(
+        "replay_ticket",
+        TICKET,
+        "--child",
+        "--tenant",
+        TENANT,
+        "--external-id",
+        external_id,
+        *KILL_FLAG,
         env=env,
-        capture_output=True,
-        text=True,
-        check=False,
     )
     died, died_at = time.monotonic(), dt.datetime.now(dt.UTC)
     if child.returncode != -signal.SIGKILL:
@@ -172,30 +100,26 @@ def wait_for_escalation(run: Any, *, died: float, timeout: float, fleet: Fleet) 
         if listed is not None and listed["awaiting_person"]:
             return {"stuck_s": stuck_s, "escalated_s": elapsed, "reason": listed["outcome_reason"]}
         if elapsed > timeout:
-            raise BenchError(f"run {run.pk} not escalated within {timeout:.0f} s\n{fleet.tail()}")
+            raise BenchError(f"run {run.pk} not escalated within {timeout:.0f} s\n{fleet.logs()}")
         fleet.check_alive()
         time.sleep(POLL_S)
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    import redis
     from django.conf import settings
     from django.test import override_settings
 
-    from tests.sandbox.process import running_sandbox
-
     broker = os.environ.get("SEAM_BENCH_REDIS_URL", DEFAULT_REDIS_URL)
     url = setup_django(args.database, broker=broker)
-    client = redis.Redis.from_url(broker)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        raise BenchError(f"Redis is not reachable at {broker}: {exc}") from exc
     defaults = (float(settings.SEAM_STALE_AFTER_SECONDS), float(settings.SEAM_SWEEP_INTERVAL_SECONDS))
     results: list[dict[str, Any]] = []
     started = time.perf_counter()
     try:
-        with running_sandbox(url) as (sandbox, _process), tempfile.TemporaryDirectory() as logs:
+        with (
+            emptied_redis(broker) as client,
+            running_sandbox(url) as (sandbox, _process),
+            tempfile.TemporaryDirectory() as logs,
+        ):
             progress(f"sandbox at {sandbox}")
             base_env = {
                 **os.environ,
@@ -223,14 +147,14 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 rounds = args.rounds if name == "default" else args.short_rounds
                 progress(f"{name}: stale after {threshold:g} s, sweep every {sweep:g} s; {rounds} round(s)")
                 client.flushdb()
-                fleet = Fleet(env=env, logs=Path(logs) / name)
-                fleet.logs.mkdir()
+                fleet = Fleet(env=env, logs_dir=Path(logs) / name)
+                fleet.logs_dir.mkdir()
                 latencies = []
                 try:
                     # As `make worker` and `make beat` start them.
                     fleet.start("worker", "worker", "--concurrency=2", "--without-gossip", "--without-mingle")
-                    fleet.start("beat", "beat", f"--schedule={fleet.logs / 'beat-schedule'}")
-                    fleet.wait_ready()
+                    fleet.start("beat", "beat", f"--schedule={fleet.logs_dir / 'beat-schedule'}")
+                    fleet.wait_ready("worker")
                     with override_settings(SEAM_STALE_AFTER_SECONDS=threshold):
                         for n in range(rounds):
                             run, died, died_at = kill_a_run(env)
@@ -249,7 +173,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                                 }
                             )
                 finally:
-                    fleet.stop()
+                    fleet.stop_all(grace=10.0)
                     client.flushdb()
                 escalated = [r["escalated_s"] for r in latencies]
                 stuck = [r["stuck_s"] for r in latencies]
@@ -272,7 +196,6 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     }
                 )
     finally:
-        client.close()
         from django.db import connections
 
         connections.close_all()
@@ -343,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
         result = measure(args)
-    except BenchError as exc:
+    except (BenchError, ProcessFailed) as exc:
         print(f"ERROR: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(result, indent=2) if args.json else render(result))

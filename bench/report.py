@@ -1,8 +1,8 @@
 """Collect the benchmarks' JSON into docs/performance.md: a table per benchmark with its figures
 and ratios, the machine, the date and the commit. `make bench` runs it:
 
-    bench/report.py snapshot var/bench/start.json      # the machine before the first benchmark
-    bench/report.py write var/bench docs/performance.md
+    python -m bench.report snapshot var/bench/start.json      # the machine before the first benchmark
+    python -m bench.report write var/bench docs/performance.md
 
 `write` reads, for each benchmark NAME, `NAME.json` (its --json output), `NAME.rc` (its exit
 status) and `NAME.log` (its stderr). A benchmark that failed (non-zero status, or no JSON) is
@@ -23,7 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.processes import ROOT
+
 ORDER = ["journal", "reconcile", "pages", "recovery", "load", "profiles"]
 
 # What profiling showed and what was changed because of it. The before/after figures were

@@ -77,7 +77,7 @@ def sandbox_server(django_db_setup: None) -> Iterator[str]:
     did must use `pytest.mark.django_db(transaction=True)`."""
     from django.db import connection
 
-    from tests.sandbox.process import database_url, running_sandbox
+    from tests.support.processes import database_url, running_sandbox
 
     with running_sandbox(database_url(connection.settings_dict)) as (base_url, _process):
         yield base_url

@@ -6,14 +6,11 @@ from __future__ import annotations
 import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import requests
 
-from tests.sandbox.process import running_sandbox
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.processes import manage_py, running_sandbox
 
 
 def _manage(*args: str, db: Path, sandbox_url: str = "") -> subprocess.CompletedProcess[str]:
@@ -24,15 +21,7 @@ def _manage(*args: str, db: Path, sandbox_url: str = "") -> subprocess.Completed
         "SEAM_SANDBOX_URL": sandbox_url,
     }
     env.pop("SEAM_TOOL_MODULES", None)
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-    )
+    return manage_py(*args, env=env, timeout=300, check=True)
 
 
 def test_demo_seeds_killed_runs_on_sqlite_in_wal_mode(tmp_path: Path) -> None:

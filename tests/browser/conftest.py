@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from django.conf import settings
 from django.db import connections
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from tests.reconciliation.test_workers import Fleet, fleet_env  # noqa: F401 (fixture, on `broker` below)
+from tests.reconciliation.test_workers import fleet_env  # noqa: F401 (fixture, on `broker` below)
+from tests.support.processes import Fleet, emptied_redis
 
 CHROMIUM = os.environ.get("SEAM_CHROMIUM", "/usr/bin/chromium")
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking"]
@@ -80,18 +80,12 @@ def log_in(browser: Browser, live_server: Any) -> Callable[[Any], Page]:
 
 
 @pytest.fixture
-def broker() -> str:
+def broker() -> Iterator[str]:
     """The Redis database the live server enqueues to, emptied of what earlier tests queued
-    there. No Redis is a failure, never a skip."""
+    there (and of what this one did). No Redis is a failure, never a skip."""
     url = str(settings.CELERY_BROKER_URL)
-    client = redis.Redis.from_url(url)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        pytest.fail(f"Redis is not reachable at {url} ({exc}); the browser tests need a real worker on it")
-    client.flushdb()
-    client.close()
-    return url
+    with emptied_redis(url):
+        yield url
 
 
 @pytest.fixture

@@ -19,8 +19,7 @@ from compensations.models import Compensation
 from handover.models import AuditAction, AuditEntry
 from journal.models import Run
 from tests.handover.conftest import escalate_ticket
-from tests.reconciliation.test_workers import Fleet
-from tests.sandbox.process import ROOT
+from tests.support.processes import ROOT, Fleet
 
 from .conftest import PASSWORD
 

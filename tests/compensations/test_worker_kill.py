@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -23,7 +22,8 @@ from compensations.services import compensation_request
 from journal.models import Run
 from journal.services import Actor
 from reconciliation.services import reconcile_sweep
-from tests.reconciliation.test_workers import Fleet, broker, fleet, fleet_env  # noqa: F401 (fixtures)
+from tests.reconciliation.test_workers import broker, fleet, fleet_env  # noqa: F401 (fixtures)
+from tests.support.processes import Fleet
 from tools import services as tools
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -35,15 +35,6 @@ ACTOR = Actor.system("test")
 def _pool_children(pid: int) -> list[int]:
     found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True, check=False).stdout
     return [int(line) for line in found.split()]
-
-
-def _until(condition: Callable[[], bool], *, timeout: float, watched: Fleet, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        watched.check_alive()
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what}: not within {timeout:.0f}s\n{watched.logs()}")
-        time.sleep(0.1)
 
 
 def test_a_worker_killed_mid_compensation_undoes_the_refund_once(
@@ -69,7 +60,7 @@ def test_a_worker_killed_mid_compensation_undoes_the_refund_once(
     Celery(broker=broker).send_task("compensations.compensate_step", args=[compensation.pk])
 
     undos = ledger.filter(undoes__idempotency_key=original.idempotency_key)
-    _until(undos.exists, timeout=60, watched=fleet, what="the provider reversing the refund")
+    fleet.wait_for(undos.exists, timeout=60, what="the provider reversing the refund")
     children = _pool_children(fleet.processes["worker"].pid)
     assert children, "the worker has no pool process to kill"
     for child in children:
@@ -80,7 +71,7 @@ def test_a_worker_killed_mid_compensation_undoes_the_refund_once(
         reconcile_sweep(older_than=timedelta(0), actor=ACTOR)
         return Compensation.objects.get(pk=compensation.pk).status == CompensationStatus.DONE
 
-    _until(settled, timeout=90, watched=fleet, what="the redelivered compensation finishing")
+    fleet.wait_for(settled, timeout=90, what="the redelivered compensation finishing")
 
     assert undos.count() == 1, "the refund was reversed more than once"
     done = Compensation.objects.get(pk=compensation.pk)

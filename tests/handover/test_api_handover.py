@@ -21,7 +21,7 @@ from handover.management.commands.seed_demo import DEMO_REPLAYS
 from journal.models import AgentToken, Run
 from reconciliation.defaults import policies_seed_defaults
 from tests import factories
-from tests.sandbox.process import database_url
+from tests.support.processes import database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,15 +9,11 @@ sandbox fault rule `slow:<ms>` on payments/lookup is taken by every key lookup a
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -32,7 +28,7 @@ from django.utils import timezone
 from journal import services as journal
 from journal.models import Intent, IntentStatus, JournalEvent, Run
 from journal.tool_errors import ToolError
-from tests.sandbox.process import ROOT, database_url
+from tests.support.processes import Fleet, database_url, emptied_redis
 from tools.registry import get_tool
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -114,15 +110,9 @@ def _open_count() -> int:
 
 
 def _wait_for(condition: Callable[[], bool], *, timeout: float, fleet: Fleet, what: str) -> float:
-    started = time.monotonic()
-    while not condition():
-        fleet.check_alive()
-        if time.monotonic() - started > timeout:
-            pytest.fail(
-                f"{what}: not within {timeout:.0f}s ({_open_count()} rows still intended)\n{fleet.logs()}"
-            )
-        time.sleep(0.1)
-    return time.monotonic() - started
+    return fleet.wait_for(
+        condition, timeout=timeout, what=what, detail=lambda: f"{_open_count()} rows still intended"
+    )
 
 
 def _assert_settled_once_to_the_truth(stale: StaleIntents, ledger: Any) -> None:
@@ -143,95 +133,14 @@ def _assert_settled_once_to_the_truth(stale: StaleIntents, ledger: Any) -> None:
         assert row.status == expected, (row.pk, row.status, row.unknown_reason)
 
 
-# --- the processes ----------------------------------------------------------------------------
-
-
-@dataclass
-class Fleet:
-    """Worker and beat processes, each the leader of its own process group (so a worker's pool
-    children are signalled with it), each logging to a file in `logs_dir`."""
-
-    env: dict[str, str]
-    logs_dir: Path
-    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
-    stopped: set[str] = field(default_factory=set)
-
-    def start(self, name: str, *args: str) -> None:
-        with (self.logs_dir / f"{name}.log").open("wb") as log:
-            self.processes[name] = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "config", *args, "--loglevel=INFO"],
-                cwd=ROOT,
-                env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-
-    def worker(self, name: str) -> None:
-        self.start(
-            name,
-            "worker",
-            "--pool=prefork",
-            "--concurrency=2",
-            f"--hostname={name}@%h",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-        )
-
-    def beat(self, name: str) -> None:
-        self.start(name, "beat", f"--schedule={self.logs_dir / f'{name}-schedule'}", "--max-interval=1")
-
-    def log(self, name: str) -> str:
-        return (self.logs_dir / f"{name}.log").read_text(errors="replace")
-
-    def logs(self) -> str:
-        return "\n".join(f"--- {name} (last lines)\n{self.log(name)[-3000:]}" for name in self.processes)
-
-    def check_alive(self) -> None:
-        for name, process in self.processes.items():
-            if name not in self.stopped and process.poll() is not None:
-                pytest.fail(f"{name} exited with {process.returncode}\n{self.logs()}")
-
-    def kill(self, name: str) -> None:
-        """SIGKILL the whole group: the worker and the pool children running the sweep."""
-        process = self.processes[name]
-        self.stopped.add(name)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
-
-    def stop_all(self) -> None:
-        for process in self.processes.values():
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 5
-        for process in self.processes.values():
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=max(deadline - time.monotonic(), 0.1))
-        for process in self.processes.values():
-            # The group may outlive its leader (pool children): SIGKILL it whatever happened.
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=5)
+# --- the processes ---------------------------------------------------------------------------
 
 
 @pytest.fixture
 def broker() -> Iterator[str]:
     """A Redis database of this module's own, emptied before and after. No Redis is a failure."""
-    client = redis.Redis.from_url(REDIS_URL)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        pytest.fail(
-            f"Redis is not reachable at {REDIS_URL} ({exc}); these tests need real Celery workers on it. "
-            "Start it with: redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save '' --appendonly no"
-        )
-    client.flushdb()
-    yield REDIS_URL
-    client.flushdb()
-    client.close()
+    with emptied_redis(REDIS_URL):
+        yield REDIS_URL
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ import contextlib
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -24,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
+
+from tests.support.processes import free_port
 
 PG_BIN_ROOT = Path("/usr/lib/postgresql")
 
@@ -47,12 +48,6 @@ def pg_bin_dir() -> Path:
         "initdb is not installed (looked in /usr/lib/postgresql/*/bin and on PATH). "
         "Install it with: apt-get install -y postgresql"
     )
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _as_server_user() -> list[str]:

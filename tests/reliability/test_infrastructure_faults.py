@@ -43,7 +43,6 @@ from journal.models import Intent, IntentStatus, JournalEvent, Run
 from journal.tool_errors import ToolError
 from reconciliation.services import reconcile_sweep
 from tests.reconciliation.test_workers import (
-    Fleet,
     _assert_settled_once_to_the_truth,
     _count_lookups,
     _open_count,
@@ -51,8 +50,8 @@ from tests.reconciliation.test_workers import (
     _wait_for,
 )
 from tests.reliability.figures import record
-from tests.reliability.pg_cluster import ClusterUnavailable, PrivateCluster, free_port, private_cluster
-from tests.sandbox.process import ROOT, database_url
+from tests.reliability.pg_cluster import ClusterUnavailable, PrivateCluster, private_cluster
+from tests.support.processes import ROOT, Fleet, database_url, emptied_redis, free_port, manage_py
 from tools import services as tools
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -98,15 +97,8 @@ def _base_env(sandbox: str, broker_url: str) -> dict[str, str]:
 
 @pytest.fixture
 def shared_broker() -> Iterator[str]:
-    client = redis.Redis.from_url(SHARED_REDIS_URL)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        pytest.fail(f"Redis is not reachable at {SHARED_REDIS_URL} ({exc})")
-    client.flushdb()
-    yield SHARED_REDIS_URL
-    client.flushdb()
-    client.close()
+    with emptied_redis(SHARED_REDIS_URL):
+        yield SHARED_REDIS_URL
 
 
 @pytest.fixture
@@ -405,15 +397,7 @@ def test_postgresql_crashed_mid_run_no_call_leaves_without_its_committed_intent(
         "SEAM_TOOL_MODULES": "",
         "PYTHONUNBUFFERED": "1",
     }
-    migrate = subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--noinput"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    migrate = manage_py("migrate", "--noinput", env=env, timeout=300)
     assert migrate.returncode == 0, migrate.stdout + migrate.stderr
     out = tmp_path / "agent"
     out.mkdir()

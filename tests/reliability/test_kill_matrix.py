@@ -10,8 +10,6 @@ tests/reconciliation/test_decisions.py."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -26,8 +24,8 @@ from scenarios.flows import FLOWS
 from scenarios.invariants import check_recovered, check_run
 from scenarios.tickets import TICKETS
 from tests.reconciliation.test_decisions import expected_outcome
-from tests.sandbox.process import database_url
-from tests.scenarios.test_kill_points import KILL_POINTS, ROOT, replay_in_child
+from tests.scenarios.test_kill_points import KILL_POINTS, replay_in_child
+from tests.support.processes import database_url, manage_py
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -64,15 +62,7 @@ def manage(sandbox_url: str, *args: str, expect: int = 0) -> str:
         "SEAM_TOOL_MODULES": "tools.sandbox_tools",
         "SEAM_SANDBOX_URL": sandbox_url,
     }
-    child = subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+    child = manage_py(*args, env=env, timeout=180)
     assert child.returncode == expect, (
         f"manage.py {' '.join(args)} exited with {child.returncode}, not {expect}:\n"
         f"{child.stdout[-2000:]}\n{child.stderr[-3000:]}"

@@ -11,7 +11,7 @@ from django.db import connection
 
 from bench.journal import progress
 from bench.load import LoadConfig, render, run_load
-from tests.sandbox.process import database_url
+from tests.support.processes import database_url
 
 # The server writes through its own connections: the test must see their commits.
 pytestmark = pytest.mark.django_db(transaction=True)

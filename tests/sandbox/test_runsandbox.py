@@ -14,8 +14,7 @@ import requests
 from django.db import connection
 
 from sandbox.models import Effect, Refund
-
-from .process import database_url, running_sandbox
+from tests.support.processes import database_url, running_sandbox
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import io
 import os
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,11 +17,9 @@ from journal.models import AgentToken, IntentStatus, Run, RunStatus, Tenant
 from scenarios.flows import FLOWS
 from scenarios.invariants import check_run
 from scenarios.tickets import TICKETS
-from tests.sandbox.process import database_url
+from tests.support.processes import database_url, manage_py
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def kill_points() -> list[Any]:
@@ -50,23 +45,8 @@ def replay_in_child(ticket_id: str, sandbox_url: str, *flags: str) -> tuple[int,
         "SEAM_TOOL_MODULES": "tools.sandbox_tools",
         "SEAM_SANDBOX_URL": sandbox_url,
     }
-    child = subprocess.run(
-        [
-            sys.executable,
-            "manage.py",
-            "replay_ticket",
-            ticket_id,
-            "--child",
-            "--external-id",
-            external_id,
-            *flags,
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    child = manage_py(
+        "replay_ticket", ticket_id, "--child", "--external-id", external_id, *flags, env=env, timeout=120
     )
     if child.returncode not in (0, -9):
         raise AssertionError(f"runner failed ({child.returncode}):\n{child.stderr[-3000:]}")

@@ -1,0 +1,367 @@
+"""The processes the tests and the benchmarks start and wait for: `manage.py` commands in a child,
+the sandbox (`manage.py runsandbox`), a gunicorn server, and fleets of `celery worker` and `celery
+beat` processes on a Redis database of the caller's own. Each server or fleet is stopped on the
+way out whatever happened; gunicorn and the Celery processes lead process groups of their own,
+so what they started (gunicorn's workers, a worker's pool children) is stopped with them, and
+only that.
+
+What goes wrong is raised as ProcessFailed, with the end of the process's log: a test fails on it,
+a benchmark prints it and exits 1."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import redis
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+SANDBOX_READY = re.compile(r"Sandbox listening on (http://\S+)")
+SANDBOX_START_TIMEOUT = 30.0
+
+
+class ProcessFailed(RuntimeError):
+    """A process the caller started exited, or was not ready in time."""
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def database_url(settings_dict: Mapping[str, Any]) -> str:
+    """A DATABASE_URL naming the same PostgreSQL database as a Django connection's settings."""
+    if not settings_dict["ENGINE"].endswith("postgresql"):
+        raise RuntimeError("the sandbox subprocess needs the suite's PostgreSQL database")
+    user = quote(settings_dict.get("USER") or "", safe="")
+    password = quote(settings_dict.get("PASSWORD") or "", safe="")
+    auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
+    host = settings_dict.get("HOST") or "127.0.0.1"
+    port = settings_dict.get("PORT") or "5432"
+    return f"postgres://{auth}{host}:{port}/{quote(settings_dict['NAME'], safe='')}"
+
+
+def manage_py(
+    *args: str, env: Mapping[str, str], timeout: float | None = None, check: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """`manage.py <args>` in a child process of its own, from the project root, with `env` as its
+    whole environment; its output is captured as text."""
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=check,
+    )
+
+
+# --- the sandbox ------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def running_sandbox(db_url: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Start `manage.py runsandbox` on a free port the OS picks, against `db_url`, wait until it
+    listens, yield (base URL, process), then kill it (at interpreter exit too, should the block
+    never get the chance)."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": db_url,
+        "DJANGO_SETTINGS_MODULE": "config.settings.test",
+        "DJANGO_CONN_MAX_AGE": "0",
+        "PYTHONUNBUFFERED": "1",
+    }
+    with tempfile.NamedTemporaryFile(prefix="runsandbox-", suffix=".log", delete=False) as log:
+        log_path = Path(log.name)
+    with log_path.open("wb") as log_file:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "runsandbox", "--host", "127.0.0.1", "--port", "0"],
+            cwd=ROOT,
+            env=env,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
+    stop = functools.partial(_terminate, process)
+    atexit.register(stop)
+    try:
+        yield _wait_until_listening(process, log_path), process
+    finally:
+        stop()
+        atexit.unregister(stop)
+        log_path.unlink(missing_ok=True)
+
+
+def _wait_until_listening(process: subprocess.Popen[bytes], log_path: Path) -> str:
+    deadline = time.monotonic() + SANDBOX_START_TIMEOUT
+    while time.monotonic() < deadline:
+        output = log_path.read_text(errors="replace")
+        match = SANDBOX_READY.search(output)
+        if match:
+            return match.group(1)
+        if process.poll() is not None:
+            raise ProcessFailed(f"runsandbox exited with {process.returncode}:\n{output}")
+        time.sleep(0.05)
+    raise ProcessFailed(
+        f"runsandbox did not listen within {SANDBOX_START_TIMEOUT}s:\n{log_path.read_text(errors='replace')}"
+    )
+
+
+def _terminate(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=5)
+
+
+# --- gunicorn ---------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def gunicorn_server(
+    *, database_url: str, workers: int, worker_class: str, conn_max_age: int, threads: int = 1
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A real server process on loopback, with the caller's settings module, DEBUG off and a
+    throwaway secret key, stopped on the way out whatever happened. `threads` matters only to the
+    gthread worker class (each thread keeps its own database connection). Yields (base URL,
+    process); wait_until_serving says when it answers."""
+    gunicorn = Path(sys.executable).with_name("gunicorn")
+    if not gunicorn.exists():
+        raise ProcessFailed(f"{gunicorn} not found: install the project into the venv first")
+    port = free_port()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": os.environ["DJANGO_SETTINGS_MODULE"],
+        "DATABASE_URL": database_url,
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DJANGO_SECRET_KEY": secrets.token_urlsafe(64),
+        "DJANGO_SECURE_SSL_REDIRECT": "false",
+        "DJANGO_DEBUG": "false",
+        "DJANGO_LOG_LEVEL": "WARNING",
+        # Read by config/settings/test.py (its own default is 0, for the suite).
+        "DJANGO_CONN_MAX_AGE": str(conn_max_age),
+    }
+    command = [
+        str(gunicorn),
+        "config.wsgi:application",
+        f"--bind=127.0.0.1:{port}",
+        f"--workers={workers}",
+        f"--threads={threads}",
+        f"--worker-class={worker_class}",
+        "--log-level=warning",
+        "--timeout=30",
+    ]
+    with tempfile.TemporaryFile(mode="w+") as log:
+        server = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        _say(
+            f"started gunicorn (pid {server.pid}, {workers} {worker_class} workers x {threads} threads, "
+            f"DJANGO_CONN_MAX_AGE={conn_max_age}) on 127.0.0.1:{port}"
+        )
+        try:
+            yield f"http://127.0.0.1:{port}", server
+        except BaseException:
+            log.seek(0)
+            tail = log.read()[-3000:]
+            if tail.strip():
+                _say("--- gunicorn log (tail) ---\n" + tail)
+            raise
+        finally:
+            if server.poll() is None:
+                server.terminate()  # the master stops its workers before it exits
+                try:
+                    server.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    os.killpg(server.pid, signal.SIGKILL)  # its own session: only what it started
+                    server.wait()
+            _say(f"stopped gunicorn (pid {server.pid})")
+
+
+def wait_until_serving(
+    base: str,
+    server: subprocess.Popen[bytes],
+    path: str,
+    *,
+    what: str,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = 30.0,
+    request_timeout: float = 5.0,
+) -> None:
+    """Until GET `base + path` answers 200: proof that the server is up and, with the right path
+    and headers, that it sees the caller's database and accepts its credentials. `what` names
+    that proof in the error ("serve the login page")."""
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise ProcessFailed(f"the server exited with code {server.returncode} before serving")
+        try:
+            answer = requests.get(base + path, headers=dict(headers or {}), timeout=request_timeout)
+        except requests.RequestException as exc:
+            last = str(exc)
+        else:
+            if answer.status_code == 200:
+                return
+            last = f"HTTP {answer.status_code}: {answer.text[:300]}"
+        time.sleep(0.2)
+    raise ProcessFailed(f"server at {base} did not {what} within {timeout:.0f}s ({last})")
+
+
+# --- Redis ------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def emptied_redis(url: str) -> Iterator[redis.Redis]:
+    """A client of the Redis database at `url` (a broker of the caller's own), emptied before and
+    after. No Redis is an error, never a skip: what uses this needs real Celery processes."""
+    client = redis.Redis.from_url(url)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        client.close()
+        raise ProcessFailed(
+            f"Redis is not reachable at {url} ({exc}); real Celery workers need it. Start it with: "
+            "redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save '' --appendonly no"
+        ) from exc
+    try:
+        client.flushdb()
+        yield client
+        client.flushdb()
+    finally:
+        client.close()
+
+
+# --- Celery workers and beats -----------------------------------------------------------------
+
+
+@dataclass
+class Fleet:
+    """`celery worker` and `celery beat` processes of the project's app, by name, each the leader
+    of its own process group (so a worker's pool children are signalled with it), each logging to
+    `<logs_dir>/<name>.log`. The caller stops them (stop_all), in a `finally`."""
+
+    env: dict[str, str]
+    logs_dir: Path
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    stopped: set[str] = field(default_factory=set)
+
+    def start(self, name: str, *args: str) -> None:
+        """`celery -A config <args> --loglevel=INFO`, as `make worker` and `make beat` run it."""
+        with (self.logs_dir / f"{name}.log").open("wb") as log:
+            self.processes[name] = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "config", *args, "--loglevel=INFO"],
+                cwd=ROOT,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def worker(self, name: str, *, concurrency: int = 2) -> None:
+        """A prefork worker named `name@<host>`, talking to no other worker (no gossip, mingle or
+        heartbeat), so it starts quickly and alone."""
+        self.start(
+            name,
+            "worker",
+            "--pool=prefork",
+            f"--concurrency={concurrency}",
+            f"--hostname={name}@%h",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        )
+
+    def beat(self, name: str) -> None:
+        """A beat with a schedule file of its own, waking at least every second."""
+        self.start(name, "beat", f"--schedule={self.logs_dir / f'{name}-schedule'}", "--max-interval=1")
+
+    def log(self, name: str) -> str:
+        return (self.logs_dir / f"{name}.log").read_text(errors="replace")
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {name} (last lines)\n{self.log(name)[-3000:]}" for name in self.processes)
+
+    def check_alive(self) -> None:
+        """Raise if a process exited that was not stopped on purpose (kill)."""
+        for name, process in self.processes.items():
+            if name not in self.stopped and process.poll() is not None:
+                raise ProcessFailed(f"{name} exited with {process.returncode}\n{self.logs()}")
+
+    def wait_for(
+        self,
+        condition: Callable[[], bool],
+        *,
+        timeout: float,
+        what: str,
+        detail: Callable[[], str] | None = None,
+    ) -> float:
+        """Poll `condition` until it holds, checking meanwhile that every process is alive.
+        Returns the seconds it took. On a timeout the error says `what`, then `detail()` (the
+        state of the world then), then the end of each log."""
+        started = time.monotonic()
+        while not condition():
+            self.check_alive()
+            if time.monotonic() - started > timeout:
+                said = f" ({detail()})" if detail else ""
+                raise ProcessFailed(f"{what}: not within {timeout:.0f}s{said}\n{self.logs()}")
+            time.sleep(0.1)
+        return time.monotonic() - started
+
+    def wait_ready(self, *workers: str, timeout: float = 60.0) -> None:
+        """Until each named worker has logged that it is ready (a beat never does)."""
+        self.wait_for(
+            lambda: all(" ready." in self.log(name) for name in workers),
+            timeout=timeout,
+            what=f"{', '.join(workers)} ready",
+        )
+
+    def kill(self, name: str) -> None:
+        """SIGKILL the whole group: the worker and the pool children running its tasks."""
+        process = self.processes[name]
+        self.stopped.add(name)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+    def stop_all(self, *, grace: float = 5.0) -> None:
+        """SIGTERM every group, give them `grace` seconds to finish, then SIGKILL whatever is
+        left of each group (pool children may outlive their leader)."""
+        for process in self.processes.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        for process in self.processes.values():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=max(deadline - time.monotonic(), 0.1))
+        for process in self.processes.values():
+            with contextlib.suppress(ProcessLookupError):  # only the groups this fleet started
+                os.killpg(process.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=5)

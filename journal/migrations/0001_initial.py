@@ -15,24 +15,39 @@ MOVED = ["tenant", "membership", "agenttoken", "run", "intent", "customermessage
 
 
 def move_content_types(apps, schema_editor):
-    ContentType = apps.get_model("contenttypes", "ContentType")
-    Permission = apps.get_model("auth", "Permission")
-    audit, _ = ContentType.objects.get_or_create(app_label="handover", model="auditentry")
-    Permission.objects.filter(content_type__app_label="handover", content_type__model="run", codename="act_on_run").update(
-        content_type=audit
-    )
+    db = schema_editor.connection.alias
+    content_types = apps.get_model("contenttypes", "ContentType").objects.db_manager(db)
+    permissions = apps.get_model("auth", "Permission").objects.db_manager(db)
+    audit, _ = content_types.get_or_create(app_label="handover", model="auditentry")
+    old = permissions.filter(
+        content_type__app_label="handover", content_type__model="run", codename="act_on_run"
+    ).first()
+    if old is not None:
+        # A database migrated in steps may already hold the permission on the audit entry (made
+        # by an earlier step's post_migrate): then its grants move to that one.
+        new = permissions.filter(content_type=audit, codename="act_on_run").first()
+        if new is None:
+            old.content_type = audit
+            old.save(using=db, update_fields=["content_type"])
+        else:
+            for group in old.group_set.all():
+                group.permissions.add(new)
+            for user in old.user_set.all():
+                user.user_permissions.add(new)
+            old.delete(using=db)
     for model in MOVED:
-        if not ContentType.objects.filter(app_label="journal", model=model).exists():
-            ContentType.objects.filter(app_label="handover", model=model).update(app_label="journal")
+        if not content_types.filter(app_label="journal", model=model).exists():
+            content_types.filter(app_label="handover", model=model).update(app_label="journal")
 
 
 def restore_content_types(apps, schema_editor):
-    ContentType = apps.get_model("contenttypes", "ContentType")
-    Permission = apps.get_model("auth", "Permission")
-    ContentType.objects.filter(app_label="journal", model__in=MOVED).update(app_label="handover")
-    run = ContentType.objects.filter(app_label="handover", model="run").first()
+    db = schema_editor.connection.alias
+    content_types = apps.get_model("contenttypes", "ContentType").objects.db_manager(db)
+    permissions = apps.get_model("auth", "Permission").objects.db_manager(db)
+    content_types.filter(app_label="journal", model__in=MOVED).update(app_label="handover")
+    run = content_types.filter(app_label="handover", model="run").first()
     if run is not None:
-        Permission.objects.filter(content_type__app_label="handover", codename="act_on_run").update(content_type=run)
+        permissions.filter(content_type__app_label="handover", codename="act_on_run").update(content_type=run)
 
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from compensations.defaults import DEFAULT_CATALOGUE, catalogue_seed_defaults
 from compensations.models import CatalogueEntry, Reversibility
+from sandbox.catalogue import DEFAULT_CATALOGUE, catalogue_seed_defaults
 from tools.registry import all_tools
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("catalogue")]

@@ -1,5 +1,7 @@
-"""Migrations: the seeded catalogue has a first history row, the roles their permissions
-(compensations 0003 and handover 0008)."""
+"""Migrations: the roles get their permissions (compensations 0003 and handover 0008); where the
+demo is installed (these test settings), `migrate` also seeds the sandbox's catalogue, each entry
+with a first history row. (That production's `migrate` seeds nothing is
+tests/security/test_production_settings.py's.)"""
 
 from __future__ import annotations
 
@@ -10,8 +12,8 @@ from compensations.models import CatalogueEntry
 
 
 @pytest.mark.django_db
-def test_migrations_seed_the_catalogue_with_history_and_grant_the_roles() -> None:
-    # Plain (rolled-back) tests see the database exactly as the migrations left it.
+def test_migrate_seeds_the_demo_catalogue_with_history_and_grants_the_roles() -> None:
+    # Plain (rolled-back) tests see the database exactly as `migrate` left it.
     entry = CatalogueEntry.objects.get(tool="reship")
     assert entry.history.get().history_change_reason == "default catalogue"
     perms = {

@@ -14,15 +14,15 @@ from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
-from compensations.defaults import catalogue_seed_defaults
 from compensations.models import CatalogueEntry, Reversibility
 from journal import services as journal
 from journal.models import Escalation, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
 from reconciliation import decisions
-from reconciliation.defaults import policies_seed_defaults
 from reconciliation.models import Strategy, TaskPolicy
+from sandbox.catalogue import catalogue_seed_defaults
 from scenarios.flows import FLOWS
 from scenarios.invariants import check_run
+from scenarios.policies import policies_seed_defaults
 from scenarios.tickets import TICKETS
 from tests.scenarios.test_kill_points import KILL_POINTS, replay_in_child
 
@@ -39,8 +39,8 @@ def _written_policies() -> None:
 
 
 def expected_outcome(ticket_id: str, mode: str, n: int) -> tuple[str, str, int]:
-    """(run status, reason, writes undone) that the written policies (reconciliation.defaults)
-    and the catalogue (compensations.defaults) prescribe."""
+    """(run status, reason, writes undone) that the written policies (scenarios.policies)
+    and the catalogue (sandbox.catalogue) prescribe."""
     flow = FLOWS[TICKETS[ticket_id].task_type]
     policy = TaskPolicy.objects.get(task_type=flow.task_type)
     done = flow.writes[:n]  # what the world has after the kill (a between-kill's nth was accepted)

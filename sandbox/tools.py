@@ -7,8 +7,8 @@ from typing import Any
 
 from django.conf import settings
 
-from .connectors import BusinessIdHttpConnector, HttpConnector
-from .registry import ToolSpec
+from tools.connectors import BusinessIdHttpConnector, HttpConnector
+from tools.registry import ToolSpec
 
 API = "/sandbox/api/"
 

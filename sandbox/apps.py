@@ -10,5 +10,10 @@ class SandboxConfig(AppConfig):
     def ready(self) -> None:
         from .catalogue import catalogue_seed_after_migrate
 
-        # Once per `migrate`, after every app's migrations (the catalogue's table exists by then).
-        post_migrate.connect(catalogue_seed_after_migrate, sender=self, dispatch_uid="sandbox.seed_catalogue")
+        # Once per `migrate`, with the post_migrate of the app whose table it fills (Django sends
+        # post_migrate only for apps with models; every app's migrations have run by then).
+        post_migrate.connect(
+            catalogue_seed_after_migrate,
+            sender=self.apps.get_app_config("compensations"),
+            dispatch_uid="sandbox.seed_catalogue",
+        )

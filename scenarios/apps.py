@@ -10,5 +10,10 @@ class ScenariosConfig(AppConfig):
     def ready(self) -> None:
         from .policies import policies_seed_after_migrate
 
-        # Once per `migrate`, after every app's migrations (the policies' table exists by then).
-        post_migrate.connect(policies_seed_after_migrate, sender=self, dispatch_uid="scenarios.seed_policies")
+        # Once per `migrate`, with the post_migrate of the app whose table it fills (Django sends
+        # post_migrate only for apps with models; every app's migrations have run by then).
+        post_migrate.connect(
+            policies_seed_after_migrate,
+            sender=self.apps.get_app_config("reconciliation"),
+            dispatch_uid="scenarios.seed_policies",
+        )

@@ -18,7 +18,7 @@ def sandbox_tool_catalogue() -> Iterator[None]:
 
 @pytest.fixture
 def catalogue(transactional_db: None) -> None:
-    """The default catalogue and role grants, as migrations 0002 and 0003 leave them
-    (transactional tests flush every table, the migrations' rows included)."""
+    """The demo's catalogue and the role grants, as the test database's `migrate` leaves them
+    (transactional tests flush every table, those rows included)."""
     catalogue_seed_defaults()
     catalogue_grant_roles()

@@ -9,6 +9,8 @@ import pytest
 from django.contrib.auth.models import Group
 
 from compensations.models import CatalogueEntry
+from reconciliation.models import TaskPolicy
+from scenarios.policies import DEFAULT_POLICIES
 
 
 @pytest.mark.django_db
@@ -16,6 +18,11 @@ def test_migrate_seeds_the_demo_catalogue_with_history_and_grants_the_roles() ->
     # Plain (rolled-back) tests see the database exactly as `migrate` left it.
     entry = CatalogueEntry.objects.get(tool="reship")
     assert entry.history.get().history_change_reason == "default catalogue"
+    # ... and the scripted flows' policies (seed 000's returns leaves the undo to a person).
+    assert set(TaskPolicy.objects.values_list("task_type", flat=True)) == {p[0] for p in DEFAULT_POLICIES}
+    returns = TaskPolicy.objects.get(task_type="returns")
+    assert returns.undo_before_escalating is False
+    assert returns.history.get().history_change_reason == "default policy"
     perms = {
         group.name: {f"{p.content_type.app_label}.{p.codename}" for p in group.permissions.all()}
         for group in Group.objects.filter(name__in=["support_staff", "team_lead", "admin"])

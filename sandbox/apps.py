@@ -1,4 +1,4 @@
-from django.apps import AppConfig
+from django.apps import AppConfig, apps
 from django.db.models.signals import post_migrate
 
 
@@ -14,6 +14,6 @@ class SandboxConfig(AppConfig):
         # post_migrate only for apps with models; every app's migrations have run by then).
         post_migrate.connect(
             catalogue_seed_after_migrate,
-            sender=self.apps.get_app_config("compensations"),
+            sender=apps.get_app_config("compensations"),
             dispatch_uid="sandbox.seed_catalogue",
         )

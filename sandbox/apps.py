@@ -1,5 +1,16 @@
+from typing import Any
+
 from django.apps import AppConfig, apps
+from django.core.signals import setting_changed
 from django.db.models.signals import post_migrate
+
+from tools.registry import reset_registry
+
+
+def _forget_tools(*, setting: str, **kwargs: Any) -> None:
+    # sandbox.tools builds its connectors from SEAM_SANDBOX_URL when the registry loads them.
+    if setting == "SEAM_SANDBOX_URL":
+        reset_registry()
 
 
 class SandboxConfig(AppConfig):
@@ -17,3 +28,5 @@ class SandboxConfig(AppConfig):
             sender=apps.get_app_config("compensations"),
             dispatch_uid="sandbox.seed_catalogue",
         )
+        # Tests point the sandbox's tools at their own sandbox process with override_settings.
+        setting_changed.connect(_forget_tools, dispatch_uid="sandbox.forget_tools")

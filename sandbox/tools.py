@@ -1,5 +1,7 @@
 """The tools of the sandbox's providers (docs/sandbox.md), as a deployment would declare its
-real ones: HTTP connectors configured per tool, arguments described by JSON Schema."""
+real ones: HTTP connectors configured per tool, arguments described by JSON Schema. Part of the
+demo: the local settings list this module in SEAM_TOOL_MODULES (tests opt in with the
+`sandbox_tools` fixture); production lists the operator's own modules."""
 
 from __future__ import annotations
 

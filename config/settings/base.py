@@ -146,7 +146,8 @@ SEAM_JOURNAL_SINGLE_STATEMENT = _env_or_fail(env.bool, "SEAM_JOURNAL_SINGLE_STAT
 SEAM_TOOL_MODULES = _env_or_fail(env.list, "SEAM_TOOL_MODULES", default=[])
 SEAM_SANDBOX_URL = env("SEAM_SANDBOX_URL", default="http://127.0.0.1:8100")
 # Whether Seam's own URLs include the sandbox at /sandbox/ (the demo and the tests do; it has no
-# authentication, so production refuses to). `manage.py runsandbox` serves it either way.
+# authentication, so production refuses to). `manage.py runsandbox` (a command of the sandbox app,
+# installed by the local and test settings) serves it either way.
 SEAM_SANDBOX_ENABLED = _env_or_fail(env.bool, "SEAM_SANDBOX_ENABLED", default=False)
 
 # What versions the running code has per task type (schema, flow, policy, capability): a dotted

@@ -151,6 +151,7 @@ PRODUCT = (
 
 
 def test_production_installs_neither_the_sandbox_nor_the_scenarios() -> None:
+    # ... nor offers their commands (no demo users, no seeded runs, no sandbox server).
     code = (
         "import django; django.setup()\n"
         "from django.apps import apps\n"
@@ -158,6 +159,9 @@ def test_production_installs_neither_the_sandbox_nor_the_scenarios() -> None:
         f"for app in {DEMO!r}:\n"
         "    assert not apps.is_installed(app), app\n"
         "    assert app not in settings.INSTALLED_APPS, app\n"
+        "from django.core.management import get_commands\n"
+        "demo_commands = {'runsandbox', 'seed_demo', 'create_demo_users', 'replay_ticket'}\n"
+        "assert not demo_commands & set(get_commands()), demo_commands & set(get_commands())\n"
         "assert settings.SEAM_FLOWS == '', settings.SEAM_FLOWS\n"
         "assert settings.SEAM_RUNNING_VERSIONS == '', settings.SEAM_RUNNING_VERSIONS\n"
         "print('no demo')\n"

@@ -639,7 +639,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     try:
         with running_sandbox(url) as (sandbox, _process):
             progress(f"sandbox at {sandbox}")
-            with override_settings(SEAM_TOOL_MODULES=["tools.sandbox_tools"], SEAM_SANDBOX_URL=sandbox):
+            with override_settings(SEAM_TOOL_MODULES=["sandbox.tools"], SEAM_SANDBOX_URL=sandbox):
                 world = World(sandbox)
                 # The query first: its small-journal baseline wants a journal of 100 stale rows.
                 if "query" in args.parts:

@@ -10,7 +10,7 @@
 
 The catalogue is a table, so these are database checks: they run with
 `manage.py check --database default` and before `migrate`, and say nothing until the catalogue
-table exists and its defaults are seeded (a first `migrate` must be able to create it)."""
+table exists (a first `migrate` must be able to create it)."""
 
 from __future__ import annotations
 
@@ -29,8 +29,9 @@ from tools.registry import ToolSpec, all_tools
 from .mapping import MappingError, parse_source
 from .models import CatalogueEntry
 
-# The migration that seeds the defaults; before it has run, an empty catalogue is expected.
-SEED_MIGRATION = ("compensations", "0002_default_catalogue")
+# Until the catalogue's first migrations have run, the checks say nothing. (0002 once seeded the
+# demo's entries here; it seeds nothing now, and an operator fills the catalogue in the admin.)
+CATALOGUE_MIGRATION = ("compensations", "0002_default_catalogue")
 
 
 class EntryLike(Protocol):
@@ -73,7 +74,7 @@ def missing_entries(entries: Mapping[str, EntryLike], tools: Mapping[str, ToolSp
     return [
         Error(
             f"write tool {name} has no compensation catalogue entry",
-            hint="Add one in the admin (or compensations/defaults.py): what undoes it, or reversibility "
+            hint="Add one in the admin (or seed it with compensations.defaults.catalogue_seed): what undoes it, or reversibility "
             "'none' with a staff note saying why nothing can.",
             obj=name,
             id="compensations.E001",
@@ -168,6 +169,9 @@ def irreversible_first(entries: Mapping[str, EntryLike], flows: Iterable[FlowLik
 
 
 def _flows() -> list[FlowLike]:
+    """The declared flows (settings.SEAM_FLOWS); none when the setting is blank."""
+    if not settings.SEAM_FLOWS:
+        return []
     flows = import_string(settings.SEAM_FLOWS)
     return list(flows.values() if isinstance(flows, Mapping) else flows)
 
@@ -178,7 +182,7 @@ def _catalogue_ready(alias: str) -> bool:
     try:
         if CatalogueEntry._meta.db_table not in connection.introspection.table_names():
             return False
-        return SEED_MIGRATION in MigrationRecorder(connection).applied_migrations()
+        return CATALOGUE_MIGRATION in MigrationRecorder(connection).applied_migrations()
     except DatabaseError:
         return False
 

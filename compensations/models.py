@@ -22,7 +22,7 @@ class Reversibility(models.TextChoices):
 
 
 class CatalogueEntry(models.Model):
-    """One write tool's undo, written by the defaults (compensations.defaults) and edited by admins.
+    """One write tool's undo, written by admins (or seeded: compensations.defaults.catalogue_seed).
 
     `argument_mapping` maps each argument of the compensating tool to a source (resolved by
     compensations.mapping.compensation_args):

@@ -52,6 +52,10 @@ def register_upgrade(task_type: str, field: str, recorded: str, running: str) ->
 
 
 def running_versions(task_type: str) -> dict[str, str] | None:
+    """The versions the running code declares for `task_type` (settings.SEAM_RUNNING_VERSIONS),
+    or None: the task type is not declared, or nothing is (the setting is blank)."""
+    if not settings.SEAM_RUNNING_VERSIONS:
+        return None
     versions: dict[str, dict[str, str]] = import_string(settings.SEAM_RUNNING_VERSIONS)()
     return versions.get(task_type)
 
@@ -104,6 +108,14 @@ def _version_problem(run: Run, *, actor: journal.Actor) -> str:
     """'' when the run may be resumed by the running code (applying registered upgrades to its
     plan, which bumps the run's version), else a sentence naming the mismatch."""
     running = running_versions(run.task_type)
+    if running is None and not settings.SEAM_RUNNING_VERSIONS:
+        # Nothing to compare the run's versions with: resuming could carry out a plan the
+        # deployment's code no longer makes. A person decides; declaring the running versions
+        # lets reconciliation resume runs whose versions match.
+        return (
+            "no running versions are declared (SEAM_RUNNING_VERSIONS), so the versions this run "
+            "was recorded under cannot be compared with the running code"
+        )
     if running is None:
         return f"the running code has no flow for task type {run.task_type}"
     recorded = run.versions

@@ -1,7 +1,19 @@
-from django.apps import AppConfig
+from django.apps import AppConfig, apps
+from django.db.models.signals import post_migrate
 
 
 class ScenariosConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "scenarios"
     verbose_name = "Flows, tickets and the kill-point harness"
+
+    def ready(self) -> None:
+        from .policies import policies_seed_after_migrate
+
+        # Once per `migrate`, with the post_migrate of the app whose table it fills (Django sends
+        # post_migrate only for apps with models; every app's migrations have run by then).
+        post_migrate.connect(
+            policies_seed_after_migrate,
+            sender=apps.get_app_config("reconciliation"),
+            dispatch_uid="scenarios.seed_policies",
+        )

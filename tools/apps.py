@@ -9,7 +9,7 @@ from .registry import registered_arguments_check, reset_registry
 
 
 def _forget_tools(*, setting: str, **kwargs: Any) -> None:
-    if setting in ("SEAM_TOOL_MODULES", "SEAM_SANDBOX_URL"):
+    if setting == "SEAM_TOOL_MODULES":
         reset_registry()
 
 
@@ -19,7 +19,8 @@ class ToolsConfig(AppConfig):
     verbose_name = "Tools and connectors"
 
     def ready(self) -> None:
-        # Tests switch the catalogue and the sandbox address with override_settings.
+        # Tests switch the catalogue with override_settings. (A tool module whose specs read
+        # other settings when loaded resets the registry itself when those change.)
         setting_changed.connect(_forget_tools, dispatch_uid="tools.forget_tools")
         # A registered tool's arguments are checked against its schema before its intent is
         # recorded, whichever path records it (in process, REST, a staff action).

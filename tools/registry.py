@@ -107,7 +107,7 @@ def find_tool(name: str) -> ToolSpec | None:
 
 
 def reset_registry() -> None:
-    """Forget loaded tools (tests that change SEAM_TOOL_MODULES or the sandbox URL)."""
+    """Forget loaded tools (tests that change SEAM_TOOL_MODULES or a setting a tool module reads)."""
     _registry.cache_clear()
 
 

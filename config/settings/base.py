@@ -43,11 +43,12 @@ INSTALLED_APPS = [
     "reconciliation",
     "compensations",
     "fanout",
-    "sandbox",
     "tools",
-    "scenarios",
     "observability",
 ]
+# The demo (the sandbox of downstream systems, the scripted flows and tickets) is no part of the
+# product: local and test settings add these apps, production never does.
+DEMO_APPS = ["sandbox", "scenarios"]
 
 MIDDLEWARE = [
     # First, so every later middleware's and view's log records carry the request id.
@@ -138,21 +139,27 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 # The journal's two hot writes run as single statements on PostgreSQL (handover/journal_sql.py).
 SEAM_JOURNAL_SINGLE_STATEMENT = _env_or_fail(env.bool, "SEAM_JOURNAL_SINGLE_STATEMENT", default=True)
 
-# Where tools are declared (each module has tools() -> list[ToolSpec]), and where the sandbox of
-# downstream systems listens (python manage.py runsandbox).
-SEAM_TOOL_MODULES = _env_or_fail(env.list, "SEAM_TOOL_MODULES", default=["tools.sandbox_tools"])
+# Where tools are declared: modules each with tools() -> list[ToolSpec], set by the operator.
+# None by default: the product declares no tool of its own (local and test settings add the
+# sandbox's). SEAM_SANDBOX_URL is where the demo's sandbox of downstream systems listens
+# (python manage.py runsandbox).
+SEAM_TOOL_MODULES = _env_or_fail(env.list, "SEAM_TOOL_MODULES", default=[])
 SEAM_SANDBOX_URL = env("SEAM_SANDBOX_URL", default="http://127.0.0.1:8100")
 # Whether Seam's own URLs include the sandbox at /sandbox/ (the demo and the tests do; it has no
-# authentication, so production refuses to). `manage.py runsandbox` serves it either way.
+# authentication, so production refuses to). `manage.py runsandbox` (a command of the sandbox app,
+# installed by the local and test settings) serves it either way.
 SEAM_SANDBOX_ENABLED = _env_or_fail(env.bool, "SEAM_SANDBOX_ENABLED", default=False)
 
 # What versions the running code has per task type (schema, flow, policy, capability): a dotted
 # path to a function returning {task_type: {...}}. A dead run recorded under other versions is not
-# resumed silently (reconciliation.decisions).
-SEAM_RUNNING_VERSIONS = env("SEAM_RUNNING_VERSIONS", default="scenarios.flows.running_versions")
-# The flows agents run (a dotted path to {task_type: Flow}); the compensations system checks
-# read it to refuse a flow that does something irreversible before something reversible.
-SEAM_FLOWS = env("SEAM_FLOWS", default="scenarios.flows.FLOWS")
+# resumed silently (reconciliation.decisions). Blank (the default): none are declared, so no dead
+# run's versions can be compared with the running code and reconciliation hands every one that
+# would have been resumed to a person (version_mismatch) instead.
+SEAM_RUNNING_VERSIONS = env("SEAM_RUNNING_VERSIONS", default="")
+# The flows agents run (a dotted path to {task_type: Flow} or a list of flows); the compensations
+# system checks read it to refuse a flow that does something irreversible before something
+# reversible. Blank (the default): no flows are declared and that check has nothing to check.
+SEAM_FLOWS = env("SEAM_FLOWS", default="")
 SEAM_RESUME_TRANSIENT_RETRIES = _env_or_fail(env.int, "SEAM_RESUME_TRANSIENT_RETRIES", default=3)
 
 # Compensations: transient failures are retried this many times before the dead-letter queue;

@@ -2,7 +2,7 @@
 DATABASE_URL / CELERY_BROKER_URL say otherwise."""
 
 from .base import *  # noqa: F403
-from .base import env
+from .base import DEMO_APPS, INSTALLED_APPS, _env_or_fail, env
 
 DEBUG = env.bool("DJANGO_DEBUG", default=True)
 MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
@@ -12,3 +12,11 @@ MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBacken
 SEAM_SANDBOX_ENABLED = env.bool("SEAM_SANDBOX_ENABLED", default=True)
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
+
+# The demo: the sandbox of downstream systems and its tools, the scripted flows and tickets (with
+# their running versions), and, seeded when `migrate` runs, the sandbox's compensation catalogue
+# and the flows' recovery policies (sandbox.catalogue, scenarios.policies).
+INSTALLED_APPS = [*INSTALLED_APPS, *DEMO_APPS]
+SEAM_TOOL_MODULES = _env_or_fail(env.list, "SEAM_TOOL_MODULES", default=["sandbox.tools"])
+SEAM_RUNNING_VERSIONS = env("SEAM_RUNNING_VERSIONS", default="scenarios.flows.running_versions")
+SEAM_FLOWS = env("SEAM_FLOWS", default="scenarios.flows.FLOWS")

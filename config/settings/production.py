@@ -3,7 +3,7 @@
 from django.core.exceptions import ImproperlyConfigured
 
 from .base import *  # noqa: F403
-from .base import LOGGING, _env_or_fail, database_from_env, env
+from .base import DEMO_APPS, INSTALLED_APPS, LOGGING, _env_or_fail, database_from_env, env
 
 SECRET_KEY = env("DJANGO_SECRET_KEY")
 if SECRET_KEY.startswith("insecure") or len(SECRET_KEY) < 50:
@@ -25,8 +25,15 @@ if not CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
 SEAM_LOG_JSON = _env_or_fail(env.bool, "SEAM_LOG_JSON", default=True)
 LOGGING["handlers"]["console"]["formatter"] = "json" if SEAM_LOG_JSON else "plain"
 
+# No demo: INSTALLED_APPS is base's, without the sandbox or the scenarios (so neither their
+# tables nor the demo's catalogue and policies are migrated into a production database). The
+# tools are the operator's, from the environment (SEAM_TOOL_MODULES, comma-separated module
+# paths; none by default), and so are SEAM_FLOWS and SEAM_RUNNING_VERSIONS (none by default).
+if set(DEMO_APPS) & set(INSTALLED_APPS):
+    raise ImproperlyConfigured(f"The demo apps {DEMO_APPS} cannot be installed in production.")
+
 # The sandbox (a test double of the downstream systems, without authentication) is never part
-# of a production Seam; `manage.py runsandbox` still serves it in a process of its own.
+# of a production Seam; its routes are not mounted.
 if _env_or_fail(env.bool, "SEAM_SANDBOX_ENABLED", default=False):
     raise ImproperlyConfigured("SEAM_SANDBOX_ENABLED cannot be true in production.")
 SEAM_SANDBOX_ENABLED = False

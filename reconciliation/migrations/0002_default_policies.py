@@ -1,14 +1,14 @@
 from django.db import migrations
 
-
-def forward(apps, schema_editor):
-    from reconciliation.defaults import policies_seed_defaults
-
-    policies_seed_defaults(
-        apps.get_model("reconciliation", "TaskPolicy"), apps.get_model("reconciliation", "HistoricalTaskPolicy")
-    )
+# This migration used to seed the scripted flows' recovery policies (the demo's) into every
+# database, production's included. It seeds nothing now: the demo's policies live with the demo
+# (scenarios.policies), written when a database with the scenarios installed is migrated.
+#
+# Databases that already ran it keep their rows: Django never runs an applied migration again,
+# and nothing here or anywhere else deletes a policy. A new database, production's, has no
+# policies until the operator writes them (a dead run without one is handed to a person).
 
 
 class Migration(migrations.Migration):
     dependencies = [("reconciliation", "0001_task_policy")]
-    operations = [migrations.RunPython(forward, migrations.RunPython.noop)]
+    operations = []

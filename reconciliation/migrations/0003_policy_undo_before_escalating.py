@@ -3,17 +3,23 @@
 from django.db import migrations, models
 
 
+# The returns policy's notes as the old seed (migration 0002, then reconciliation.defaults)
+# wrote them, frozen here: this migration must not depend on code that moves with the demo.
+RETURNS_NOTES = (
+    "Resume up to the act phase; once it has acted, hand it to a person with nothing undone: the "
+    "decision rested on a policy passage and a stock level read minutes earlier, and whether to "
+    "finish (the refund) or undo (the pickup) depends on what the buyer wants."
+)
+
+
 def returns_escalate_without_undoing(apps, schema_editor):
     """Returns: a person chooses between finishing and undoing. Only the seeded,
-    never-edited policy is changed; an admin's own edit stands."""
-    from reconciliation.defaults import DEFAULT_POLICIES, ESCALATE_WITHOUT_UNDOING
-
-    notes = {task_type: text for task_type, *_rest, text in DEFAULT_POLICIES}
+    never-edited policy is changed; an admin's own edit stands. A database that never had the
+    old seed (any created since 0002 stopped seeding) has no such row and nothing changes."""
     policy_model = apps.get_model("reconciliation", "TaskPolicy")
-    for task_type in ESCALATE_WITHOUT_UNDOING:
-        policy_model.objects.filter(task_type=task_type, version=1).update(
-            undo_before_escalating=False, notes=notes[task_type]
-        )
+    policy_model.objects.filter(task_type="returns", version=1).update(
+        undo_before_escalating=False, notes=RETURNS_NOTES
+    )
 
 
 class Migration(migrations.Migration):

@@ -5,19 +5,20 @@ from collections.abc import Iterator
 import pytest
 from django.test import override_settings
 
-from compensations.defaults import catalogue_grant_roles, catalogue_seed_defaults
+from compensations.defaults import catalogue_grant_roles
+from sandbox.catalogue import catalogue_seed_defaults
 
 
 @pytest.fixture(autouse=True)
 def sandbox_tool_catalogue() -> Iterator[None]:
     """The sandbox's tools registered (no sandbox process is needed: nothing is called)."""
-    with override_settings(SEAM_TOOL_MODULES=["tools.sandbox_tools"]):
+    with override_settings(SEAM_TOOL_MODULES=["sandbox.tools"]):
         yield
 
 
 @pytest.fixture
 def catalogue(transactional_db: None) -> None:
-    """The default catalogue and role grants, as migrations 0002 and 0003 leave them
-    (transactional tests flush every table, the migrations' rows included)."""
+    """The demo's catalogue and the role grants, as the test database's `migrate` leaves them
+    (transactional tests flush every table, those rows included)."""
     catalogue_seed_defaults()
     catalogue_grant_roles()

@@ -143,3 +143,15 @@ def test_an_entry_marked_irreversible_changes_what_the_flows_may_do() -> None:
     errors = _errors()
 
     assert {(e.id, e.obj) for e in errors} == {("compensations.E003", "shortage")}
+
+
+@override_settings(SEAM_FLOWS="")
+def test_with_no_flows_declared_there_is_no_order_to_check() -> None:
+    # Production's default: the product declares no flows, so E003 has nothing to read, while the
+    # catalogue's own checks (E001, E002) still hold against the registered tools.
+    CatalogueEntry.objects.filter(tool="issue_credit").update(
+        reversibility="none", compensating_tool="", argument_mapping={}
+    )
+    assert _errors() == []
+    CatalogueEntry.objects.filter(tool="reship").update(deadline_field="cutoff")
+    assert [(e.id, e.obj) for e in _errors()] == [("compensations.E002", "reship")]

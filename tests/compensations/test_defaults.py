@@ -1,11 +1,15 @@
-"""compensations/defaults.py: every write tool has an entry; seeding never overwrites an edit."""
+"""The demo's catalogue (sandbox/catalogue.py, seeded through compensations.defaults.catalogue_seed):
+every sandbox write tool has an entry; seeding never overwrites an edit; `migrate` seeds it where
+the sandbox is installed, `flush` does not."""
 
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
-from compensations.defaults import DEFAULT_CATALOGUE, catalogue_seed_defaults
 from compensations.models import CatalogueEntry, Reversibility
+from sandbox.catalogue import DEFAULT_CATALOGUE, catalogue_seed_after_migrate, catalogue_seed_defaults
 from tools.registry import all_tools
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("catalogue")]
@@ -41,3 +45,18 @@ def test_seeding_again_keeps_an_admins_edit() -> None:
 
     assert CatalogueEntry.objects.get(tool="reship").loss == "recall fee and a day"
     assert CatalogueEntry.objects.filter(tool="notify_seller").exists()
+
+
+def test_migrate_seeds_the_demo_catalogue_and_flush_does_not() -> None:
+    CatalogueEntry.objects.all().delete()
+    apps = MigrationExecutor(connection).loader.project_state().apps  # what `migrate` sends
+
+    # flush sends post_migrate without a plan: the tables stay as the test emptied them.
+    catalogue_seed_after_migrate(using="default", plan=None, apps=apps)
+    assert not CatalogueEntry.objects.exists()
+
+    catalogue_seed_after_migrate(using="default", plan=[], apps=apps)  # `migrate`, nothing to apply
+    assert CatalogueEntry.objects.count() == len(DEFAULT_CATALOGUE)
+    assert CatalogueEntry.history.filter(history_change_reason="default catalogue").count() == len(
+        DEFAULT_CATALOGUE
+    )

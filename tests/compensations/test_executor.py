@@ -10,11 +10,11 @@ import requests
 from django.contrib.auth.models import Group
 from django.test import override_settings
 
-from compensations.defaults import catalogue_seed_defaults
 from compensations.models import Compensation, CompensationStatus, DeadLetter
 from compensations.services import CompensationRetry, compensation_execute, compensation_request
 from journal import services as journal
 from journal.models import Intent, Run, RunStatus
+from sandbox.catalogue import catalogue_seed_defaults
 from tests import factories
 from tools import services as tools
 

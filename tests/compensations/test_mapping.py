@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from compensations.defaults import DEFAULT_CATALOGUE
 from compensations.mapping import MappingError, MissingSource, compensation_args
 from compensations.models import CatalogueEntry
+from sandbox.catalogue import DEFAULT_CATALOGUE
 
 
 def _entry(tool: str) -> CatalogueEntry:

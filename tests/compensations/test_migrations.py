@@ -1,5 +1,7 @@
-"""Migrations: the seeded catalogue has a first history row, the roles their permissions
-(compensations 0003 and handover 0008)."""
+"""Migrations: the roles get their permissions (compensations 0003 and handover 0008); where the
+demo is installed (these test settings), `migrate` also seeds the sandbox's catalogue, each entry
+with a first history row. (That production's `migrate` seeds nothing is
+tests/security/test_production_settings.py's.)"""
 
 from __future__ import annotations
 
@@ -7,13 +9,20 @@ import pytest
 from django.contrib.auth.models import Group
 
 from compensations.models import CatalogueEntry
+from reconciliation.models import TaskPolicy
+from scenarios.policies import DEFAULT_POLICIES
 
 
 @pytest.mark.django_db
-def test_migrations_seed_the_catalogue_with_history_and_grant_the_roles() -> None:
-    # Plain (rolled-back) tests see the database exactly as the migrations left it.
+def test_migrate_seeds_the_demo_catalogue_with_history_and_grants_the_roles() -> None:
+    # Plain (rolled-back) tests see the database exactly as `migrate` left it.
     entry = CatalogueEntry.objects.get(tool="reship")
     assert entry.history.get().history_change_reason == "default catalogue"
+    # ... and the scripted flows' policies (seed 000's returns leaves the undo to a person).
+    assert set(TaskPolicy.objects.values_list("task_type", flat=True)) == {p[0] for p in DEFAULT_POLICIES}
+    returns = TaskPolicy.objects.get(task_type="returns")
+    assert returns.undo_before_escalating is False
+    assert returns.history.get().history_change_reason == "default policy"
     perms = {
         group.name: {f"{p.content_type.app_label}.{p.codename}" for p in group.permissions.all()}
         for group in Group.objects.filter(name__in=["support_staff", "team_lead", "admin"])

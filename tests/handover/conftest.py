@@ -9,9 +9,9 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from compensations.defaults import catalogue_seed_defaults
 from journal.models import Run, RunStatus
-from reconciliation.defaults import policies_seed_defaults
+from sandbox.catalogue import catalogue_seed_defaults
+from scenarios.policies import policies_seed_defaults
 
 
 def escalate_ticket(sandbox_url: str, ticket_id: str = "T-40912", *flags: str) -> Run:

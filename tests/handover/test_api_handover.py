@@ -15,11 +15,11 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from compensations.defaults import catalogue_seed_defaults
 from handover.handover import handover_for
-from handover.management.commands.seed_demo import DEMO_REPLAYS
 from journal.models import AgentToken, Run
-from reconciliation.defaults import policies_seed_defaults
+from sandbox.catalogue import catalogue_seed_defaults
+from scenarios.management.commands.seed_demo import DEMO_REPLAYS
+from scenarios.policies import policies_seed_defaults
 from tests import factories
 from tests.support.processes import database_url
 
@@ -93,7 +93,7 @@ def _seed_the_demo(sandbox_url: str, monkeypatch: pytest.MonkeyPatch) -> list[Ru
     database and sandbox through their environment), then one reconciliation sweep: every kind
     of handover the demo shows."""
     monkeypatch.setenv("DATABASE_URL", database_url(connection.settings_dict))
-    monkeypatch.setenv("SEAM_TOOL_MODULES", "tools.sandbox_tools")
+    monkeypatch.setenv("SEAM_TOOL_MODULES", "sandbox.tools")
     monkeypatch.setenv("SEAM_SANDBOX_URL", sandbox_url)
     policies_seed_defaults()
     catalogue_seed_defaults()

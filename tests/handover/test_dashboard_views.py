@@ -31,7 +31,7 @@ from journal import services
 from journal.models import CustomerMessage, Escalation, IntentStatus, Run, RunStatus, Tenant
 from journal.services import Actor
 from reconciliation.decisions import run_decide
-from reconciliation.defaults import policies_seed_defaults
+from scenarios.policies import policies_seed_defaults
 from tests import factories
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -546,7 +546,7 @@ def test_confirmations_flag_irreversible_and_high_value_effects(
     from tools.services import tool_perform
 
     policies_seed_defaults()
-    from compensations.defaults import catalogue_seed_defaults
+    from sandbox.catalogue import catalogue_seed_defaults
 
     catalogue_seed_defaults()
     run = make_run()

@@ -22,7 +22,6 @@ from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils import timezone
 
-from compensations.defaults import catalogue_seed_defaults
 from compensations.services import _dead_letter, compensation_request
 from handover import tasks
 from handover.models import NotificationRule
@@ -32,6 +31,7 @@ from handover.tasks import escalation_notify_schedule
 from journal import services as journal
 from journal.models import Escalation, OutcomeReason, Run, RunStatus, Tenant
 from reconciliation import decisions
+from sandbox.catalogue import catalogue_seed_defaults
 from tests import factories
 
 SYSTEM = journal.Actor.system("test-sweeper")

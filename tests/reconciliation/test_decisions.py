@@ -12,17 +12,18 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from django.test import override_settings
 from django.utils import timezone
 
-from compensations.defaults import catalogue_seed_defaults
 from compensations.models import CatalogueEntry, Reversibility
 from journal import services as journal
 from journal.models import Escalation, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
 from reconciliation import decisions
-from reconciliation.defaults import policies_seed_defaults
 from reconciliation.models import Strategy, TaskPolicy
+from sandbox.catalogue import catalogue_seed_defaults
 from scenarios.flows import FLOWS
 from scenarios.invariants import check_run
+from scenarios.policies import policies_seed_defaults
 from scenarios.tickets import TICKETS
 from tests.scenarios.test_kill_points import KILL_POINTS, replay_in_child
 
@@ -39,8 +40,8 @@ def _written_policies() -> None:
 
 
 def expected_outcome(ticket_id: str, mode: str, n: int) -> tuple[str, str, int]:
-    """(run status, reason, writes undone) that the written policies (reconciliation.defaults)
-    and the catalogue (compensations.defaults) prescribe."""
+    """(run status, reason, writes undone) that the written policies (scenarios.policies)
+    and the catalogue (sandbox.catalogue) prescribe."""
     flow = FLOWS[TICKETS[ticket_id].task_type]
     policy = TaskPolicy.objects.get(task_type=flow.task_type)
     done = flow.writes[:n]  # what the world has after the kill (a between-kill's nth was accepted)
@@ -136,6 +137,29 @@ def test_a_version_mismatch_is_escalated_naming_it(make_run: Any) -> None:
     run.refresh_from_db()
     assert run.outcome_reason == OutcomeReason.VERSION_MISMATCH
     assert "flow version expedited_fee_refund-0 was recorded" in run.outcome_detail
+
+
+def test_with_no_running_versions_declared_a_dead_run_goes_to_a_person(make_run: Any) -> None:
+    # Production's default (SEAM_RUNNING_VERSIONS blank): the run's versions match nothing the
+    # deployment declares, so resuming could carry out a plan its code no longer makes. Not
+    # resumed: escalated as a version mismatch, saying why, with nothing sent.
+    run = _dead_run(
+        make_run,
+        task_type="expedited_fee_refund",
+        versions=FLOWS["expedited_fee_refund"].run_versions(),
+        plan=[{"tool": "issue_refund", "args": {"order_id": "SO-1001", "amount": "9.99", "currency": "USD"}}],
+    )
+    with override_settings(SEAM_RUNNING_VERSIONS=""):
+        decision = decisions.run_decide(run=run, actor=SYSTEM)
+    run.refresh_from_db()
+    assert (decision.outcome, run.status, run.outcome_reason) == (
+        "escalated",
+        RunStatus.ESCALATED,
+        OutcomeReason.VERSION_MISMATCH,
+    )
+    assert "no running versions are declared (SEAM_RUNNING_VERSIONS)" in run.outcome_detail
+    assert not run.intents.exists()
+    assert Escalation.objects.filter(run=run, resolved_at__isnull=True).count() == 1
 
 
 def test_a_registered_upgrade_lets_an_old_run_resume(make_run: Any, monkeypatch: pytest.MonkeyPatch) -> None:

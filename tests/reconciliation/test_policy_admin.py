@@ -9,8 +9,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from reconciliation.defaults import policies_seed_defaults
 from reconciliation.models import TaskPolicy
+from scenarios.policies import policies_seed_defaults
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -35,13 +35,13 @@ from django.db import connection
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from compensations.defaults import catalogue_seed_defaults
 from compensations.models import Compensation, CompensationStatus, DeadLetter
 from compensations.services import compensation_request
 from journal import services as journal
 from journal.models import Intent, IntentStatus, JournalEvent, Run
 from journal.tool_errors import ToolError
 from reconciliation.services import reconcile_sweep
+from sandbox.catalogue import catalogue_seed_defaults
 from tests.reconciliation.test_workers import (
     _assert_settled_once_to_the_truth,
     _count_lookups,
@@ -87,7 +87,7 @@ def _base_env(sandbox: str, broker_url: str) -> dict[str, str]:
         "DATABASE_URL": database_url(connection.settings_dict),
         "DJANGO_CONN_MAX_AGE": "0",
         "CELERY_BROKER_URL": broker_url,
-        "SEAM_TOOL_MODULES": "tools.sandbox_tools",
+        "SEAM_TOOL_MODULES": "sandbox.tools",
         "SEAM_SANDBOX_URL": sandbox,
         "SEAM_SWEEP_INTERVAL_SECONDS": "1",
         "SEAM_STALE_AFTER_SECONDS": "0",

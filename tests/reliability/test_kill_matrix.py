@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from compensations.defaults import DEFAULT_CATALOGUE, catalogue_seed_defaults
 from compensations.models import Compensation, CompensationStatus
 from journal.models import AgentToken, IntentStatus, Run, RunStatus, Tenant
 from journal.selectors import compensation_intent_ids
-from reconciliation.defaults import DEFAULT_POLICIES, policies_seed_defaults
+from sandbox.catalogue import DEFAULT_CATALOGUE, catalogue_seed_defaults
 from scenarios.flows import FLOWS
 from scenarios.invariants import check_recovered, check_run
+from scenarios.policies import DEFAULT_POLICIES, policies_seed_defaults
 from scenarios.tickets import TICKETS
 from tests.reconciliation.test_decisions import expected_outcome
 from tests.scenarios.test_kill_points import KILL_POINTS, replay_in_child
@@ -59,7 +59,7 @@ def manage(sandbox_url: str, *args: str, expect: int = 0) -> str:
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings.test",
         "DATABASE_URL": database_url(connection.settings_dict),
-        "SEAM_TOOL_MODULES": "tools.sandbox_tools",
+        "SEAM_TOOL_MODULES": "sandbox.tools",
         "SEAM_SANDBOX_URL": sandbox_url,
     }
     child = manage_py(*args, env=env, timeout=180)

@@ -1,6 +1,8 @@
 """Production settings: `check --deploy` is clean with the environment a deployment gives, every
 secret comes from the environment (start-up refuses without it), no secret is written in the
-repository, and the sandbox (a test double without authentication) is not served."""
+repository, and the sandbox (a test double without authentication) is not served. Production has
+no demo: neither the sandbox nor the scenarios are installed or imported, the tools are the ones
+the environment names, and `migrate` writes no demo catalogue entry or task policy."""
 
 from __future__ import annotations
 
@@ -9,10 +11,15 @@ import re
 import secrets
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
+from django.conf import settings
 from django.urls import Resolver404, resolve
+
+from tests.sandbox.process import database_url
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -126,6 +133,138 @@ def test_runsandbox_serves_the_sandbox_whatever_seams_urls_mount() -> None:
     with pytest.raises(Resolver404):
         resolve("/api/v1/runs/", urlconf=root_urls)
     assert resolve("/sandbox/api/ledger/", urlconf=root_urls).view_name == "sandbox:ledger"
+
+
+# --- no demo in production ----------------------------------------------------------------
+
+DEMO = ("sandbox", "scenarios")
+PRODUCT = (
+    "config",
+    "journal",
+    "tools",
+    "reconciliation",
+    "compensations",
+    "fanout",
+    "handover",
+    "observability",
+)
+
+
+def test_production_installs_neither_the_sandbox_nor_the_scenarios() -> None:
+    # ... nor offers their commands (no demo users, no seeded runs, no sandbox server).
+    code = (
+        "import django; django.setup()\n"
+        "from django.apps import apps\n"
+        "from django.conf import settings\n"
+        f"for app in {DEMO!r}:\n"
+        "    assert not apps.is_installed(app), app\n"
+        "    assert app not in settings.INSTALLED_APPS, app\n"
+        "from django.core.management import get_commands\n"
+        "demo_commands = {'runsandbox', 'seed_demo', 'create_demo_users', 'replay_ticket'}\n"
+        "assert not demo_commands & set(get_commands()), demo_commands & set(get_commands())\n"
+        "assert settings.SEAM_FLOWS == '', settings.SEAM_FLOWS\n"
+        "assert settings.SEAM_RUNNING_VERSIONS == '', settings.SEAM_RUNNING_VERSIONS\n"
+        "print('no demo')\n"
+    )
+    result = run_python(code, deployment_env())
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no demo" in result.stdout
+
+
+def test_production_imports_nothing_of_the_demo() -> None:
+    """What import-linter's `demo-outside-the-product` contract says of the source, at run time:
+    every module of the product (migrations and management commands included) and the URLconf
+    load under production settings without loading a module of the sandbox or the scenarios."""
+    code = (
+        "import importlib, pkgutil, sys\n"
+        "import django; django.setup()\n"
+        "from django.urls import get_resolver\n"
+        "get_resolver().url_patterns\n"
+        f"for package in {PRODUCT!r}:\n"
+        "    module = importlib.import_module(package)\n"
+        "    for info in pkgutil.walk_packages(module.__path__, package + '.'):\n"
+        "        importlib.import_module(info.name)\n"
+        f"loaded = sorted(m for m in sys.modules if m.split('.')[0] in {DEMO!r})\n"
+        "assert not loaded, loaded\n"
+        "print('imported', len(sys.modules))\n"
+    )
+    result = run_python(code, deployment_env())
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "imported" in result.stdout
+
+
+TOOLS = (
+    "import django; django.setup()\n"
+    "from django.conf import settings\n"
+    "from tools.registry import all_tools\n"
+    "print(settings.SEAM_TOOL_MODULES, sorted(all_tools()))\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("modules", "expected"),
+    [
+        (None, "[] []"),
+        ("", "[] []"),
+        ("tests.security.operator_tools", "['tests.security.operator_tools'] ['open_ticket']"),
+    ],
+    ids=["unset", "empty", "an-operators-module"],
+)
+def test_production_runs_the_tools_the_environment_names(modules: str | None, expected: str) -> None:
+    result = run_python(TOOLS, deployment_env(SEAM_TOOL_MODULES=modules))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == expected
+
+
+@pytest.fixture
+def scratch_database_url() -> Iterator[str]:
+    """An empty PostgreSQL database on the suite's server, created for the test and dropped after."""
+    server = dict(settings.DATABASES["default"])
+    name = f"seam_prod_migrate_{os.getpid()}_{secrets.token_hex(4)}"
+    with psycopg.connect(database_url({**server, "NAME": "postgres"}), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield database_url({**server, "NAME": name})
+    finally:
+        with psycopg.connect(database_url({**server, "NAME": "postgres"}), autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_migrate_under_production_settings_writes_no_demo_data(scratch_database_url: str) -> None:
+    env = deployment_env(DATABASE_URL=scratch_database_url)
+    for _ in range(2):  # a second `migrate` (the next release's) adds nothing either
+        result = subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--noinput"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+
+    with psycopg.connect(scratch_database_url) as conn:
+        counts = {
+            table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # noqa: S608
+            for table in (
+                "compensations_catalogueentry",
+                "compensations_historicalcatalogueentry",
+                "reconciliation_taskpolicy",
+                "reconciliation_historicaltaskpolicy",
+            )
+        }
+        demo_tables = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE tablename LIKE 'sandbox%' OR tablename LIKE 'scenarios%'"
+        ).fetchall()
+        demo_migrations = conn.execute(
+            "SELECT app, name FROM django_migrations WHERE app IN ('sandbox', 'scenarios')"
+        ).fetchall()
+        roles = {row[0] for row in conn.execute("SELECT name FROM auth_group").fetchall()}
+    assert counts == dict.fromkeys(counts, 0)
+    assert demo_tables == []
+    assert demo_migrations == []
+    # What the product's migrations do set up is still there: the staff roles.
+    assert {"support_staff", "team_lead", "admin"} <= roles
 
 
 # --- no secret in the repository -------------------------------------------------------------

@@ -86,7 +86,7 @@ def test_a_connector_class_by_dotted_path_is_built_with_its_options() -> None:
         get_tool("issue_refund")
 
 
-@override_settings(SEAM_TOOL_MODULES=["tools.sandbox_tools"])
+@override_settings(SEAM_TOOL_MODULES=["sandbox.tools"])
 def test_every_sandbox_write_declares_its_receipt_and_a_way_to_ask_about_it() -> None:
     writes = {name: spec for name, spec in all_tools().items() if spec.kind == "write"}
     assert len(writes) == 13

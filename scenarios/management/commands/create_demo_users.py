@@ -1,3 +1,6 @@
+"""The demo's tenants, role groups and users (`make demo`), each with a fresh random password printed
+once. Part of the demo (scenarios), so a production deployment has no such command."""
+
 import secrets
 from typing import Any
 

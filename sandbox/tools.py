@@ -1,5 +1,7 @@
 """The tools of the sandbox's providers (docs/sandbox.md), as a deployment would declare its
-real ones: HTTP connectors configured per tool, arguments described by JSON Schema."""
+real ones: HTTP connectors configured per tool, arguments described by JSON Schema. Part of the
+demo: the local settings list this module in SEAM_TOOL_MODULES (tests opt in with the
+`sandbox_tools` fixture); production lists the operator's own modules."""
 
 from __future__ import annotations
 
@@ -7,8 +9,8 @@ from typing import Any
 
 from django.conf import settings
 
-from .connectors import BusinessIdHttpConnector, HttpConnector
-from .registry import ToolSpec
+from tools.connectors import BusinessIdHttpConnector, HttpConnector
+from tools.registry import ToolSpec
 
 API = "/sandbox/api/"
 

@@ -1,0 +1,19 @@
+"""A deployment's own tool module, as an operator names it in SEAM_TOOL_MODULES (used by
+test_production_settings: production runs the tools the environment names, and only those)."""
+
+from __future__ import annotations
+
+from tools.registry import ToolSpec
+
+
+def tools() -> list[ToolSpec]:
+    return [
+        ToolSpec(
+            name="open_ticket",
+            kind="write",
+            args_schema={"type": "object", "properties": {"subject": {"type": "string"}}},
+            connector_path="tools.connectors.HttpConnector",
+            connector_options={"base_url": "https://helpdesk.example.com/api/", "path": "tickets"},
+            receipt_fields=("ticket_id",),
+        )
+    ]

@@ -133,8 +133,8 @@ def _run_context(run: Run, request: HttpRequest, **extra: Any) -> dict[str, Any]
         "handover": handover,
         # Whether Resume can work, and if not why, by the action's own rules (no extra query).
         "resume": actions.resume_preview(run, rows),
-        "state": handover["state"],
-        "reason_label": _reason_label(handover["reason"]),
+        "state": handover.state,
+        "reason_label": _reason_label(handover.reason),
         "events": rows.events,
         "audit": rows.audit,
         "intents": rows.intents,

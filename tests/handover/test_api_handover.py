@@ -17,6 +17,7 @@ from rest_framework.test import APIClient
 
 from compensations.defaults import catalogue_seed_defaults
 from handover.handover import handover_for
+from handover.handover_schema import HandoverSerializer
 from handover.management.commands.seed_demo import DEMO_REPLAYS
 from journal.models import AgentToken, Run
 from reconciliation.defaults import policies_seed_defaults
@@ -39,7 +40,8 @@ def test_the_api_returns_the_handover_the_page_shows(escalated_bench: Run, perso
 
     assert response.status_code == 200
     body = response.json()
-    assert body == handover_for(escalated_bench)
+    assert body == HandoverSerializer(handover_for(escalated_bench)).data
+    assert body["next_action"]["code"] == "resume"
     assert [c["tool"] for c in body["completed"]] == ["start_return", "offer_replacement"]
     assert body["not_done"][0]["detail"] == "$14.95 expedited delivery fee"
 
@@ -135,6 +137,8 @@ def test_every_handover_the_demo_shows_is_exactly_what_the_schema_publishes(
     assert any(h["customer_told"] for h in handovers)
     assert any(h["next_action"]["compensations_available"] for h in handovers)
     assert any(isinstance(s["reversible"], str) for s in steps)
+    assert {s["reversibility"]["kind"] for s in steps} >= {"yes", "until"}
+    assert len({h["next_action"]["code"] for h in handovers}) > 1
     assert any(s["compensation"] and s["compensation"]["dead_letter"] for s in steps)
     coverage = [h["coverage"] for h in handovers if h["coverage"]]
     assert coverage and coverage[0]["checked"] and coverage[0]["decision"]["rests_on"]
@@ -150,3 +154,6 @@ def test_the_schema_refuses_a_handover_with_a_field_it_does_not_describe(escalat
     assert not validator.is_valid({k: v for k, v in body.items() if k != "state"})
     first = body["completed"][0]
     assert not validator.is_valid({**body, "completed": [{**first, "reversible": 3}]})
+    unheard_of = {**first["reversibility"], "kind": "maybe"}
+    assert not validator.is_valid({**body, "completed": [{**first, "reversibility": unheard_of}]})
+    assert not validator.is_valid({**body, "next_action": {**body["next_action"], "code": "panic"}})

@@ -106,19 +106,20 @@ def test_a_run_is_stuck_by_the_threshold_of_the_call_it_waits_on_for_every_reade
         "slow": _silent(make_run(ticket_id="slow"), seconds=120, waiting_on="slow_tool"),
         # Waiting on a call allowed 10 s: stuck after 30 s (nobody used to see it before 60 s).
         "fast": _silent(make_run(ticket_id="fast"), seconds=30, waiting_on="fast_tool"),
+        "fast too": _silent(make_run(ticket_id="fast too"), seconds=20, waiting_on="fast_tool"),
         # Waiting on nothing: the global 60 s.
         "quiet": _silent(make_run(ticket_id="quiet"), seconds=120),
         "alive": _silent(make_run(ticket_id="alive"), seconds=30),
     }
     now = timezone.now()
     tenant = runs["slow"].tenant
-    stuck = {"fast", "quiet"}
+    stuck = {"fast", "fast too", "quiet"}
 
     assert {r.ticket_id for r in stuck_runs(now=now)} == stuck
     # The staff queue, and its counts.
     queued = queue_runs(tenant=tenant, user=None, filters=QueueFilters(), now=now)
     assert {r.ticket_id for r in queued} == stuck
-    assert queue_reason_counts(tenant=tenant, now=now) == {"run_stuck": 2}
+    assert queue_reason_counts(tenant=tenant, now=now) == {"run_stuck": 3}
     # The handover.
     for name, run in runs.items():
         handover = handover_for(run)
@@ -127,10 +128,10 @@ def test_a_run_is_stuck_by_the_threshold_of_the_call_it_waits_on_for_every_reade
     assert handover_for(runs["slow"]).uncertain == []
     assert handover_for(runs["slow"]).next_action.code == NextActionCode.WAIT_FOR_AGENT
     # The metrics.
-    assert _stuck_gauge() == 2
+    assert _stuck_gauge() == 3
     # The sweep: a stuck run with a call open waits for reconciliation to settle the call (which
     # is stale by its own tool's threshold); the quiet one is decided now.
-    assert {i.run.ticket_id for i in stale_intents(now=now)} == {"fast"}
+    assert {i.run.ticket_id for i in stale_intents(now=now)} == {"fast", "fast too"}
     assert {r.ticket_id for r in dead_runs()} == {"quiet"}
 
 

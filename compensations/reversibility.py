@@ -34,7 +34,8 @@ class ReversibilityKind(models.TextChoices):
 
 @dataclass(frozen=True)
 class ReversibilityNow:
-    """How far one performed step can be taken back now (see the module's docstring)."""
+    """How far a performed step can be taken back now: yes, until a condition or deadline,
+    partially (losing `loss`), or not at all."""
 
     __json_properties__: ClassVar[tuple[str, ...]] = ("sentence",)
 

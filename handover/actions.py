@@ -298,7 +298,7 @@ def resume_preview(run: Run, rows: HandoverRows | None = None) -> ResumePreview:
         blockers.append(
             f"{', '.join(sorted(set(undone)))} was undone (or is being undone); resuming would build on it"
         )
-    if run.status == RunStatus.RUNNING and not run_is_stuck(run):
+    if run.status == RunStatus.RUNNING and not rows.stuck:
         blockers.append("the agent is still working this run")
     if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
         blockers.append(f"the run is {run.status}")

@@ -4,6 +4,7 @@ and exactly the object /api/schema/ describes."""
 from __future__ import annotations
 
 import io
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -50,6 +51,8 @@ def test_the_api_returns_the_handover_the_page_shows(escalated_bench: Run, perso
     page = staff.get(f"/runs/{escalated_bench.pk}/").content.decode()
     for item in body["completed"]:
         assert item["detail"] in page
+        assert re.search(rf"reversible:\s*{re.escape(item['reversibility']['sentence'])}</div>", page)
+    assert 'data-code="resume"' in page
 
 
 def test_another_tenants_handover_is_not_found(escalated_bench: Run) -> None:

@@ -202,8 +202,9 @@ def stuck_runs(
     `quiet_for` replaces every threshold (manage.py reconcile --older-than).
 
     The queue, the handover, the metrics and the sweep all ask this, so a run is stuck to all of
-    them at once. A partial-index range scan on run_running_idx, the open calls of each
-    candidate checked through their run's index."""
+    them at once. A range scan on the partial index run_running_idx, bounded by the shortest
+    threshold; with per-tool thresholds set, the open calls are read from the open rows only
+    (intent_open_idx), so the cost follows the rows in doubt, not the journal's size."""
     runs = Run.objects.filter(_stuck(now, quiet_for))
     if tenant is not None:
         runs = runs.filter(tenant=tenant)

@@ -173,7 +173,7 @@ def _stuck(now: datetime, quiet_for: timedelta | None) -> Q:
     running = Q(status=RunStatus.RUNNING)
     by_tool: dict[str, Any] = settings.SEAM_STALE_AFTER_BY_TOOL
     if quiet_for is not None or not by_tool:
-        return running & Q(last_heartbeat_at__lt=now - (quiet_for or stale_after()))
+        return running & Q(last_heartbeat_at__lt=now - (stale_after() if quiet_for is None else quiet_for))
     default = stale_after()
     thresholds: dict[timedelta, list[str]] = {}
     for tool in by_tool:

@@ -133,6 +133,8 @@ def test_a_run_is_stuck_by_the_threshold_of_the_call_it_waits_on_for_every_reade
     # is stale by its own tool's threshold); the quiet one is decided now.
     assert {i.run.ticket_id for i in stale_intents(now=now)} == {"fast", "fast too"}
     assert {r.ticket_id for r in dead_runs()} == {"quiet"}
+    # `manage.py reconcile --older-than 0 --decide`: every threshold is zero, the alive one too.
+    assert {r.ticket_id for r in dead_runs(quiet_for=timedelta(0))} == {"quiet", "alive"}
 
 
 def test_stuck_runs_is_a_range_scan_on_the_running_runs_index(make_run: Callable[..., Run]) -> None:

@@ -27,7 +27,7 @@ from django.utils.module_loading import import_string
 from tools.registry import ToolSpec, all_tools
 
 from .mapping import MappingError, parse_source
-from .models import CatalogueEntry
+from .models import CatalogueEntry, Reversibility
 
 # Until the catalogue's first migrations have run, the checks say nothing. (0002 once seeded the
 # demo's entries here; it seeds nothing now, and an operator fills the catalogue in the admin.)
@@ -99,7 +99,7 @@ def broken_mappings(entries: Mapping[str, EntryLike], tools: Mapping[str, ToolSp
 
     for name, entry in sorted(entries.items()):
         spec = tools.get(name)
-        if spec is None or entry.reversibility == "none":
+        if spec is None or entry.reversibility == Reversibility.NONE:
             # An entry for a tool this deployment does not register is harmless; "none" undoes nothing.
             continue
         if entry.deadline_field and entry.deadline_field not in spec.receipt_fields:
@@ -151,7 +151,7 @@ def irreversible_first(entries: Mapping[str, EntryLike], flows: Iterable[FlowLik
             entry = entries.get(step.tool)
             if entry is None:
                 continue  # E001's business
-            if entry.reversibility == "none":
+            if entry.reversibility == Reversibility.NONE:
                 first_irreversible = first_irreversible or step.tool
             elif first_irreversible is not None:
                 errors.append(

@@ -96,7 +96,7 @@ class Compensation(models.Model):
             # One live compensation per step: two clicks, two workers, one undo.
             models.UniqueConstraint(
                 fields=["original"],
-                condition=~models.Q(status="not_possible"),
+                condition=~models.Q(status=CompensationStatus.NOT_POSSIBLE),
                 name="one_compensation_per_step",
             )
         ]

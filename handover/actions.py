@@ -24,7 +24,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from compensations.mapping import MissingSource, compensation_args
-from compensations.models import CatalogueEntry
+from compensations.models import CatalogueEntry, CompensationStatus
+from compensations.reversibility import ReversibilityNow
 from compensations.tasks import compensate_run, compensation_schedule
 from journal import services as journal
 from journal import transitions
@@ -299,14 +300,14 @@ def resume_preview(run: Run, rows: HandoverRows | None = None) -> ResumePreview:
         for i in rows.intents
         if i.status == IntentStatus.PERFORMED
         and (compensation := rows.compensations.get(i.pk)) is not None
-        and compensation.status in (*UNDONE, "pending")
+        and compensation.status in (*UNDONE, CompensationStatus.PENDING)
     ]
     if undone:
         # Resuming skips performed steps; one that was undone would be skipped as if it stood.
         blockers.append(
             f"{', '.join(sorted(set(undone)))} was undone (or is being undone); resuming would build on it"
         )
-    if run.status == RunStatus.RUNNING and not run_is_stuck(run):
+    if run.status == RunStatus.RUNNING and not rows.stuck:
         blockers.append("the agent is still working this run")
     if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
         blockers.append(f"the run is {run.status}")
@@ -539,7 +540,7 @@ class Confirmation:
 def _high_value(args: dict[str, Any]) -> list[str]:
     """'high value: …' when the call moves at least settings.SEAM_HIGH_VALUE_AMOUNT."""
 
-    return _warnings(tool="", args=args, reversible=True)
+    return _warnings(tool="", args=args, reversible=ReversibilityNow.yes())
 
 
 def _undo_words(intent: Intent) -> tuple[str, list[str]]:
@@ -547,7 +548,7 @@ def _undo_words(intent: Intent) -> tuple[str, list[str]]:
 
     entry = CatalogueEntry.objects.filter(tool=intent.tool).first()
     reversible = reversibility(entry, intent, timezone.now())
-    if entry is None or reversible is False:
+    if entry is None or not reversible.can_undo:
         notes = entry.staff_notes if entry and entry.staff_notes else "a person must put it right by hand"
         return f"nothing undoes {intent.tool}: {notes}", [f"irreversible: {intent.tool}"]
     try:
@@ -555,9 +556,9 @@ def _undo_words(intent: Intent) -> tuple[str, list[str]]:
     except MissingSource as exc:
         return f"{entry.compensating_tool} cannot be built: {exc}", [str(exc)]
     words = ", ".join(f"{k}={v}" for k, v in args.items())
-    warnings = [str(reversible)] if isinstance(reversible, str) and reversible.startswith("partially") else []
+    warnings = [reversible.sentence] if reversible.loses else []
     warnings += _high_value(intent.args)
-    when = f" (reversible {reversible})" if isinstance(reversible, str) else ""
+    when = f" (reversible {reversible.sentence})" if reversible.conditional else ""
     return f"send {entry.compensating_tool}({words}) with a new key to undo {intent.tool}{when}", warnings
 
 
@@ -661,8 +662,8 @@ def confirmation(
         )
     if action == "resolve":
         handover = handover_build(rows)
-        warnings = [f"not done: {n['tool']}" for n in handover["not_done"]] + [
-            f"still uncertain: {u['tool']}" for u in handover["uncertain"]
+        warnings = [f"not done: {n.tool}" for n in handover.not_done] + [
+            f"still uncertain: {u.tool}" for u in handover.uncertain
         ]
         effect = (
             "the run is ended as cancelled and leaves the queue"

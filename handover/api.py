@@ -306,7 +306,7 @@ class HandoverApi(APIView):
         run = selectors.run_get(tenant=_tenant(request), run_id=run_id)
         if run is None:
             raise DRFNotFound(f"Run {run_id} not found.")
-        return Response(handover_for(run))
+        return Response(HandoverSerializer(handover_for(run)).data)
 
 
 class IntentCreateApi(APIView):

@@ -1,36 +1,264 @@
 """The handover: what a person needs to finish a run the agent could not, generated from the rows
 (intent rows and their receipts, the plan, the compensation catalogue, what the customer was
-told), never summarised by a model. The REST endpoint and the run page show the same object.
+told), never summarised by a model.
 
     completed      every write that happened, with what the downstream said and whether (and
                    until when) it can still be taken back
     not_done       planned writes that never happened
     uncertain      writes nobody can say happened or not, with the key to ask about
     customer_told  what the customer already knows
-    next_action    a concrete suggestion, by rules, from the four lists above
+    next_action    a concrete suggestion, by rules, from the four lists above: a code for
+                   machines beside the sentence for people
+
+The objects below are the one description of the handover: the run page renders them, and
+handover.handover_schema builds from their fields the serializer that answers
+GET /api/v1/runs/{id}/handover/ and that /api/schema/ publishes. A field's `described(...)`
+annotation is its description there; `__json_properties__` names properties the JSON carries too.
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
 from django.conf import settings
+from django.db import models
 from django.db.models import Max
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
-from compensations.models import CatalogueEntry, Compensation, Reversibility
+from compensations.models import CatalogueEntry, Compensation, CompensationStatus
+from compensations.reversibility import ReversibilityNow, reversibility_now
+from fanout.models import Outcome as FanOutOutcome
 from fanout.selectors import run_coverage
 from journal.models import CustomerMessage, Intent, IntentStatus, JournalEvent, Run, RunStatus
-from journal.selectors import compensation_intent_ids_in, plan_with_keys
+from journal.selectors import compensation_intent_ids_in, plan_with_keys, stuck_runs
 from tools.registry import UnknownTool, get_tool
 
 from .models import AuditEntry
 
 HANDOVER_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class FieldDoc:
+    """A field's description (and DRF field options) for the published schema:
+    `detail: Annotated[str, described("The receipt in words.")]`."""
+
+    options: dict[str, Any]
+
+
+def described(help_text: str = "", **drf: Any) -> FieldDoc:
+    return FieldDoc({"help_text": help_text, **drf} if help_text else drf)
+
+
+# --- the objects --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepCompensation:
+    id: int
+    status: CompensationStatus
+    not_undone: Annotated[str, described("What the undo could not take back, if it was partial.")]
+    dead_letter: Annotated[
+        int | None, described("The dead letter's id when the undo failed and a person owns it.")
+    ]
+
+
+@dataclass(frozen=True)
+class CompletedStep:
+    __json_properties__: ClassVar[tuple[str, ...]] = ("reversible",)
+
+    step_id: str
+    tool: str
+    at: Annotated[str, described("Local time of day it settled, HH:MM:SS, as the run page shows it.")]
+    settled_at: datetime
+    detail: Annotated[str, described("The receipt in words.")]
+    reversibility: Annotated[ReversibilityNow, described("How far it can still be taken back, now.")]
+    receipt: Annotated[dict[str, Any], described("The downstream's own identifiers.")]
+    undo_tool: Annotated[str, described("The catalogue's compensating tool; empty when nothing undoes it.")]
+    compensation: Annotated[StepCompensation | None, described("The undo, once one was asked for.")]
+    warnings: Annotated[list[str], described("What a person must know before undoing it.")]
+
+    @property
+    def reversible(self) -> bool | str:
+        """true, false, or the condition and deadline in words (reversibility.sentence)."""
+        return self.reversibility.flag_or_sentence
+
+    @property
+    def undone(self) -> bool:
+        """Undone (wholly or partly): the step no longer stands."""
+        return self.compensation is not None and self.compensation.status in UNDONE
+
+    @property
+    def undo_pending(self) -> bool:
+        return self.compensation is not None and self.compensation.status == CompensationStatus.PENDING
+
+    @property
+    def undo_failed(self) -> bool:
+        return self.compensation is not None and self.compensation.dead_letter is not None
+
+
+@dataclass(frozen=True)
+class NotDoneStep:
+    """A planned step that did not happen: what it was to send, and the key to it."""
+
+    step_id: Annotated[str, described("Empty when the step was never attempted.")]
+    tool: str
+    args: dict[str, Any]
+    detail: str
+    idempotency_key: Annotated[str, described("The key the step is (or would be) sent with.")]
+    why: Annotated[str, described('"never attempted", "not performed: …" or "failed (<class>): …".')]
+
+
+@dataclass(frozen=True)
+class UncertainStep:
+    """A step nobody can say happened or not, with the key to ask the downstream about."""
+
+    step_id: str
+    tool: str
+    args: dict[str, Any]
+    detail: str
+    idempotency_key: Annotated[str, described("The key the step was sent with.")]
+    status: IntentStatus
+    why: str
+    lookup_attempts: Annotated[int, described(min_value=0)]
+    compensation: Annotated[bool, described("The uncertain call is itself an undo.")]
+
+
+@dataclass(frozen=True)
+class CustomerTold:
+    at: datetime
+    channel: CustomerMessage.Channel
+    body: str
+
+
+@dataclass(frozen=True)
+class AvailableUndo:
+    __json_properties__: ClassVar[tuple[str, ...]] = ("reversible",)
+
+    step_id: str
+    tool: str
+    undo_tool: str
+    reversibility: ReversibilityNow
+
+    @property
+    def reversible(self) -> bool | str:
+        return self.reversibility.flag_or_sentence
+
+
+class NextActionCode(models.TextChoices):
+    """What the next-action box asks of a person, for machines (the sentence is for people)."""
+
+    SETTLE_UNCERTAIN = "settle_uncertain", "Find out whether an uncertain step happened"
+    FINISH_FAILED_UNDO = "finish_failed_undo", "Take a failed undo's dead letter"
+    WAIT_FOR_UNDO = "wait_for_undo", "Wait: an undo is in progress"
+    NOTHING_WAITING = "nothing_waiting", "Nothing waits on a person"
+    TELL_CUSTOMER_UNDONE = "tell_customer_undone", "Everything was undone: tell the customer, resolve"
+    FINISH_BY_HAND = "finish_by_hand", "A step was undone: finish by hand or undo the rest"
+    WAIT_FOR_AGENT = "wait_for_agent", "The agent is still working"
+    RESUME = "resume", "Resume the run (or undo what it did)"
+    CHECK_AND_RESOLVE = "check_and_resolve", "Everything was done: check, then resolve"
+    RESUME_OR_RESOLVE = "resume_or_resolve", "Nothing changed: resume, or resolve with a note"
+
+
+@dataclass(frozen=True)
+class NextAction:
+    code: NextActionCode
+    text: Annotated[str, described("The suggestion in words.")]
+    compensations_available: list[AvailableUndo]
+    waiting: Annotated[bool, described("Whether the run waits on a person.")]
+
+
+@dataclass(frozen=True)
+class MissingBranch:
+    branch: str
+    tool: str
+    required: bool
+    why: str
+    retry: str
+    attempts: Annotated[int, described(min_value=1)]
+
+
+@dataclass(frozen=True)
+class CheckedBranch:
+    branch: str
+    tool: str
+    required: bool
+    result: dict[str, Any]
+    latency_ms: int | None
+    attempts: Annotated[int, described(min_value=1)]
+
+
+@dataclass(frozen=True)
+class FanOutDecision:
+    proceed: bool
+    rule: str
+    summary: str
+    rests_on: list[str]
+    promise: dict[str, Any]
+    conflict: Annotated[dict[str, Any] | None, described('{"question": …, "sides": [{"source", "says"}, …]}')]
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """What the run's latest fan-out covered (fanout.selectors.run_coverage)."""
+
+    fanout: str
+    turn: Annotated[int, described(min_value=0)]
+    deadline_ms: Annotated[int, described(min_value=0)]
+    coverage: Annotated[str, described('Branches that answered, of all: "2/3".')]
+    outcome: Annotated[str, described(choices=[("", "not settled"), *FanOutOutcome.choices])]
+    outcome_label: str
+    missing: list[MissingBranch]
+    checked: list[CheckedBranch]
+    decision: FanOutDecision
+
+    @classmethod
+    def of(cls, coverage: dict[str, Any]) -> Coverage:
+        return cls(
+            **{
+                **coverage,
+                "missing": [MissingBranch(**m) for m in coverage["missing"]],
+                "checked": [CheckedBranch(**c) for c in coverage["checked"]],
+                "decision": FanOutDecision(**coverage["decision"]),
+            }
+        )
+
+
+@dataclass(frozen=True)
+class Handover:
+    """What a person needs to finish a run the agent could not, generated from the rows."""
+
+    handover_version: str
+    run_id: uuid.UUID
+    ticket_id: str
+    order_id: str
+    task_type: str
+    status: RunStatus
+    reason: Annotated[
+        str, described("Why the run needs a person (an outcome reason, or run_stuck); empty if it does not.")
+    ]
+    reason_detail: str
+    assignee: str | None
+    completed: list[CompletedStep]
+    not_done: list[NotDoneStep]
+    uncertain: list[UncertainStep]
+    customer_told: list[CustomerTold]
+    next_action: NextAction
+    coverage: Annotated[Coverage | None, described("The run's latest fan-out, if it had one.")]
+    versions: dict[str, str]
+    deadline: datetime | None
+    deadline_passed: bool
+    state: Annotated[
+        str, described("The run as this handover saw it; actions carrying an older one are refused.")
+    ]
+
+
+# --- the rows -----------------------------------------------------------------------------------
 
 
 @dataclass
@@ -46,11 +274,13 @@ class HandoverRows:
     catalogue: dict[str, Any]  # tool → CatalogueEntry
     compensation_intent_ids: set[int] = field(default_factory=set)
     coverage: dict[str, Any] | None = None
+    stuck: bool = False
 
 
 def handover_rows(run: Run) -> HandoverRows:
     """Load a run's rows for its handover: intents, messages, journal events (with who), audit
-    entries, compensations (with dead letters) and the catalogue entries of its tools."""
+    entries, compensations (with dead letters), the catalogue entries of its tools, and whether
+    the run is stuck."""
 
     intents = list(run.intents.order_by("intended_at", "id"))
     messages = list(run.customer_messages.order_by("told_at", "id"))
@@ -77,6 +307,7 @@ def handover_rows(run: Run) -> HandoverRows:
         catalogue=catalogue,
         compensation_intent_ids=compensation_intent_ids,
         coverage=_coverage(run),
+        stuck=run_is_stuck(run),
     )
 
 
@@ -84,6 +315,13 @@ def _coverage(run: Run) -> dict[str, Any] | None:
     """A fan-out's coverage, when the run had one."""
     result: dict[str, Any] | None = run_coverage(run)
     return result
+
+
+def run_is_stuck(run: Run, now: datetime | None = None) -> bool:
+    """Whether journal.selectors.stuck_runs counts the run (one query, only for a running run)."""
+    if run.status != RunStatus.RUNNING:
+        return False
+    return stuck_runs(now=now or timezone.now()).filter(pk=run.pk).exists()
 
 
 # --- reading receipts and the catalogue -------------------------------------------------------
@@ -111,30 +349,9 @@ def receipt_detail(intent: Intent) -> str:
         return ", ".join(f"{k} {v}" for k, v in readable.items())
 
 
-def _deadline_of(entry: Any, receipt: dict[str, Any]) -> datetime | None:
-    if not entry.deadline_field:
-        return None
-    raw = receipt.get(entry.deadline_field)
-    return parse_datetime(raw) if isinstance(raw, str) else None
-
-
-def reversibility(entry: Any, intent: Intent, now: datetime) -> bool | str:
-    """true, false, or the condition and deadline in words ("until collection", "recallable
-    until Sun 29 Nov 18:00", "partially: the 7.50 GBP recall fee is lost")."""
-
-    if entry is None or entry.reversibility == Reversibility.NONE or not entry.compensating_tool:
-        return False
-    if entry.reversibility == Reversibility.REVERSIBLE:
-        return True
-    if entry.reversibility == Reversibility.PARTIAL:
-        return f"partially: {entry.loss or 'not everything'} is lost"
-    deadline = _deadline_of(entry, intent.receipt or {})
-    if deadline is not None:
-        words = f"until {timezone.localtime(deadline):%a %d %b %H:%M}"
-        if deadline <= now:
-            return f"partially: past its deadline, {entry.loss} is lost" if entry.loss else False
-        return f"{words}; after that {entry.loss} is lost" if entry.loss else words
-    return entry.until_condition or True
+def reversibility(entry: Any, intent: Intent, now: datetime) -> ReversibilityNow:
+    """How far the performed step can still be taken back at `now` (compensations.reversibility)."""
+    return reversibility_now(entry, intent.receipt, now)
 
 
 # --- the lists --------------------------------------------------------------------------------
@@ -147,21 +364,33 @@ def _money(args: dict[str, Any]) -> Decimal:
         return Decimal(0)
 
 
-def _warnings(*, tool: str, args: dict[str, Any], reversible: bool | str) -> list[str]:
+def _warnings(*, tool: str, args: dict[str, Any], reversible: ReversibilityNow) -> list[str]:
     """What a person must know before the click: money above the high-value threshold, and
     effects nothing (or only part) can take back."""
     warnings = []
     amount = _money(args)
     if amount >= Decimal(str(settings.SEAM_HIGH_VALUE_AMOUNT)):
         warnings.append(f"high value: {amount} {args.get('currency', '')}".strip())
-    if reversible is False:
+    if not reversible.can_undo:
         warnings.append(f"irreversible: nothing undoes {tool}")
-    elif isinstance(reversible, str) and reversible.startswith("partially"):
-        warnings.append(reversible)
+    elif reversible.loses:
+        warnings.append(reversible.sentence)
     return warnings
 
 
-def _completed(rows: HandoverRows, plan_detail: dict[str, str], now: datetime) -> list[dict[str, Any]]:
+def _step_compensation(compensation: Any) -> StepCompensation | None:
+    if compensation is None:
+        return None
+    dead_letter = getattr(compensation, "dead_letter", None)
+    return StepCompensation(
+        id=compensation.pk,
+        status=CompensationStatus(compensation.status),
+        not_undone=compensation.not_undone,
+        dead_letter=dead_letter.pk if dead_letter is not None else None,
+    )
+
+
+def _completed(rows: HandoverRows, plan_detail: dict[str, str], now: datetime) -> list[CompletedStep]:
     completed = []
     for intent in rows.intents:
         if intent.status != IntentStatus.PERFORMED or intent.pk in rows.compensation_intent_ids:
@@ -172,29 +401,22 @@ def _completed(rows: HandoverRows, plan_detail: dict[str, str], now: datetime) -
         detail = receipt_detail(intent)
         if plan_detail.get(intent.idempotency_key) and not detail:
             detail = plan_detail[intent.idempotency_key]
-        item: dict[str, Any] = {
-            "step_id": intent.step_id,
-            "tool": intent.tool,
-            "at": timezone.localtime(intent.settled_at or intent.intended_at).strftime("%H:%M:%S"),
-            "settled_at": (intent.settled_at or intent.intended_at).isoformat(),
-            "detail": detail,
-            "reversible": reversible,
-            "receipt": intent.receipt,
-            "undo_tool": entry.compensating_tool if entry and reversible is not False else "",
-            "compensation": None,
-            "warnings": []
-            if compensation is not None
-            else _warnings(tool=intent.tool, args=intent.args, reversible=reversible),
-        }
-        if compensation is not None:
-            dead_letter = getattr(compensation, "dead_letter", None)
-            item["compensation"] = {
-                "id": compensation.pk,
-                "status": compensation.status,
-                "not_undone": compensation.not_undone,
-                "dead_letter": dead_letter.pk if dead_letter is not None else None,
-            }
-        completed.append(item)
+        completed.append(
+            CompletedStep(
+                step_id=intent.step_id,
+                tool=intent.tool,
+                at=timezone.localtime(intent.settled_at or intent.intended_at).strftime("%H:%M:%S"),
+                settled_at=intent.settled_at or intent.intended_at,
+                detail=detail,
+                reversibility=reversible,
+                receipt=intent.receipt,
+                undo_tool=entry.compensating_tool if entry and reversible.can_undo else "",
+                compensation=_step_compensation(compensation),
+                warnings=[]
+                if compensation is not None
+                else _warnings(tool=intent.tool, args=intent.args, reversible=reversible),
+            )
+        )
     return completed
 
 
@@ -205,7 +427,7 @@ NOT_DONE_WHY: dict[str | None, str] = {
 }
 
 
-def _not_done(rows: HandoverRows, planned: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _not_done(rows: HandoverRows, planned: list[dict[str, Any]]) -> list[NotDoneStep]:
     by_key = {i.idempotency_key: i for i in rows.intents}
     not_done = []
     for step in planned:
@@ -217,61 +439,53 @@ def _not_done(rows: HandoverRows, planned: list[dict[str, Any]]) -> list[dict[st
         if intent is not None and status == IntentStatus.FAILED:
             why = f"failed ({intent.error_class or 'unknown class'}): {intent.outcome_summary}"
         not_done.append(
-            {
-                "tool": step["tool"],
-                "detail": step.get("detail", ""),
-                "args": step.get("args", {}),
-                "idempotency_key": step["key"],
-                "why": why,
-                "step_id": intent.step_id if intent is not None else "",
-            }
+            NotDoneStep(
+                tool=step["tool"],
+                detail=step.get("detail", ""),
+                args=step.get("args", {}),
+                idempotency_key=step["key"],
+                why=why,
+                step_id=intent.step_id if intent is not None else "",
+            )
         )
     return not_done
 
 
-def _uncertain(rows: HandoverRows, plan_detail: dict[str, str]) -> list[dict[str, Any]]:
+def _uncertain(rows: HandoverRows, plan_detail: dict[str, str]) -> list[UncertainStep]:
     """Rows whose outcome is unknown, and rows still open on a run nobody is running."""
-    run_alive = rows.run.status == RunStatus.RUNNING and not run_is_stuck(rows.run)
+    run_alive = rows.run.status == RunStatus.RUNNING and not rows.stuck
     uncertain = []
     for intent in rows.intents:
         if intent.status == IntentStatus.UNKNOWN or (
             intent.status == IntentStatus.INTENDED and not run_alive
         ):
             uncertain.append(
-                {
-                    "step_id": intent.step_id,
-                    "tool": intent.tool,
-                    "args": intent.args,
-                    "detail": plan_detail.get(intent.idempotency_key, ""),
-                    "idempotency_key": intent.idempotency_key,
-                    "status": intent.status,
-                    "why": intent.unknown_reason
+                UncertainStep(
+                    step_id=intent.step_id,
+                    tool=intent.tool,
+                    args=intent.args,
+                    detail=plan_detail.get(intent.idempotency_key, ""),
+                    idempotency_key=intent.idempotency_key,
+                    status=IntentStatus(intent.status),
+                    why=intent.unknown_reason
                     or (
                         "reconciliation is still asking the downstream"
                         if intent.status == IntentStatus.INTENDED
                         else ""
                     ),
-                    "lookup_attempts": intent.lookup_attempts,
-                    "compensation": intent.pk in rows.compensation_intent_ids,
-                }
+                    lookup_attempts=intent.lookup_attempts,
+                    compensation=intent.pk in rows.compensation_intent_ids,
+                )
             )
     return uncertain
-
-
-def run_is_stuck(run: Run, now: datetime | None = None) -> bool:
-    """A running run whose agent has been silent past the stale threshold."""
-    if run.status != RunStatus.RUNNING:
-        return False
-    quiet = timedelta(seconds=settings.SEAM_STALE_AFTER_SECONDS)
-    last = run.last_heartbeat_at or run.created_at
-    return last < (now or timezone.now()) - quiet
 
 
 def _words(tool: str) -> str:
     return tool.replace("_", " ")
 
 
-UNDONE = ("done", "partial")  # compensation statuses after which a step no longer stands
+# Compensation statuses after which a step no longer stands.
+UNDONE = (CompensationStatus.DONE, CompensationStatus.PARTIAL)
 
 # What a run that ended with nobody waiting on it is, in the next-action box's words.
 CLOSED_SAYS: dict[str, str] = {
@@ -285,83 +499,89 @@ CLOSED_SAYS: dict[str, str] = {
 def next_action(
     *,
     run: Run,
-    completed: list[dict[str, Any]],
-    not_done: list[dict[str, Any]],
-    uncertain: list[dict[str, Any]],
-) -> dict[str, Any]:
+    completed: list[CompletedStep],
+    not_done: list[NotDoneStep],
+    uncertain: list[UncertainStep],
+    stuck: bool = False,
+) -> NextAction:
     """A concrete suggestion, by rules, in order: settle what is uncertain first (nothing else is
     safe until then); then finish what was not done or undo what was; a failed undo goes to its
     dead letter; a run that did everything only needs closing; a run that ended with nobody waiting
-    on it needs nothing (`waiting` is then false)."""
+    on it needs nothing (`waiting` is then false). `stuck`: the running run's agent went quiet."""
     available = [
-        {
-            "step_id": c["step_id"],
-            "tool": c["tool"],
-            "undo_tool": c["undo_tool"],
-            "reversible": c["reversible"],
-        }
+        AvailableUndo(step_id=c.step_id, tool=c.tool, undo_tool=c.undo_tool, reversibility=c.reversibility)
         for c in completed
-        if c["undo_tool"] and c["compensation"] is None
+        if c.undo_tool and c.compensation is None
     ]
-    failed_undo = [c for c in completed if c["compensation"] and c["compensation"]["dead_letter"]]
-    undone = [c for c in completed if c["compensation"] and c["compensation"]["status"] in UNDONE]
-    pending_undo = [c for c in completed if c["compensation"] and c["compensation"]["status"] == "pending"]
-    standing = [c for c in completed if c not in undone]
+    failed_undo = [c for c in completed if c.undo_failed]
+    undone = [c for c in completed if c.undone]
+    pending_undo = [c for c in completed if c.undo_pending]
+    standing = [c for c in completed if not c.undone]
     ended_unattended = run.status != RunStatus.RUNNING and not run.awaiting_person
     if uncertain:
         first = uncertain[0]
+        code = NextActionCode.SETTLE_UNCERTAIN
         text = (
-            f"find out whether {_words(first['tool'])} happened before anything else: retry the lookup of "
-            f"key {first['idempotency_key'][:12]}…, or mark it performed or not performed with a note"
+            f"find out whether {_words(first.tool)} happened before anything else: retry the lookup of "
+            f"key {first.idempotency_key[:12]}…, or mark it performed or not performed with a note"
         )
     elif failed_undo:
+        code = NextActionCode.FINISH_FAILED_UNDO
         text = "; ".join(
-            f"undoing {_words(c['tool'])} failed: take its dead letter and finish it by hand"
+            f"undoing {_words(c.tool)} failed: take its dead letter and finish it by hand"
             for c in failed_undo
         )
     elif pending_undo:
-        text = f"wait: undoing {', '.join(_words(c['tool']) for c in pending_undo)} is in progress"
+        code = NextActionCode.WAIT_FOR_UNDO
+        text = f"wait: undoing {', '.join(_words(c.tool) for c in pending_undo)} is in progress"
     elif ended_unattended:
         # Ended, and no escalation is open: advice to resume or resolve would name buttons the
         # page no longer offers. Undoing a step stays possible (a customer may change their mind).
+        code = NextActionCode.NOTHING_WAITING
         text = f"nothing waits on a person: {CLOSED_SAYS.get(run.status, f'the run is {run.status}')}"
         if undone:
-            text += f"; undone since: {', '.join(_words(c['tool']) for c in undone)}"
+            text += f"; undone since: {', '.join(_words(c.tool) for c in undone)}"
         if available:
             text += "; a step it did can still be undone below if the customer asks"
     elif undone and not standing:
-        partly = [c for c in undone if c["compensation"]["status"] == "partial"]
+        code = NextActionCode.TELL_CUSTOMER_UNDONE
+        partly = [c for c in undone if c.compensation and c.compensation.status == CompensationStatus.PARTIAL]
         text = "everything the run did was undone"
         if partly:
-            text += " (partly: " + "; ".join(c["compensation"]["not_undone"] for c in partly) + ")"
+            text += (
+                " (partly: " + "; ".join(c.compensation.not_undone for c in partly if c.compensation) + ")"
+            )
         text += ": tell the customer the request was not carried out, then resolve"
     elif undone:
+        code = NextActionCode.FINISH_BY_HAND
         text = (
-            f"{', '.join(_words(c['tool']) for c in undone)} was undone, so resuming is not possible: "
-            f"finish by hand, or undo what still stands ({', '.join(_words(c['tool']) for c in standing)})"
+            f"{', '.join(_words(c.tool) for c in undone)} was undone, so resuming is not possible: "
+            f"finish by hand, or undo what still stands ({', '.join(_words(c.tool) for c in standing)})"
         )
-    elif not_done and run.status == RunStatus.RUNNING and not run_is_stuck(run):
+    elif not_done and run.status == RunStatus.RUNNING and not stuck:
+        code = NextActionCode.WAIT_FOR_AGENT
         text = "the agent is still working this run: wait"
     elif not_done:
-        todo = ", ".join(
-            f"{_words(n['tool'])}" + (f" ({n['detail']})" if n["detail"] else "") for n in not_done
-        )
+        code = NextActionCode.RESUME
+        todo = ", ".join(f"{_words(n.tool)}" + (f" ({n.detail})" if n.detail else "") for n in not_done)
         undo = "; ".join(
-            f"{_words(a['undo_tool'])} to undo {_words(a['tool'])}"
-            + (f" ({a['reversible']})" if isinstance(a["reversible"], str) else "")
+            f"{_words(a.undo_tool)} to undo {_words(a.tool)}"
+            + (f" ({a.reversibility.sentence})" if a.reversibility.conditional else "")
             for a in available
         )
         text = f"resume the run to {todo}"
         if undo:
             text += f", or {undo} if the customer would rather not go ahead"
     elif completed:
+        code = NextActionCode.CHECK_AND_RESOLVE
         text = "everything planned was done: check what the customer was told, then resolve"
     else:
+        code = NextActionCode.RESUME_OR_RESOLVE
         text = "nothing was changed downstream: resume the run, or resolve it with a note"
     # Work before anything else (an uncertain step, an undo failed or under way) still waits on
     # a person even on an ended run; otherwise an ended run with no escalation open waits on nobody.
     waiting = bool(uncertain or failed_undo or pending_undo) or not ended_unattended
-    return {"text": text, "compensations_available": available, "waiting": waiting}
+    return NextAction(code=code, text=text, compensations_available=available, waiting=waiting)
 
 
 def run_state_token(run: Run, rows: HandoverRows | None = None) -> str:
@@ -376,7 +596,7 @@ def run_state_token(run: Run, rows: HandoverRows | None = None) -> str:
     return f"{run.version}.{last_event}.{last_audit}"
 
 
-def handover_build(rows: HandoverRows, now: datetime | None = None) -> dict[str, Any]:
+def handover_build(rows: HandoverRows, now: datetime | None = None) -> Handover:
     now = now or timezone.now()
     run = rows.run
     planned = plan_with_keys(run)
@@ -384,31 +604,34 @@ def handover_build(rows: HandoverRows, now: datetime | None = None) -> dict[str,
     completed = _completed(rows, plan_detail, now)
     not_done = _not_done(rows, planned)
     uncertain = _uncertain(rows, plan_detail)
-    reason = run.outcome_reason or ("run_stuck" if run_is_stuck(run, now) else "")
-    return {
-        "handover_version": HANDOVER_VERSION,
-        "run_id": str(run.pk),
-        "ticket_id": run.ticket_id,
-        "order_id": run.order_id,
-        "task_type": run.task_type,
-        "status": run.status,
-        "reason": reason,
-        "reason_detail": run.outcome_detail,
-        "assignee": run.assignee.get_username() if run.assignee_id and run.assignee else None,
-        "completed": completed,
-        "not_done": not_done,
-        "uncertain": uncertain,
-        "customer_told": [
-            {"at": m.told_at.isoformat(), "channel": m.channel, "body": m.body} for m in rows.messages
+    reason = run.outcome_reason or ("run_stuck" if rows.stuck else "")
+    return Handover(
+        handover_version=HANDOVER_VERSION,
+        run_id=run.pk,
+        ticket_id=run.ticket_id,
+        order_id=run.order_id,
+        task_type=run.task_type,
+        status=RunStatus(run.status),
+        reason=reason,
+        reason_detail=run.outcome_detail,
+        assignee=run.assignee.get_username() if run.assignee_id and run.assignee else None,
+        completed=completed,
+        not_done=not_done,
+        uncertain=uncertain,
+        customer_told=[
+            CustomerTold(at=m.told_at, channel=CustomerMessage.Channel(m.channel), body=m.body)
+            for m in rows.messages
         ],
-        "next_action": next_action(run=run, completed=completed, not_done=not_done, uncertain=uncertain),
-        "coverage": rows.coverage,
-        "versions": run.versions,
-        "deadline": run.deadline.isoformat() if run.deadline else None,
-        "deadline_passed": bool(run.deadline and run.deadline <= now),
-        "state": run_state_token(run, rows),
-    }
+        next_action=next_action(
+            run=run, completed=completed, not_done=not_done, uncertain=uncertain, stuck=rows.stuck
+        ),
+        coverage=Coverage.of(rows.coverage) if rows.coverage is not None else None,
+        versions=run.versions,
+        deadline=run.deadline,
+        deadline_passed=bool(run.deadline and run.deadline <= now),
+        state=run_state_token(run, rows),
+    )
 
 
-def handover_for(run: Run) -> dict[str, Any]:
+def handover_for(run: Run) -> Handover:
     return handover_build(handover_rows(run))

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.models import (
     Case,
@@ -30,9 +29,9 @@ from journal.models import (
     IntentStatus,
     JournalEvent,
     Run,
-    RunStatus,
     Tenant,
 )
+from journal.selectors import stuck_runs_q
 
 from .models import AuditEntry
 
@@ -50,12 +49,10 @@ class QueueFilters:
 
 
 def _queue_base(*, tenant: Tenant, now: datetime) -> QuerySet[Run]:
-    """Runs waiting for a person (escalated, not yet resolved) and runs that are stuck (running,
-    silent past the stale threshold). Both sides are partial-index scans."""
-    stale_before = now - timedelta(seconds=settings.SEAM_STALE_AFTER_SECONDS)
-    return Run.objects.filter(tenant=tenant).filter(
-        Q(awaiting_person=True) | Q(status=RunStatus.RUNNING, last_heartbeat_at__lt=stale_before)
-    )
+    """Runs waiting for a person (escalated, not yet resolved) and runs that are stuck
+    (journal.selectors.stuck_runs: running, silent past the threshold of what they wait on).
+    Both sides are partial-index scans."""
+    return Run.objects.filter(tenant=tenant).filter(Q(awaiting_person=True) | stuck_runs_q(now=now))
 
 
 STUCK = "run_stuck"

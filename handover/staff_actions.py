@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,7 @@ from journal.models import Run
 
 from . import actions, dead_letters, forms
 from .actions import ACT, Confirmation, ResumePreview, StaffContext
-from .handover import HandoverRows
+from .handover import CompletedStep, Handover, HandoverRows, UncertainStep
 
 
 class Kind(enum.StrEnum):
@@ -54,7 +54,7 @@ class RunPage:
 
     run: Run
     rows: HandoverRows
-    handover: Mapping[str, Any]
+    handover: Handover
     resume: ResumePreview
     user: Any
 
@@ -194,11 +194,6 @@ def _permitted(kind: Kind, user: Any) -> Iterator[StaffAction]:
 # --- what the pages offer ---------------------------------------------------------------------
 
 
-def _item(item: Any, key: str) -> Any:
-    # Handover items are dicts today and typed objects soon (handover.handover); read either.
-    return item.get(key) if isinstance(item, Mapping) else getattr(item, key, None)
-
-
 def run_offers(page: RunPage) -> dict[str, Any]:
     """The buttons of the run page, by place: `assignee` and `next` are lists; `completed` and
     `uncertain` map a step id to its list."""
@@ -236,18 +231,18 @@ def _offer_assign(action: StaffAction, page: RunPage) -> Iterator[Offer]:
 
 def _offer_resume(action: StaffAction, page: RunPage) -> Iterator[Offer]:
     # Not done steps are what resuming sends; a disabled button says why it cannot work now.
-    if _item(page.handover, "not_done"):
+    if page.handover.not_done:
         yield Offer(action, Place.NEXT, blocked="; ".join(page.resume.blockers))
 
 
 def _offer_undo_step(action: StaffAction, page: RunPage) -> Iterator[Offer]:
-    for item in _item(page.handover, "completed"):
-        if not _item(item, "compensation") and _item(item, "undo_tool"):
+    for item in page.handover.completed:
+        if not item.compensation and item.undo_tool:
             yield Offer(
                 action,
                 Place.COMPLETED,
-                step_id=_item(item, "step_id"),
-                text=f"Compensate ({_item(item, 'undo_tool')})",
+                step_id=item.step_id,
+                text=f"Compensate ({item.undo_tool})",
                 css="compensate",
             )
 
@@ -256,8 +251,11 @@ def offer_on_steps(place: Place) -> OfferRule:
     """Offered on every step of the handover's list of that place (completed or uncertain)."""
 
     def offer(action: StaffAction, page: RunPage) -> Iterator[Offer]:
-        for item in _item(page.handover, str(place)):
-            yield Offer(action, place, step_id=_item(item, "step_id"))
+        items: list[CompletedStep] | list[UncertainStep] = (
+            page.handover.completed if place == Place.COMPLETED else page.handover.uncertain
+        )
+        for item in items:
+            yield Offer(action, place, step_id=item.step_id)
 
     return offer
 
@@ -335,7 +333,7 @@ def _register_all() -> None:
             confirm=_confirm_run("compensate-run"),
             offer=offer_on_run(
                 Place.NEXT,
-                lambda page: bool(_item(_item(page.handover, "next_action"), "compensations_available")),
+                lambda page: bool(page.handover.next_action.compensations_available),
             ),
         ),
         StaffAction(

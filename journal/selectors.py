@@ -1,6 +1,7 @@
 """Reads of the run journal that every layer above it shares: one run or step of a tenant, a
 run's plan with the keys its steps get, which of its intents are compensations, and which open
-intents are in doubt (the sweep's "stale"). Each returns rows with their related rows already
+intents are in doubt (the sweep's "stale"), and which runs are stuck (the queue's, the handover's,
+the metrics' and the sweep's one definition). Each returns rows with their related rows already
 joined, so the pages and the sweep built on them run a fixed number of queries."""
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 from django.utils import timezone
 
 from .keys import idempotency_key
-from .models import CustomerMessage, Intent, IntentStatus, JournalEvent, Membership, Run, Tenant
+from .models import CustomerMessage, Intent, IntentStatus, JournalEvent, Membership, Run, RunStatus, Tenant
 
 
 def tenant_for_user(user: Any) -> Tenant | None:
@@ -166,3 +167,50 @@ def stale_intents(
     if run_id is not None:
         rows = rows.filter(run_id=run_id)
     return rows.select_related("run").order_by("intended_at", "id")
+
+
+def _stuck(now: datetime, quiet_for: timedelta | None) -> Q:
+    running = Q(status=RunStatus.RUNNING)
+    by_tool: dict[str, Any] = settings.SEAM_STALE_AFTER_BY_TOOL
+    if quiet_for is not None or not by_tool:
+        return running & Q(last_heartbeat_at__lt=now - (stale_after() if quiet_for is None else quiet_for))
+    default = stale_after()
+    thresholds: dict[timedelta, list[str]] = {}
+    for tool in by_tool:
+        thresholds.setdefault(stale_after(tool), []).append(tool)
+    open_calls = Intent.objects.filter(run=OuterRef("pk"), status=IntentStatus.INTENDED)
+    # One range over last_heartbeat_at that every case implies, so run_running_idx bounds the scan.
+    stuck = running & Q(last_heartbeat_at__lt=now - min(default, *thresholds))
+    # Silent past the global threshold, or waiting on a call, whose own threshold then rules:
+    stuck &= Q(last_heartbeat_at__lt=now - default) | Q(Exists(open_calls))
+    # ...and no open call still within its tool's threshold (the agent may be waiting on it).
+    for threshold, tools in thresholds.items():
+        stuck &= ~(Q(last_heartbeat_at__gte=now - threshold) & Q(Exists(open_calls.filter(tool__in=tools))))
+    stuck &= ~(
+        Q(last_heartbeat_at__gte=now - default) & Q(Exists(open_calls.exclude(tool__in=list(by_tool))))
+    )
+    return stuck
+
+
+def stuck_runs(
+    *, now: datetime, tenant: Tenant | None = None, quiet_for: timedelta | None = None
+) -> QuerySet[Run]:
+    """Running runs whose agent has gone quiet: the last heartbeat is older than the stale
+    threshold of the calls the run has open (the longest of them: an agent waiting on several
+    calls waits on the slowest; settings.SEAM_STALE_AFTER_BY_TOOL, else
+    SEAM_STALE_AFTER_SECONDS), or than SEAM_STALE_AFTER_SECONDS when it has none open.
+    `quiet_for` replaces every threshold (manage.py reconcile --older-than).
+
+    The queue, the handover, the metrics and the sweep all ask this, so a run is stuck to all of
+    them at once. A range scan on the partial index run_running_idx, bounded by the shortest
+    threshold; with per-tool thresholds set, the open calls are read from the open rows only
+    (intent_open_idx), so the cost follows the rows in doubt, not the journal's size."""
+    runs = Run.objects.filter(_stuck(now, quiet_for))
+    if tenant is not None:
+        runs = runs.filter(tenant=tenant)
+    return runs
+
+
+def stuck_runs_q(*, now: datetime) -> Q:
+    """The same rule as a condition, for a query that ORs it with others (the staff queue)."""
+    return _stuck(now, None)

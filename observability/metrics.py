@@ -19,10 +19,9 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Iterator
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.db.models import Count, QuerySet
 from django.utils import timezone
@@ -31,8 +30,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from compensations.models import DeadLetter
-from journal.models import Intent, IntentStatus, OutcomeReason, Run, RunStatus
-from journal.selectors import stale_after, stale_intents
+from journal.models import Intent, IntentStatus, OutcomeReason, Run
+from journal.selectors import stale_after, stale_intents, stuck_runs
 
 from . import counters  # noqa: F401  (the counters are exposed with the gauges)
 
@@ -42,13 +41,6 @@ STATEMENT_TIMEOUT_MS = 2000
 LAG_SAMPLE = 100
 
 # --- gauges, read from the rows at scrape time ------------------------------------------------
-
-
-def stuck_runs(now: datetime) -> QuerySet[Any]:
-    """Running runs silent past SEAM_STALE_AFTER_SECONDS (the queue's "stuck"): run_running_idx."""
-
-    cutoff = now - timedelta(seconds=float(settings.SEAM_STALE_AFTER_SECONDS))
-    return Run.objects.filter(status=RunStatus.RUNNING, last_heartbeat_at__lt=cutoff)
 
 
 def awaiting_person() -> QuerySet[Any]:
@@ -136,7 +128,7 @@ class DatabaseCollector(Collector):
             if connection.vendor == "postgresql":
                 with connection.cursor() as cursor:
                     cursor.execute("SET LOCAL statement_timeout = %s", [STATEMENT_TIMEOUT_MS])
-            stuck = stuck_runs(now).count()
+            stuck = stuck_runs(now=now).count()
             by_reason = {row["outcome_reason"]: row["n"] for row in awaiting_person()}
             unknown = unknown_outcomes().count()
             open_letters = open_dead_letters().count()
@@ -151,7 +143,7 @@ class DatabaseCollector(Collector):
         return [
             GaugeMetricFamily(
                 "seam_stuck_runs",
-                "Runs still running whose heartbeat is older than SEAM_STALE_AFTER_SECONDS.",
+                "Runs still running whose heartbeat is older than the stale threshold of what they wait on.",
                 stuck,
             ),
             awaiting,

@@ -19,7 +19,8 @@ from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Exists, OuterRef, Q
+from django.db import models
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
@@ -27,7 +28,7 @@ from compensations.services import run_compensate
 from journal import services as journal
 from journal import transitions
 from journal.models import Intent, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
-from journal.selectors import plan_with_keys, stale_after
+from journal.selectors import plan_with_keys, stale_after, stuck_runs
 from journal.tool_errors import ToolError
 from tools import services as tools
 from tools.registry import UnknownTool
@@ -63,10 +64,20 @@ def running_versions(task_type: str) -> dict[str, str] | None:
 # --- outcomes ---------------------------------------------------------------------------------
 
 
+class DecisionOutcome(models.TextChoices):
+    """What a decision on a dead run came to."""
+
+    COMPLETED = "completed", "Resumed to completion"
+    ESCALATED = "escalated", "Handed to a person"
+    COMPENSATED = "compensated", "Every write undone, and handed to a person"
+    WAITING = "waiting", "Waiting: a call is still in doubt"
+    SKIPPED = "skipped", "Skipped: alive, ended, or decided by another sweeper"
+
+
 @dataclass(frozen=True)
 class Decision:
     run_id: str
-    outcome: str  # completed | escalated | waiting | skipped
+    outcome: DecisionOutcome
     reason: str = ""
     detail: str = ""
 
@@ -96,8 +107,9 @@ def _end(*, run: Run, status: str, reason: str, detail: str, actor: journal.Acto
     with journal.durable():
         handed = journal.run_hand_over(run=run, status=status, reason=reason, detail=detail, actor=actor)
     if handed is None:
-        return Decision(run_id=str(run.pk), outcome="skipped", detail="the run already ended")
-    return Decision(run_id=str(run.pk), outcome=str(status), reason=reason, detail=detail)
+        return Decision(run_id=str(run.pk), outcome=DecisionOutcome.SKIPPED, detail="the run already ended")
+    outcome = DecisionOutcome.COMPENSATED if status == RunStatus.COMPENSATED else DecisionOutcome.ESCALATED
+    return Decision(run_id=str(run.pk), outcome=outcome, reason=reason, detail=detail)
 
 
 def _phase_index(phase: str) -> int:
@@ -145,17 +157,21 @@ def run_decide(*, run: Run, actor: journal.Actor, quiet_for: timedelta | None = 
     age, or when the policy says compensate; otherwise resumes it to completion."""
     run = Run.objects.select_related("tenant").get(pk=run.pk)
     if run.status != RunStatus.RUNNING:
-        return Decision(run_id=str(run.pk), outcome="skipped", detail=f"run is {run.status}")
+        return Decision(run_id=str(run.pk), outcome=DecisionOutcome.SKIPPED, detail=f"run is {run.status}")
     # Claim the decision: a compare-and-swap on the heartbeat we saw. It also marks the run alive
     # while we work on it, so a second sweeper (two beats, two workers) leaves it alone.
     # Only a run that still looks dead is claimed: the first claimant's heartbeat makes it look
     # alive to everyone else.
     quiet = stale_after(None) if quiet_for is None else quiet_for
     if not _heartbeat(run, expected=run.last_heartbeat_at, dead_since=timezone.now() - quiet):
-        return Decision(run_id=str(run.pk), outcome="skipped", detail="the run is alive or being decided")
+        return Decision(
+            run_id=str(run.pk), outcome=DecisionOutcome.SKIPPED, detail="the run is alive or being decided"
+        )
     intents = list(run.intents.all())
     if any(i.status == IntentStatus.INTENDED for i in intents):
-        return Decision(run_id=str(run.pk), outcome="waiting", detail="a call is still in doubt")
+        return Decision(
+            run_id=str(run.pk), outcome=DecisionOutcome.WAITING, detail="a call is still in doubt"
+        )
     unknown = [i for i in intents if i.status == IntentStatus.UNKNOWN]
     if unknown:
         return _escalate(
@@ -294,7 +310,7 @@ def run_resume(*, run: Run, actor: journal.Actor) -> Decision:
             if exc.error_class == "ambiguous":
                 return Decision(
                     run_id=str(run.pk),
-                    outcome="waiting",
+                    outcome=DecisionOutcome.WAITING,
                     detail=f"{step['tool']} is in doubt again; reconciliation will settle it",
                 )
             return _escalate(
@@ -311,20 +327,21 @@ def run_resume(*, run: Run, actor: journal.Actor) -> Decision:
                 actor=actor,
             )
     journal.run_complete(run=run, actor=actor)
-    return Decision(run_id=str(run.pk), outcome="completed")
+    return Decision(run_id=str(run.pk), outcome=DecisionOutcome.COMPLETED)
 
 
-def dead_runs(*, quiet_for: timedelta) -> Any:
-    """Running runs with no heartbeat for `quiet_for` and no call still in doubt."""
+def dead_runs(*, quiet_for: timedelta | None = None) -> QuerySet[Run]:
+    """Stuck runs (journal.selectors.stuck_runs; `quiet_for` replaces its thresholds) with no
+    call still in doubt: reconciliation settles those calls first."""
     open_calls = Intent.objects.filter(run=OuterRef("pk"), status=IntentStatus.INTENDED)
     return (
-        Run.objects.filter(status=RunStatus.RUNNING, last_heartbeat_at__lt=timezone.now() - quiet_for)
-        .exclude(Exists(open_calls))
-        .order_by("created_at")
+        stuck_runs(now=timezone.now(), quiet_for=quiet_for).exclude(Exists(open_calls)).order_by("created_at")
     )
 
 
-def decide_dead_runs(*, quiet_for: timedelta, actor: journal.Actor, limit: int = 200) -> list[Decision]:
+def decide_dead_runs(
+    *, actor: journal.Actor, quiet_for: timedelta | None = None, limit: int = 200
+) -> list[Decision]:
     return [
         run_decide(run=run, actor=actor, quiet_for=quiet_for)
         for run in dead_runs(quiet_for=quiet_for)[:limit]

@@ -6,7 +6,6 @@ from celery import shared_task
 from django.contrib.auth import get_user_model
 
 from journal.models import Run, RunStatus
-from journal.selectors import stale_after
 from journal.services import Actor
 
 from .decisions import decide_dead_runs, run_resume
@@ -30,7 +29,7 @@ def sweep_stale_intents() -> dict[str, int]:
     actor = Actor.system(SWEEP_ACTOR)
     counts = reconcile_sweep(actor=actor).counts
     # Then every dead run whose calls are now all settled gets its policy's outcome.
-    decisions = decide_dead_runs(quiet_for=stale_after(None), actor=actor)
+    decisions = decide_dead_runs(actor=actor)
     for decision in decisions:
         counts[f"run_{decision.outcome}"] = counts.get(f"run_{decision.outcome}", 0) + 1
     return counts

@@ -134,7 +134,7 @@ def check_recovered(run: Run) -> tuple[str, ...]:
 
     effects = Counter(effect_identity(e) for e in _run_effects(intents, world_is_this_run=True))
     undo_ids = compensation_intent_ids(run=run)
-    listed = {item["step_id"] for item in handover_for(run)["completed"]}
+    listed = {item.step_id for item in handover_for(run).completed}
     existing = {i.step_id for i in intents if i.pk not in undo_ids and effects[intent_identity(i)]}
     for step_id in sorted(listed - existing):
         violations.append(f"the handover lists {step_id} as completed but the world has no such effect")

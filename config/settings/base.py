@@ -209,6 +209,9 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "journal.models.RunStatus",
         "IntentStatusEnum": "journal.models.IntentStatus",
+        "CompensationStatusEnum": "compensations.models.CompensationStatus",
+        "NextActionCodeEnum": "handover.handover.NextActionCode",
+        "ReversibilityKindEnum": "compensations.reversibility.ReversibilityKind",
     },
 }
 

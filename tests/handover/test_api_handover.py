@@ -4,6 +4,7 @@ and exactly the object /api/schema/ describes."""
 from __future__ import annotations
 
 import io
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -16,6 +17,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from handover.handover import handover_for
+from handover.handover_schema import HandoverSerializer
 from journal.models import AgentToken, Run
 from sandbox.catalogue import catalogue_seed_defaults
 from scenarios.management.commands.seed_demo import DEMO_REPLAYS
@@ -39,7 +41,8 @@ def test_the_api_returns_the_handover_the_page_shows(escalated_bench: Run, perso
 
     assert response.status_code == 200
     body = response.json()
-    assert body == handover_for(escalated_bench)
+    assert body == HandoverSerializer(handover_for(escalated_bench)).data
+    assert body["next_action"]["code"] == "resume"
     assert [c["tool"] for c in body["completed"]] == ["start_return", "offer_replacement"]
     assert body["not_done"][0]["detail"] == "$14.95 expedited delivery fee"
 
@@ -48,6 +51,8 @@ def test_the_api_returns_the_handover_the_page_shows(escalated_bench: Run, perso
     page = staff.get(f"/runs/{escalated_bench.pk}/").content.decode()
     for item in body["completed"]:
         assert item["detail"] in page
+        assert re.search(rf"reversible:\s*{re.escape(item['reversibility']['sentence'])}</div>", page)
+    assert 'data-code="resume"' in page
 
 
 def test_another_tenants_handover_is_not_found(escalated_bench: Run) -> None:
@@ -135,6 +140,8 @@ def test_every_handover_the_demo_shows_is_exactly_what_the_schema_publishes(
     assert any(h["customer_told"] for h in handovers)
     assert any(h["next_action"]["compensations_available"] for h in handovers)
     assert any(isinstance(s["reversible"], str) for s in steps)
+    assert {s["reversibility"]["kind"] for s in steps} >= {"yes", "until"}
+    assert len({h["next_action"]["code"] for h in handovers}) > 1
     assert any(s["compensation"] and s["compensation"]["dead_letter"] for s in steps)
     coverage = [h["coverage"] for h in handovers if h["coverage"]]
     assert coverage and coverage[0]["checked"] and coverage[0]["decision"]["rests_on"]
@@ -150,3 +157,6 @@ def test_the_schema_refuses_a_handover_with_a_field_it_does_not_describe(escalat
     assert not validator.is_valid({k: v for k, v in body.items() if k != "state"})
     first = body["completed"][0]
     assert not validator.is_valid({**body, "completed": [{**first, "reversible": 3}]})
+    unheard_of = {**first["reversibility"], "kind": "maybe"}
+    assert not validator.is_valid({**body, "completed": [{**first, "reversibility": unheard_of}]})
+    assert not validator.is_valid({**body, "next_action": {**body["next_action"], "code": "panic"}})

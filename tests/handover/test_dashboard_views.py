@@ -121,7 +121,7 @@ def uncertain_refund(sandbox_tools: str) -> Run:
         run = escalate_ticket(sandbox_tools, "T-41518", "--kill-between-accept-and-record", "1")
     finally:
         requests.delete(faults, timeout=5)
-    assert [u["tool"] for u in handover_for(run)["uncertain"]] == ["issue_refund"]
+    assert [u.tool for u in handover_for(run).uncertain] == ["issue_refund"]
     return run
 
 

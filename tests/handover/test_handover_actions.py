@@ -15,11 +15,21 @@ from django.core.management import call_command
 from django.db import connection, connections
 from django.utils import timezone
 
-from compensations.models import Compensation
+from compensations.models import Compensation, CompensationStatus
+from compensations.reversibility import ReversibilityNow
 from compensations.services import compensation_execute
 from handover import actions
 from handover.audit import audit_verify
-from handover.handover import handover_for, run_state_token
+from handover.handover import (
+    CompletedStep,
+    NextAction,
+    NextActionCode,
+    NotDoneStep,
+    StepCompensation,
+    handover_for,
+    next_action,
+    run_state_token,
+)
 from handover.models import AuditAction, AuditEntry
 from journal import services as journal
 from journal.models import Intent, IntentStatus, JournalEvent, Run, RunStatus
@@ -36,23 +46,26 @@ def ctx(user: Any, run: Run) -> actions.StaffContext:
 def test_the_handover_of_t40912_is_seed_000s(escalated_bench: Run) -> None:
     handover = handover_for(escalated_bench)
 
-    assert (handover["ticket_id"], handover["order_id"]) == ("T-40912", "SU-90317")
-    assert handover["reason"] == "run_died_mid_sequence"
-    completed = {c["tool"]: c for c in handover["completed"]}
+    assert (handover.ticket_id, handover.order_id) == ("T-40912", "SU-90317")
+    assert handover.reason == "run_died_mid_sequence"
+    completed = {c.tool: c for c in handover.completed}
     assert list(completed) == ["start_return", "offer_replacement"]
-    assert completed["start_return"]["detail"].startswith("label RL-")
+    assert completed["start_return"].detail.startswith("label RL-")
     # "label RL-7734, courier pickup booked Fri 20 Mar": the receipt's date, as a person reads it.
-    assert re.search(r"courier pickup booked \w{3} \d{2} \w{3}$", completed["start_return"]["detail"])
-    assert completed["start_return"]["reversible"] == "until collection"
-    assert completed["offer_replacement"]["reversible"] is True
-    assert "warehouse" in completed["offer_replacement"]["detail"]
-    not_done = [(n["tool"], n["detail"]) for n in handover["not_done"]]
+    assert re.search(r"courier pickup booked \w{3} \d{2} \w{3}$", completed["start_return"].detail)
+    assert completed["start_return"].reversibility == ReversibilityNow.until(condition="until collection")
+    assert completed["start_return"].reversible == "until collection"
+    assert completed["offer_replacement"].reversibility == ReversibilityNow.yes()
+    assert completed["offer_replacement"].reversible is True
+    assert "warehouse" in completed["offer_replacement"].detail
+    not_done = [(n.tool, n.detail) for n in handover.not_done]
     assert not_done[0] == ("issue_refund", "$14.95 expedited delivery fee")
-    assert handover["uncertain"] == []
-    assert [m["body"] for m in handover["customer_told"]] == ["Return label sent."]
-    text = handover["next_action"]["text"]
+    assert handover.uncertain == []
+    assert [m.body for m in handover.customer_told] == ["Return label sent."]
+    assert handover.next_action.code == NextActionCode.RESUME
+    text = handover.next_action.text
     assert "issue refund ($14.95 expedited delivery fee)" in text and "cancel pickup" in text
-    assert {a["undo_tool"] for a in handover["next_action"]["compensations_available"]} == {
+    assert {a.undo_tool for a in handover.next_action.compensations_available} == {
         "cancel_pickup",
         "release_reservation",
     }
@@ -84,15 +97,15 @@ def test_compensating_the_pickup_undoes_it_in_the_world_with_one_audit_row(
         "req-1",
     )
     handover = handover_for(escalated_bench)
-    pickup = next(c for c in handover["completed"] if c["tool"] == "start_return")
-    assert pickup["compensation"]["status"] == "done"
+    pickup = next(c for c in handover.completed if c.tool == "start_return")
+    assert pickup.compensation is not None and pickup.compensation.status == CompensationStatus.DONE
     # The undo is itself recorded, flagged as a compensation, and never offered for undoing.
-    assert [c["tool"] for c in handover["completed"]] == ["start_return", "offer_replacement"]
+    assert [c.tool for c in handover.completed] == ["start_return", "offer_replacement"]
     assert audit_verify().ok
     # Resuming would skip the undone pickup as if it stood: refused, and not suggested.
     assert any("start_return was undone" in b for b in actions.resume_preview(escalated_bench).blockers)
-    assert "resuming is not possible" in handover["next_action"]["text"]
-    assert "offer replacement" in handover["next_action"]["text"]
+    assert handover.next_action.code == NextActionCode.FINISH_BY_HAND
+    assert "offer replacement" in handover.next_action.text
     # The undo is never itself undone, even when asked for by hand.
     undo_step = escalated_bench.intents.get(tool="cancel_pickup").step_id
     with pytest.raises(actions.ActionRefused, match="itself a compensation"):
@@ -168,14 +181,15 @@ def test_marking_an_uncertain_step_needs_a_note_and_records_the_judgement(
     finally:
         requests.delete(faults, timeout=5)
     handover = handover_for(run)
-    assert [u["tool"] for u in handover["uncertain"]] == ["issue_refund"]
-    assert handover["next_action"]["text"].startswith("find out whether issue refund happened")
+    assert [u.tool for u in handover.uncertain] == ["issue_refund"]
+    assert handover.next_action.code == NextActionCode.SETTLE_UNCERTAIN
+    assert handover.next_action.text.startswith("find out whether issue refund happened")
     lead = persona("team_lead", run.tenant)
-    step_id = handover["uncertain"][0]["step_id"]
+    step_id = handover.uncertain[0].step_id
 
     with pytest.raises(InvalidInput) as missing:
         actions.step_mark(
-            ctx(lead, run), run_id=run.pk, step_id=step_id, performed=True, note="", state=handover["state"]
+            ctx(lead, run), run_id=run.pk, step_id=step_id, performed=True, note="", state=handover.state
         )
     assert missing.value.field == "note"
 
@@ -185,7 +199,7 @@ def test_marking_an_uncertain_step_needs_a_note_and_records_the_judgement(
         step_id=step_id,
         performed=True,
         note="payments portal shows R-1",
-        state=handover["state"],
+        state=handover.state,
     )
     intent = run.intents.get(step_id=step_id)
     assert intent.status == IntentStatus.PERFORMED and "payments portal shows R-1" in intent.outcome_summary
@@ -244,7 +258,6 @@ def test_resolve_needs_a_note_closes_the_escalation_and_leaves_the_queue(
     )
 
     assert not escalated_bench.escalation_records.filter(resolved_at__isnull=True).exists()
-    from django.utils import timezone
 
     assert not queue_runs(
         tenant=escalated_bench.tenant, user=support, filters=QueueFilters(), now=timezone.now()
@@ -331,44 +344,43 @@ def test_concurrent_actions_on_different_runs_extend_one_unbroken_chain(make_run
     assert (report.ok, report.checked) == (True, 8)
 
 
-def test_a_run_whose_every_write_was_undone_is_not_offered_a_resume() -> None:
-    from handover.handover import next_action
+def _performed_step(tool: str, undo_tool: str, compensation: StepCompensation | None = None) -> CompletedStep:
+    return CompletedStep(
+        step_id=f"r:1:{tool}",
+        tool=tool,
+        at="10:00:00",
+        settled_at=timezone.now(),
+        detail="",
+        reversibility=ReversibilityNow.yes(),
+        receipt={},
+        undo_tool=undo_tool,
+        compensation=compensation,
+        warnings=[],
+    )
 
-    undone = {"status": "done", "not_undone": "", "dead_letter": None, "id": 1}
+
+def _not_done(tool: str, detail: str = "") -> NotDoneStep:
+    return NotDoneStep(step_id="", tool=tool, args={}, detail=detail, idempotency_key="k" * 64, why="")
+
+
+def _undo(status: CompensationStatus, dead_letter: int | None = None) -> StepCompensation:
+    return StepCompensation(id=1, status=status, not_undone="", dead_letter=dead_letter)
+
+
+def test_a_run_whose_every_write_was_undone_is_not_offered_a_resume() -> None:
     completed = [
-        {
-            "step_id": "r:1:issue_credit",
-            "tool": "issue_credit",
-            "undo_tool": "reverse_credit",
-            "reversible": True,
-            "compensation": undone,
-        },
-        {
-            "step_id": "r:2:reship",
-            "tool": "reship",
-            "undo_tool": "cancel_shipment",
-            "reversible": True,
-            "compensation": undone,
-        },
+        _performed_step("issue_credit", "reverse_credit", _undo(CompensationStatus.DONE)),
+        _performed_step("reship", "cancel_shipment", _undo(CompensationStatus.DONE)),
     ]
-    not_done = [{"tool": "notify_customer", "detail": "email the buyer the shipment"}]
+    not_done = [_not_done("notify_customer", "email the buyer the shipment")]
     run = Run(status=RunStatus.COMPENSATED, awaiting_person=True)  # as reconciliation hands it over
 
     advice = next_action(run=run, completed=completed, not_done=not_done, uncertain=[])
 
-    assert advice["text"].startswith("everything the run did was undone")
-    assert "resume" not in advice["text"]
-    assert advice["compensations_available"] == []
-
-
-def _performed_step(tool: str, undo_tool: str, compensation: Any = None) -> dict[str, Any]:
-    return {
-        "step_id": f"r:1:{tool}",
-        "tool": tool,
-        "undo_tool": undo_tool,
-        "reversible": True,
-        "compensation": compensation,
-    }
+    assert advice.code == NextActionCode.TELL_CUSTOMER_UNDONE
+    assert advice.text.startswith("everything the run did was undone")
+    assert "resume" not in advice.text
+    assert advice.compensations_available == []
 
 
 @pytest.mark.parametrize(
@@ -380,42 +392,41 @@ def _performed_step(tool: str, undo_tool: str, compensation: Any = None) -> dict
     ],
 )
 def test_a_run_that_ended_with_nobody_waiting_is_not_sent_back_to_a_person(status: str, says: str) -> None:
-    from handover.handover import next_action
-
     run = Run(status=status, awaiting_person=False)
     completed = [_performed_step("adjust_stock", "reverse_adjustment")]
-    not_done = [{"tool": "notify_seller", "detail": ""}]
+    not_done = [_not_done("notify_seller")]
 
     advice = next_action(run=run, completed=completed, not_done=not_done, uncertain=[])
 
-    assert advice["text"] == (
+    assert advice.code == NextActionCode.NOTHING_WAITING
+    assert advice.text == (
         f"nothing waits on a person: {says}; a step it did can still be undone below if the customer asks"
     )
-    assert advice["waiting"] is False
-    assert [a["undo_tool"] for a in advice["compensations_available"]] == ["reverse_adjustment"]
+    assert advice.waiting is False
+    assert [a.undo_tool for a in advice.compensations_available] == ["reverse_adjustment"]
 
 
-def _advice_on_a_completed_run(compensation: dict[str, Any]) -> dict[str, Any]:
-    from handover.handover import next_action
-
+def _advice_on_a_completed_run(compensation: StepCompensation) -> NextAction:
     run = Run(status=RunStatus.COMPLETED, awaiting_person=False)
     step = _performed_step("adjust_stock", "reverse_adjustment", compensation)
     return next_action(run=run, completed=[step], not_done=[], uncertain=[])
 
 
 def test_an_ended_run_says_which_steps_were_undone_since() -> None:
-    advice = _advice_on_a_completed_run({"status": "done", "not_undone": "", "dead_letter": None, "id": 1})
+    advice = _advice_on_a_completed_run(_undo(CompensationStatus.DONE))
 
-    assert advice["text"] == "nothing waits on a person: the run completed; undone since: adjust stock"
-    assert advice["compensations_available"] == []
-    assert advice["waiting"] is False
+    assert advice.code == NextActionCode.NOTHING_WAITING
+    assert advice.text == "nothing waits on a person: the run completed; undone since: adjust stock"
+    assert advice.compensations_available == []
+    assert advice.waiting is False
 
 
 def test_an_ended_run_with_a_failed_undo_still_sends_a_person_to_the_dead_letter() -> None:
-    advice = _advice_on_a_completed_run({"status": "failed", "not_undone": "", "dead_letter": 7, "id": 1})
+    advice = _advice_on_a_completed_run(_undo(CompensationStatus.DEAD_LETTERED, dead_letter=7))
 
-    assert advice["text"].startswith("undoing adjust stock failed: take its dead letter")
-    assert advice["waiting"] is True
+    assert advice.code == NextActionCode.FINISH_FAILED_UNDO
+    assert advice.text.startswith("undoing adjust stock failed: take its dead letter")
+    assert advice.waiting is True
 
 
 def test_a_lookup_retry_refuses_a_step_settled_after_it_was_read(

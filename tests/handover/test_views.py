@@ -100,7 +100,7 @@ def test_a_completed_run_page_asks_nobody_to_resume_or_resolve_it(
 
     body = _logged_in(support_user).get(reverse("handover:run_detail", args=[run.pk])).content.decode()
 
-    assert '<section class="next-action closed">' in body
+    assert '<section class="next-action closed" data-code="nothing_waiting">' in body
     assert "Nothing waits on a person: the run completed" in body
     assert "Add what the customer was told…" in body  # this person may act
     for advice in ("resume the run", "then resolve", "Resume…", "Resolve…"):
@@ -124,7 +124,7 @@ def test_an_escalated_run_page_names_its_reason_in_words_and_asks_for_a_person(
     body = _logged_in(support_user).get(reverse("handover:run_detail", args=[run.pk])).content.decode()
 
     assert '<span class="pill reason" title="run_died_mid_sequence">Run died mid-sequence</span>' in body
-    assert '<section class="next-action">' in body
+    assert '<section class="next-action" data-code="resume">' in body
     assert "Resume the run to" in body
     assert "<dt>Why</dt><dd>died</dd>" in body
 

@@ -17,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from compensations.models import Compensation, CompensationStatus, DeadLetter
 from journal import services as journal
 from journal.models import Intent, IntentStatus, OutcomeReason, Run
+from journal.selectors import stuck_runs
 from journal.tool_errors import DispatchResult
 from observability import counters, metrics
 from reconciliation.services import ReconcileOutcome, intent_reconcile
@@ -182,7 +183,7 @@ def _plan(queryset: Any) -> str:
 def test_the_gauges_on_the_journal_tables_are_served_by_partial_indexes() -> None:
     now = timezone.now()
     plans = {
-        "stuck runs": (_plan(metrics.stuck_runs(now)), "run_running_idx"),
+        "stuck runs": (_plan(stuck_runs(now=now)), "run_running_idx"),
         "awaiting a person": (_plan(metrics.awaiting_person()), "run_awaiting_idx"),
         "sweep lag": (_plan(metrics.sweep_candidates(now)), "intent_open_idx"),
         "unknown outcomes": (_plan(metrics.unknown_outcomes()), "intent_unknown_idx"),

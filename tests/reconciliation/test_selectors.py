@@ -1,5 +1,5 @@
 """The sweep's query is served by the partial index on open intents, so its cost follows the
-rows in doubt, not the size of the journal."""
+rows in doubt, not the size of the journal; and a run is stuck by one rule, whoever asks."""
 
 from __future__ import annotations
 
@@ -7,12 +7,16 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
-from django.db import connection
-from django.test import override_settings
+from django.db import connection, transaction
+from django.test import Client, override_settings
 from django.utils import timezone
+from prometheus_client.parser import text_string_to_metric_families
 
+from handover.handover import NextActionCode, handover_for, run_is_stuck
+from handover.selectors import QueueFilters, queue_reason_counts, queue_runs
 from journal.models import Intent, IntentStatus, Run
-from journal.selectors import stale_intents
+from journal.selectors import stale_intents, stuck_runs
+from reconciliation.decisions import dead_runs
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -61,3 +65,83 @@ def test_the_sweep_query_uses_the_partial_index_on_open_intents(
 def _with_per_tool_thresholds() -> object:
     with override_settings(SEAM_STALE_AFTER_SECONDS=60, SEAM_STALE_AFTER_BY_TOOL={"notify_seller": 300}):
         return stale_intents()
+
+
+# --- stuck runs: one rule for the queue, the handover, the metrics and the sweep ----------------
+
+PER_TOOL = {"SEAM_STALE_AFTER_SECONDS": 60, "SEAM_STALE_AFTER_BY_TOOL": {"slow_tool": 600, "fast_tool": 10}}
+
+
+def _silent(run: Run, *, seconds: int, waiting_on: str = "") -> Run:
+    """The run's agent last beat `seconds` ago, with a call of `waiting_on` open since then."""
+    then = timezone.now() - timedelta(seconds=seconds)
+    if waiting_on:
+        Intent.objects.create(
+            run=run,
+            step_id=f"{run.pk}:1:{waiting_on}",
+            turn=1,
+            tool=waiting_on,
+            args={},
+            idempotency_key=f"key-{run.ticket_id}",
+            status=IntentStatus.INTENDED,
+            intended_at=then,
+        )
+    Run.objects.filter(pk=run.pk).update(last_heartbeat_at=then)
+    return Run.objects.select_related("tenant").get(pk=run.pk)
+
+
+def _stuck_gauge() -> float:
+    scrape = Client().get("/metrics").content.decode()
+    (family,) = [f for f in text_string_to_metric_families(scrape) if f.name == "seam_stuck_runs"]
+    return family.samples[0].value
+
+
+@override_settings(**PER_TOOL)
+def test_a_run_is_stuck_by_the_threshold_of_the_call_it_waits_on_for_every_reader(
+    make_run: Callable[..., Run],
+) -> None:
+    runs = {
+        # Waiting on a call allowed 600 s: not stuck after 120 s (the queue, the metrics and the
+        # handover used to call it stuck at the global 60 s, and listed its call as uncertain).
+        "slow": _silent(make_run(ticket_id="slow"), seconds=120, waiting_on="slow_tool"),
+        # Waiting on a call allowed 10 s: stuck after 30 s (nobody used to see it before 60 s).
+        "fast": _silent(make_run(ticket_id="fast"), seconds=30, waiting_on="fast_tool"),
+        "fast too": _silent(make_run(ticket_id="fast too"), seconds=20, waiting_on="fast_tool"),
+        # Waiting on nothing: the global 60 s.
+        "quiet": _silent(make_run(ticket_id="quiet"), seconds=120),
+        "alive": _silent(make_run(ticket_id="alive"), seconds=30),
+    }
+    now = timezone.now()
+    tenant = runs["slow"].tenant
+    stuck = {"fast", "fast too", "quiet"}
+
+    assert {r.ticket_id for r in stuck_runs(now=now)} == stuck
+    # The staff queue, and its counts.
+    queued = queue_runs(tenant=tenant, user=None, filters=QueueFilters(), now=now)
+    assert {r.ticket_id for r in queued} == stuck
+    assert queue_reason_counts(tenant=tenant, now=now) == {"run_stuck": 3}
+    # The handover.
+    for name, run in runs.items():
+        handover = handover_for(run)
+        assert run_is_stuck(run, now) is (name in stuck), name
+        assert handover.reason == ("run_stuck" if name in stuck else ""), name
+    assert handover_for(runs["slow"]).uncertain == []
+    assert handover_for(runs["slow"]).next_action.code == NextActionCode.WAIT_FOR_AGENT
+    # The metrics.
+    assert _stuck_gauge() == 3
+    # The sweep: a stuck run with a call open waits for reconciliation to settle the call (which
+    # is stale by its own tool's threshold); the quiet one is decided now.
+    assert {i.run.ticket_id for i in stale_intents(now=now)} == {"fast", "fast too"}
+    assert {r.ticket_id for r in dead_runs()} == {"quiet"}
+    # `manage.py reconcile --older-than 0 --decide`: every threshold is zero, the alive one too.
+    assert {r.ticket_id for r in dead_runs(quiet_for=timedelta(0))} == {"quiet", "alive"}
+
+
+def test_stuck_runs_is_a_range_scan_on_the_running_runs_index(make_run: Callable[..., Run]) -> None:
+    _journal_of(make_run(), settled=50, open_=2)
+    with override_settings(**PER_TOOL), transaction.atomic(), connection.cursor() as cursor:
+        # With sequential scans priced out, a Seq Scan left in the plan means no index can serve.
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        plan = stuck_runs(now=timezone.now()).explain()
+    assert "run_running_idx" in plan, plan
+    assert "Seq Scan" not in plan, plan

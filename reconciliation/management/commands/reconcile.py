@@ -8,7 +8,6 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from journal.selectors import stale_after
 from journal.services import Actor
 from reconciliation.decisions import dead_runs, run_decide
 from reconciliation.services import ReconcileOutcome, reconcile_sweep
@@ -57,7 +56,7 @@ class Command(BaseCommand):
         summary = ", ".join(f"{n} {outcome}" for outcome, n in report.counts.items() if n)
         self.stdout.write(f"reconciled {len(report.results)} stale intent(s): {summary or 'nothing to do'}")
         if options["decide"]:
-            quiet_for = stale_after(None) if older_than is None else timedelta(seconds=older_than)
+            quiet_for = None if older_than is None else timedelta(seconds=older_than)
             runs = dead_runs(quiet_for=quiet_for)
             if run_id is not None:
                 runs = runs.filter(pk=run_id)

@@ -1,0 +1,137 @@
+"""How far a performed step can still be taken back, now: a value read from the step's catalogue
+entry (its grade, compensations.models.Reversibility) and its receipt (a deadline field).
+
+    yes       the compensating tool undoes it completely
+    until     completely, until a condition ("until collection") or a deadline read from the
+              receipt; `loss` is what undoing after the deadline costs, if it still can
+    partial   undoing it always loses something: `loss` says what (an `until` step past its
+              deadline is partial when something is still undone at a cost)
+    none      nothing undoes it
+
+People read `sentence`. The API carries the fields and the sentence (the handover's serializer
+is built from them: `__json_properties__`), and, for clients written before this value existed,
+`flag_or_sentence`: true, false, or the sentence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, ClassVar
+
+from django.db import models
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from .models import Reversibility
+
+
+class ReversibilityKind(models.TextChoices):
+    YES = "yes", "Reversible"
+    UNTIL = "until", "Reversible until a condition or deadline"
+    PARTIAL = "partial", "Partially reversible"
+    NONE = "none", "Not reversible"
+
+
+@dataclass(frozen=True)
+class ReversibilityNow:
+    """How far a performed step can be taken back now: yes, until a condition or deadline,
+    partially (losing `loss`), or not at all."""
+
+    __json_properties__: ClassVar[tuple[str, ...]] = ("sentence",)
+
+    kind: ReversibilityKind
+    condition: str = ""  # until: the condition in words, "until collection"
+    deadline: datetime | None = None  # until: the receipt's deadline; partial: the one that passed
+    loss: str = ""  # partial: what is lost; until: what undoing after the deadline loses
+
+    @classmethod
+    def yes(cls) -> ReversibilityNow:
+        return cls(ReversibilityKind.YES)
+
+    @classmethod
+    def none(cls) -> ReversibilityNow:
+        return cls(ReversibilityKind.NONE)
+
+    @classmethod
+    def until(
+        cls, *, condition: str = "", deadline: datetime | None = None, loss: str = ""
+    ) -> ReversibilityNow:
+        return cls(ReversibilityKind.UNTIL, condition=condition, deadline=deadline, loss=loss)
+
+    @classmethod
+    def partial(cls, *, loss: str, deadline: datetime | None = None) -> ReversibilityNow:
+        return cls(ReversibilityKind.PARTIAL, loss=loss, deadline=deadline)
+
+    @property
+    def can_undo(self) -> bool:
+        """Whether a compensating call can still be sent (completely or at a loss)."""
+        return self.kind != ReversibilityKind.NONE
+
+    @property
+    def loses(self) -> bool:
+        """Undoing it now loses something: a person must be told before the click."""
+        return self.kind == ReversibilityKind.PARTIAL
+
+    @property
+    def conditional(self) -> bool:
+        """Reversible only partly or for a while: the words matter beside the undo."""
+        return self.kind in (ReversibilityKind.UNTIL, ReversibilityKind.PARTIAL)
+
+    @property
+    def sentence(self) -> str:
+        """In words, as the run page and the confirmations say it."""
+        if self.kind == ReversibilityKind.YES:
+            return "yes"
+        if self.kind == ReversibilityKind.NONE:
+            return "no"
+        if self.kind == ReversibilityKind.PARTIAL:
+            if self.deadline is not None:
+                return f"partially: past its deadline, {self.loss} is lost"
+            return f"partially: {self.loss or 'not everything'} is lost"
+        if self.deadline is not None:
+            words = f"until {timezone.localtime(self.deadline):%a %d %b %H:%M}"
+            return f"{words}; after that {self.loss} is lost" if self.loss else words
+        return self.condition
+
+    @property
+    def flag_or_sentence(self) -> bool | str:
+        """The handover's `reversible` as it always was: true, false, or the sentence."""
+        if self.kind == ReversibilityKind.YES:
+            return True
+        if self.kind == ReversibilityKind.NONE:
+            return False
+        return self.sentence
+
+    def __str__(self) -> str:
+        return self.sentence
+
+
+def _deadline_of(entry: Any, receipt: dict[str, Any]) -> datetime | None:
+    if not entry.deadline_field:
+        return None
+    raw = receipt.get(entry.deadline_field)
+    return parse_datetime(raw) if isinstance(raw, str) else None
+
+
+def reversibility_now(entry: Any, receipt: dict[str, Any] | None, now: datetime) -> ReversibilityNow:
+    """How far a step of `entry`'s tool, with this receipt, can be taken back at `now`. No entry,
+    a `none` grade or no compensating tool: none. A deadline that passed leaves the step
+    partial when undoing it late still works at a loss, else none."""
+    if entry is None or entry.reversibility == Reversibility.NONE or not entry.compensating_tool:
+        return ReversibilityNow.none()
+    if entry.reversibility == Reversibility.REVERSIBLE:
+        return ReversibilityNow.yes()
+    if entry.reversibility == Reversibility.PARTIAL:
+        return ReversibilityNow.partial(loss=entry.loss)
+    deadline = _deadline_of(entry, receipt or {})
+    if deadline is not None:
+        if deadline <= now:
+            return (
+                ReversibilityNow.partial(loss=entry.loss, deadline=deadline)
+                if entry.loss
+                else ReversibilityNow.none()
+            )
+        return ReversibilityNow.until(condition=entry.until_condition, deadline=deadline, loss=entry.loss)
+    if entry.until_condition:
+        return ReversibilityNow.until(condition=entry.until_condition)
+    return ReversibilityNow.yes()

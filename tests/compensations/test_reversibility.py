@@ -1,0 +1,104 @@
+"""How far a performed step can be taken back, read from its catalogue entry and receipt: a value
+with a kind for code and a sentence for people, the same words the handover always showed."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from compensations.models import CatalogueEntry, Reversibility
+from compensations.reversibility import ReversibilityKind, ReversibilityNow, reversibility_now
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
+
+def _entry(grade: str, **fields: str) -> CatalogueEntry:
+    return CatalogueEntry(
+        tool="reship", reversibility=grade, **{"compensating_tool": "cancel_shipment", **fields}
+    )
+
+
+def _reship(**fields: str) -> CatalogueEntry:
+    return _entry(
+        Reversibility.REVERSIBLE_UNTIL,
+        until_condition="until the recall cutoff",
+        deadline_field="recall_cutoff",
+        **fields,
+    )
+
+
+def _cutoff(delta: timedelta) -> dict[str, str]:
+    return {"recall_cutoff": (NOW + delta).isoformat()}
+
+
+@pytest.mark.parametrize(
+    ("entry", "receipt", "kind", "sentence", "flag"),
+    [
+        (None, {}, ReversibilityKind.NONE, "no", False),
+        (_entry(Reversibility.NONE), {}, ReversibilityKind.NONE, "no", False),
+        (_entry(Reversibility.REVERSIBLE, compensating_tool=""), {}, ReversibilityKind.NONE, "no", False),
+        (_entry(Reversibility.REVERSIBLE), {}, ReversibilityKind.YES, "yes", True),
+        (
+            _entry(Reversibility.PARTIAL, loss="the 7.50 GBP recall fee"),
+            {},
+            ReversibilityKind.PARTIAL,
+            "partially: the 7.50 GBP recall fee is lost",
+            "partially: the 7.50 GBP recall fee is lost",
+        ),
+        (
+            _entry(Reversibility.PARTIAL),
+            {},
+            ReversibilityKind.PARTIAL,
+            "partially: not everything is lost",
+            None,
+        ),
+        (
+            _entry(Reversibility.REVERSIBLE_UNTIL, until_condition="until collection"),
+            {},
+            ReversibilityKind.UNTIL,
+            "until collection",
+            "until collection",
+        ),
+        (_entry(Reversibility.REVERSIBLE_UNTIL), {}, ReversibilityKind.YES, "yes", True),
+        (_reship(), _cutoff(timedelta(hours=6)), ReversibilityKind.UNTIL, "until Sun 29 Nov 18:00", None),
+        (
+            _reship(loss="the recall fee"),
+            _cutoff(timedelta(hours=6)),
+            ReversibilityKind.UNTIL,
+            "until Sun 29 Nov 18:00; after that the recall fee is lost",
+            None,
+        ),
+        (
+            _reship(loss="the recall fee"),
+            _cutoff(-timedelta(hours=1)),
+            ReversibilityKind.PARTIAL,
+            "partially: past its deadline, the recall fee is lost",
+            None,
+        ),
+        (_reship(), _cutoff(-timedelta(hours=1)), ReversibilityKind.NONE, "no", False),
+        # A receipt without the deadline falls back on the condition in words.
+        (_reship(), {}, ReversibilityKind.UNTIL, "until the recall cutoff", None),
+    ],
+)
+def test_reversibility_reads_the_grade_and_the_receipts_deadline(
+    entry: CatalogueEntry | None, receipt: dict[str, str], kind: str, sentence: str, flag: bool | str | None
+) -> None:
+    now = reversibility_now(entry, receipt, NOW)
+
+    assert now.kind == kind
+    assert now.sentence == sentence
+    # The handover's older `reversible`: true, false, or the sentence.
+    assert now.flag_or_sentence == (sentence if flag is None else flag)
+    assert now.can_undo is (kind != ReversibilityKind.NONE)
+    assert now.loses is (kind == ReversibilityKind.PARTIAL)
+
+
+def test_only_a_partial_undo_warns_of_a_loss_and_only_until_or_partial_needs_its_words() -> None:
+    assert [r.loses for r in (ReversibilityNow.yes(), ReversibilityNow.until(condition="until x"))] == [
+        False,
+        False,
+    ]
+    assert ReversibilityNow.partial(loss="the fee").loses
+    assert not ReversibilityNow.yes().conditional and not ReversibilityNow.none().conditional
+    assert ReversibilityNow.until(condition="until collection").conditional

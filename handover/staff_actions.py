@@ -260,6 +260,28 @@ def offer_on_steps(place: Place) -> OfferRule:
     return offer
 
 
+def _mark_action(name: str, *, label: str, performed: bool) -> StaffAction:
+    """A person's judgement of an uncertain step: it happened, or it did not."""
+    return StaffAction(
+        kind=Kind.RUN,
+        name=name,
+        label=label,
+        permission=ACT,
+        form_class=forms.MarkStepForm,
+        perform=lambda ctx, run, data: actions.step_mark(
+            ctx,
+            run_id=run.pk,
+            step_id=data["step_id"],
+            performed=performed,
+            note=data["note"],
+            state=data["state"],
+        ),
+        done_message=f"Marked {'performed' if performed else 'not performed'}.",
+        confirm=_confirm_run(name),
+        offer=offer_on_steps(Place.UNCERTAIN),
+    )
+
+
 def _confirm_run(name: str) -> Callable[[Run, HandoverRows, str], Confirmation]:
     """The confirmation of a run action, as handover.actions.confirmation words it."""
 
@@ -390,42 +412,8 @@ def _register_all() -> None:
             confirm=_confirm_run("retry-lookup"),
             offer=offer_on_steps(Place.UNCERTAIN),
         ),
-        StaffAction(
-            kind=run,
-            name="mark-performed",
-            label="It happened",
-            permission=ACT,
-            form_class=forms.MarkStepForm,
-            perform=lambda ctx, run, data: actions.step_mark(
-                ctx,
-                run_id=run.pk,
-                step_id=data["step_id"],
-                performed=True,
-                note=data["note"],
-                state=data["state"],
-            ),
-            done_message="Marked performed.",
-            confirm=_confirm_run("mark-performed"),
-            offer=offer_on_steps(Place.UNCERTAIN),
-        ),
-        StaffAction(
-            kind=run,
-            name="mark-not-performed",
-            label="It did not happen",
-            permission=ACT,
-            form_class=forms.MarkStepForm,
-            perform=lambda ctx, run, data: actions.step_mark(
-                ctx,
-                run_id=run.pk,
-                step_id=data["step_id"],
-                performed=False,
-                note=data["note"],
-                state=data["state"],
-            ),
-            done_message="Marked not performed.",
-            confirm=_confirm_run("mark-not-performed"),
-            offer=offer_on_steps(Place.UNCERTAIN),
-        ),
+        _mark_action("mark-performed", label="It happened", performed=True),
+        _mark_action("mark-not-performed", label="It did not happen", performed=False),
         # The dead-letter queue.
         StaffAction(
             kind=letter,

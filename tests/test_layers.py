@@ -5,8 +5,10 @@ AppConfig's ready(), where Django wants app modules imported once the registry i
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -81,3 +83,27 @@ def test_the_import_contracts_are_kept() -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 broken" in result.stdout
+
+
+def _picture_layers(markdown: str, names: set[str]) -> list[set[str]]:
+    """The layers drawn in docs/architecture.md's picture, top down: one set of module names per
+    row of boxes (siblings share a row)."""
+    picture = markdown.split("## The layers", 1)[1].split("```", 2)[1]
+    pattern = re.compile(
+        r"(?<![\w.])(" + "|".join(sorted(map(re.escape, names), key=len, reverse=True)) + r")(?![\w.])"
+    )
+    rows: list[set[str]] = []
+    for line in picture.splitlines():
+        if "┌" in line:
+            rows.append(set())
+        elif line.lstrip().startswith("│") and rows:
+            rows[-1] |= set(pattern.findall(line))
+    return rows
+
+
+def test_the_architecture_picture_draws_the_layers_of_the_contract() -> None:
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(c for c in contracts if c["id"] == "layers")["layers"]
+    expected = [{name.strip() for name in layer.split("|")} for layer in layers]
+    names = set().union(*expected)
+    assert _picture_layers((ROOT / "docs" / "architecture.md").read_text(), names) == expected

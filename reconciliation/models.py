@@ -33,8 +33,8 @@ class TaskPolicy(models.Model):
     undo_before_escalating = models.BooleanField(
         default=True,
         help_text="When a run is escalated (past its phase, its age or its deadline), first undo what "
-        "the catalogue can undo. Off: the person decides between finishing and undoing (seed 000's "
-        "returns: issue the refund, or cancel the pickup).",
+        "the catalogue can undo. Off: the person decides between finishing and undoing (for a "
+        "return: issue the refund, or cancel the pickup).",
     )
     notes = models.TextField(blank=True, help_text="Why this task type recovers this way.")
     version = models.PositiveIntegerField(default=1)

@@ -18,7 +18,7 @@ def test_migrate_seeds_the_demo_catalogue_with_history_and_grants_the_roles() ->
     # Plain (rolled-back) tests see the database exactly as `migrate` left it.
     entry = CatalogueEntry.objects.get(tool="reship")
     assert entry.history.get().history_change_reason == "default catalogue"
-    # ... and the scripted flows' policies (seed 000's returns leaves the undo to a person).
+    # ... and the scripted flows' policies (returns leaves the undo to a person).
     assert set(TaskPolicy.objects.values_list("task_type", flat=True)) == {p[0] for p in DEFAULT_POLICIES}
     returns = TaskPolicy.objects.get(task_type="returns")
     assert returns.undo_before_escalating is False

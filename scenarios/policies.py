@@ -1,7 +1,8 @@
 """The demo's recovery policy of each task type the scripted flows use (scenarios.flows), with
 its reasoning: resume what rests on fresh reads, compensate what rests on judgement. Seeded
-where the scenarios are installed (local and test settings, never production) each time `migrate` runs (scenarios.apps), and by `policies_seed_defaults`
-(tests flush tables between cases); a policy an admin has edited is never overwritten."""
+where the scenarios are installed (local and test settings, never production) each time
+`migrate` runs (scenarios.apps), and by `policies_seed_defaults` (tests flush tables between
+cases); a policy an admin has edited is never overwritten."""
 
 from __future__ import annotations
 

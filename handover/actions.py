@@ -24,7 +24,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from compensations.mapping import MissingSource, compensation_args
-from compensations.models import CatalogueEntry, CompensationStatus
+from compensations.models import CatalogueEntry, Compensation, CompensationStatus
 from compensations.reversibility import ReversibilityNow
 from compensations.tasks import compensate_run, compensation_schedule
 from journal import services as journal
@@ -187,7 +187,7 @@ def run_assign(ctx: StaffContext, *, run_id: Any, state: str) -> Run:
     return run
 
 
-def step_compensate(ctx: StaffContext, *, run_id: Any, step_id: str, state: str) -> Any:
+def step_compensate(ctx: StaffContext, *, run_id: Any, step_id: str, state: str) -> Compensation:
     """Undo one performed step through the compensations executor (queued after commit)."""
 
     with _acting_on(ctx, run_id, state) as run:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.utils.functional import cached_property
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from journal.models import AgentToken
+from journal.models import AgentToken, Tenant
 
 
 class AgentPrincipal:
@@ -25,7 +23,7 @@ class AgentPrincipal:
         self.token = token
 
     @cached_property
-    def tenant(self) -> Any:
+    def tenant(self) -> Tenant:
         return self.token.tenant
 
     def get_username(self) -> str:

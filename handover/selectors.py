@@ -150,7 +150,7 @@ def audit_entries(*, tenant: Tenant, filters: AuditFilters) -> QuerySet[AuditEnt
     return entries.order_by("-at", "-seq")
 
 
-def dead_letters_for(*, tenant: Tenant, show: str = "open") -> QuerySet[Any]:
+def dead_letters_for(*, tenant: Tenant, show: str = "open") -> QuerySet[DeadLetter]:
 
     letters = DeadLetter.objects.filter(compensation__original__run__tenant=tenant).select_related(
         "compensation__original__run", "compensation__intent", "owner", "resolved_by"

@@ -28,6 +28,7 @@ from tools import services as tools
 
 from .mapping import compensation_args
 from .models import CatalogueEntry, Compensation, CompensationStatus, DeadLetter, Reversibility
+from .reversibility import reversibility_now
 
 FINISHED = (
     CompensationStatus.DONE,
@@ -149,7 +150,6 @@ def _execute(*, compensation: Compensation, actor: journal.Actor) -> Compensatio
             compensation=compensation, error_class=exc.error_class, error=exc.message, actor=actor
         )
     _link(compensation, intent)
-    receipt = intent.receipt
     if intent.status != IntentStatus.PERFORMED:
         # Replayed from an earlier, failed attempt of this very key.
         return _dead_letter(
@@ -158,7 +158,7 @@ def _execute(*, compensation: Compensation, actor: journal.Actor) -> Compensatio
             error=intent.outcome_summary,
             actor=actor,
         )
-    partial = _partial_loss(entry, receipt)
+    partial = _not_undone(entry, original, intent)
     with journal.durable():
         Compensation.objects.filter(pk=compensation.pk).update(
             status=CompensationStatus.PARTIAL if partial else CompensationStatus.DONE,
@@ -208,16 +208,18 @@ def _next_turn(run: Run) -> int:
     return (run.intents.aggregate(last=Max("turn"))["last"] or 0) + 1
 
 
-def _partial_loss(entry: CatalogueEntry, receipt: dict[str, Any]) -> str:
-    """What the provider's answer says could not be undone ('' when everything was)."""
-    if receipt.get("status") == "recalled" or "recall_fee" in receipt:
-        fee = f" {receipt.get('recall_fee', '')} {receipt.get('currency', '')}".rstrip()
-        return (
-            f"{entry.loss or 'recalled at a cost'}:{fee}"
-            if fee.strip()
-            else entry.loss or "recalled at a cost"
-        )
-    return ""
+def _not_undone(entry: CatalogueEntry, original: Intent, undo: Intent) -> str:
+    """What the undo left standing ('' when it took everything back). The catalogue's grade says
+    so first: a `partial` entry always loses its `loss`, a `reversible_until` one does once its
+    deadline has passed when the undo was sent. The compensating tool's own receipt may say so
+    too (a provider that carried the undo out only at a cost), in its tool's words
+    (tools.receipt_loss): the engine names no provider's fields."""
+    graded = reversibility_now(entry, original.receipt, undo.intended_at)
+    reported = tools.receipt_loss(tool=undo.tool, receipt=undo.receipt)
+    if not (graded.loses or reported):
+        return ""
+    loss = entry.loss or "not everything was undone"
+    return f"{loss}: {reported}" if reported else loss
 
 
 def _compensation_intent(run: Run, tool: str, args: dict[str, Any], occurrence: int) -> Intent | None:

@@ -517,6 +517,11 @@ def next_action(
     undone = [c for c in completed if c.undone]
     pending_undo = [c for c in completed if c.undo_pending]
     standing = [c for c in completed if not c.undone]
+    # What still stands splits into what can still be undone and what nothing undoes (its undo
+    # `not_possible`, or no compensating tool); a partial undo leaves its loss standing.
+    undoable = [c for c in standing if c.undo_tool and c.compensation is None]
+    irreversible = [c for c in standing if c not in undoable and not (c.undo_pending or c.undo_failed)]
+    partly = [c for c in undone if c.compensation and c.compensation.status == CompensationStatus.PARTIAL]
     ended_unattended = run.status != RunStatus.RUNNING and not run.awaiting_person
     if uncertain:
         first = uncertain[0]
@@ -543,21 +548,26 @@ def next_action(
             text += f"; undone since: {', '.join(_words(c.tool) for c in undone)}"
         if available:
             text += "; a step it did can still be undone below if the customer asks"
-    elif undone and not standing:
+    elif undone and not standing and not partly:
         code = NextActionCode.TELL_CUSTOMER_UNDONE
-        partly = [c for c in undone if c.compensation and c.compensation.status == CompensationStatus.PARTIAL]
-        text = "everything the run did was undone"
-        if partly:
-            text += (
-                " (partly: " + "; ".join(c.compensation.not_undone for c in partly if c.compensation) + ")"
-            )
-        text += ": tell the customer the request was not carried out, then resolve"
+        text = "everything the run did was undone: tell the customer the request was not carried out, then resolve"
     elif undone:
+        # Something remains: a step only partly taken back, one nothing undoes, or one still
+        # undoable. Only the last is offered as an undo.
         code = NextActionCode.FINISH_BY_HAND
-        text = (
-            f"{', '.join(_words(c.tool) for c in undone)} was undone, so resuming is not possible: "
-            f"finish by hand, or undo what still stands ({', '.join(_words(c.tool) for c in standing)})"
-        )
+        text = f"{', '.join(_words(c.tool) for c in undone)} was undone, so resuming is not possible"
+        remains = [
+            f"{_words(c.tool)} was only partly undone ({c.compensation.not_undone})"
+            for c in partly
+            if c.compensation
+        ]
+        if irreversible:
+            remains.append(f"{', '.join(_words(c.tool) for c in irreversible)} cannot be undone")
+        if remains:
+            text += f"; what remains: {'; '.join(remains)}"
+        text += ": finish by hand"
+        if undoable:
+            text += f", or undo what still stands ({', '.join(_words(c.tool) for c in undoable)})"
     elif not_done and run.status == RunStatus.RUNNING and not stuck:
         code = NextActionCode.WAIT_FOR_AGENT
         text = "the agent is still working this run: wait"

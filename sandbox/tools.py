@@ -34,6 +34,7 @@ def _write(
     receipt: tuple[str, ...],
     description: str,
     detail: str = "",
+    loss: str = "",
 ) -> ToolSpec:
     base = settings.SEAM_SANDBOX_URL + API
     return ToolSpec(
@@ -44,6 +45,7 @@ def _write(
         receipt_fields=receipt,
         description=description,
         receipt_detail=detail,
+        loss_detail=loss,
     )
 
 
@@ -142,6 +144,8 @@ def tools() -> list[ToolSpec]:
             ("shipment_id", "status"),
             "Cancel a shipment before its recall cutoff; after it, recall at a fee.",
             "shipment {shipment_id} {status}",
+            # Past the cutoff the carrier answers `recalled` with the fee: a partial undo.
+            "recalled at a fee of {recall_fee} {currency}",
         ),
         _write(
             "notify_seller",

@@ -42,6 +42,20 @@ class ToolSpec:
     # How a person reads a receipt of this tool in the handover, e.g. "label {label}, courier
     # pickup booked {pickup_date}". Placeholders name receipt fields; blank lists them all.
     receipt_detail: str = ""
+    # How a receipt of this tool says the call could not do all it was asked, e.g. an undo the
+    # provider carried out only at a cost: "recalled at a fee of {recall_fee} {currency}". The
+    # sentence counts only when the receipt has every field it names; blank: its receipts never
+    # say so. The engine reads it (describe_loss) without knowing the provider's fields.
+    loss_detail: str = ""
+
+    def describe_loss(self, receipt: Mapping[str, Any]) -> str:
+        """What this receipt says was lost ('' when nothing was, or the tool cannot say)."""
+        if not self.loss_detail:
+            return ""
+        try:
+            return self.loss_detail.format_map(dict(receipt))
+        except (KeyError, IndexError, ValueError):
+            return ""  # a field the sentence names is absent: the receipt reports no loss
 
     def describe_receipt(self, receipt: Mapping[str, Any]) -> str:
         if self.receipt_detail:

@@ -12,7 +12,7 @@ from journal.models import Intent, Run
 from journal.tool_errors import ToolError
 
 from .connectors import HttpConnector, LookupResult
-from .registry import ArgumentsRefused, UnknownTool, get_tool
+from .registry import ArgumentsRefused, UnknownTool, find_tool, get_tool
 
 MIN_READ_TIMEOUT = 0.05  # seconds: below this a read cannot even connect
 
@@ -104,3 +104,10 @@ def intent_lookup(*, intent: Intent) -> LookupResult:
     """Ask the intent's downstream system what became of its key. Raises ToolError for a
     failure to ask (transient: try again later); UnknownTool when nobody can be asked."""
     return get_tool(intent.tool).get_connector().lookup(intent.idempotency_key, intent.args)
+
+
+def receipt_loss(*, tool: str, receipt: dict[str, Any]) -> str:
+    """What the receipt of a call to `tool` says the call could not do (ToolSpec.loss_detail);
+    '' when it did everything, or when the tool is unregistered or cannot say."""
+    spec = find_tool(tool)
+    return spec.describe_loss(receipt) if spec is not None else ""

@@ -18,7 +18,7 @@ from django.utils import timezone
 from compensations.models import Compensation, CompensationStatus
 from compensations.reversibility import ReversibilityNow
 from compensations.services import compensation_execute
-from handover import actions
+from handover import actions, staff_actions
 from handover.audit import audit_verify
 from handover.handover import (
     CompletedStep,
@@ -26,7 +26,9 @@ from handover.handover import (
     NextActionCode,
     NotDoneStep,
     StepCompensation,
+    handover_build,
     handover_for,
+    handover_rows,
     next_action,
     run_state_token,
 )
@@ -34,9 +36,16 @@ from handover.models import AuditAction, AuditEntry
 from journal import services as journal
 from journal.models import Intent, IntentStatus, JournalEvent, Run, RunStatus
 from journal.services import Actor, Conflict, InvalidInput, NotFound
+from reconciliation import decisions
+from sandbox.catalogue import catalogue_seed_defaults
+from scenarios.flows import FLOWS
+from scenarios.policies import policies_seed_defaults
 from tests import factories
+from tools import services as tools
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+SYSTEM = journal.Actor.system("test-sweeper")
 
 
 def ctx(user: Any, run: Run) -> actions.StaffContext:
@@ -458,3 +467,54 @@ def test_a_lookup_retry_refuses_a_step_settled_after_it_was_read(
         )
     assert not AuditEntry.objects.filter(run=run).exists()
     assert not JournalEvent.objects.filter(run=run, kind=JournalEvent.Kind.LOOKUP_REQUESTED).exists()
+
+
+def test_an_email_nothing_undoes_is_never_suggested_or_offered_for_undoing(
+    sandbox_tools: str, make_run: Any, persona: Any
+) -> None:
+    # An address_change run (resume until the act phase, then undo before escalating) reserved
+    # stock and emailed the customer, then died: the reservation is released, the email stands.
+    policies_seed_defaults()
+    catalogue_seed_defaults()
+    steps = [
+        ("offer_replacement", {"order_id": "SU-90317", "sku": "OAK-BENCH", "qty": 1}),
+        ("notify_customer", {"order_id": "SU-90317", "template": "address_changed"}),
+    ]
+    run = make_run(
+        task_type="address_change",
+        versions=FLOWS["address_change"].run_versions(),
+        plan=[{"tool": tool, "phase": "act", "args": args} for tool, args in steps],
+    )
+    for turn, (tool, args) in enumerate(steps, start=1):
+        tools.tool_perform(run=run, tool=tool, args=args, turn=turn, actor=SYSTEM)
+    Run.objects.filter(pk=run.pk).update(last_heartbeat_at=timezone.now() - timedelta(minutes=5))
+    decisions.run_decide(run=run, actor=SYSTEM)
+    run = Run.objects.select_related("tenant").get(pk=run.pk)
+    assert run.status == RunStatus.ESCALATED, run.outcome_detail
+    assert sorted(Compensation.objects.values_list("original__tool", "status")) == [
+        ("notify_customer", CompensationStatus.NOT_POSSIBLE),
+        ("offer_replacement", CompensationStatus.DONE),
+    ]
+
+    rows = handover_rows(run)
+    handover = handover_build(rows)
+    action = handover.next_action
+
+    assert action.code == NextActionCode.FINISH_BY_HAND
+    assert action.text == (
+        "offer replacement was undone, so resuming is not possible; "
+        "what remains: notify customer cannot be undone: finish by hand"
+    )
+    assert action.compensations_available == []
+    page = staff_actions.RunPage(
+        run=run,
+        rows=rows,
+        handover=handover,
+        resume=actions.resume_preview(run, rows),
+        user=persona("team_lead", run.tenant),
+    )
+    offers = staff_actions.run_offers(page)
+    offered = [o.action.name for o in offers["next"]] + [
+        o.action.name for step in offers["completed"].values() for o in step
+    ]
+    assert "compensate-run" not in offered and "compensate-step" not in offered

@@ -15,7 +15,8 @@ from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
 
-from compensations.models import CatalogueEntry, Reversibility
+from compensations.models import CatalogueEntry, Compensation, CompensationStatus, Reversibility
+from handover.handover import NextActionCode, handover_for
 from journal import services as journal
 from journal.models import Escalation, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
 from reconciliation import decisions
@@ -26,6 +27,7 @@ from scenarios.invariants import check_run
 from scenarios.policies import policies_seed_defaults
 from scenarios.tickets import TICKETS
 from tests.scenarios.test_kill_points import KILL_POINTS, replay_in_child
+from tools import services as tools
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -276,3 +278,52 @@ def test_two_deciders_at_once_resume_a_run_once(sandbox_tools: str) -> None:
     assert JournalEvent.objects.filter(run=run, kind="run_resumed").count() == 1
     world = check_run(run)
     assert world.violations == () and world.effects == 2
+
+
+def _dead_after_acting(make_run: Any, steps: list[tuple[str, dict[str, Any]]]) -> Run:
+    """A dead address_change run (resume until the act phase, undo before escalating) that
+    performed `steps`, each an act-phase step of its plan."""
+    plan = [{"tool": tool, "phase": "act", "args": args} for tool, args in steps]
+    run = make_run(task_type="address_change", versions=FLOWS["address_change"].run_versions(), plan=plan)
+    for turn, (tool, args) in enumerate(steps, start=1):
+        tools.tool_perform(run=run, tool=tool, args=args, turn=turn, actor=SYSTEM)
+    return _dead_run_of(run)
+
+
+def _dead_run_of(run: Run) -> Run:
+    Run.objects.filter(pk=run.pk).update(last_heartbeat_at=timezone.now() - timedelta(minutes=5))
+    run.refresh_from_db()
+    return run
+
+
+def test_an_undo_the_catalogue_grades_partial_ends_partial_and_the_run_is_not_compensated(
+    sandbox_tools: str, make_run: Any
+) -> None:
+    loss = "the warehouse already emailed the picking list"
+    CatalogueEntry.objects.filter(tool="offer_replacement").update(
+        reversibility=Reversibility.PARTIAL, loss=loss
+    )
+    run = _dead_after_acting(
+        make_run,
+        [
+            ("offer_replacement", {"order_id": "SU-90317", "sku": "OAK-BENCH", "qty": 1}),
+            ("issue_refund", {"order_id": "SU-90317", "amount": "14.95", "currency": "USD"}),
+        ],
+    )
+
+    decision = decisions.run_decide(run=run, actor=SYSTEM)
+
+    run.refresh_from_db()
+    undo = {c.original.tool: c for c in Compensation.objects.select_related("original")}
+    assert (undo["offer_replacement"].status, undo["offer_replacement"].not_undone) == (
+        CompensationStatus.PARTIAL,
+        loss,
+    )
+    assert (undo["issue_refund"].status, undo["issue_refund"].not_undone) == (CompensationStatus.DONE, "")
+    # Not the world as before: handed over escalated, saying what remains.
+    assert (decision.outcome, run.status) == ("escalated", RunStatus.ESCALATED)
+    assert f"partly undone: offer_replacement ({loss})" in run.outcome_detail
+    action = handover_for(run).next_action
+    assert action.code == NextActionCode.FINISH_BY_HAND
+    assert "everything the run did was undone" not in action.text
+    assert f"offer replacement was only partly undone ({loss})" in action.text

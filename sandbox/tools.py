@@ -9,8 +9,9 @@ from typing import Any
 
 from django.conf import settings
 
+from journal.channels import CustomerChannel
 from tools.connectors import BusinessIdHttpConnector, HttpConnector
-from tools.registry import ToolSpec
+from tools.registry import CustomerFacing, ToolSpec
 
 API = "/sandbox/api/"
 
@@ -34,6 +35,7 @@ def _write(
     receipt: tuple[str, ...],
     description: str,
     detail: str = "",
+    customer_facing: CustomerFacing | None = None,
 ) -> ToolSpec:
     base = settings.SEAM_SANDBOX_URL + API
     return ToolSpec(
@@ -44,6 +46,7 @@ def _write(
         receipt_fields=receipt,
         description=description,
         receipt_detail=detail,
+        customer_facing=customer_facing,
     )
 
 
@@ -160,6 +163,9 @@ def tools() -> list[ToolSpec]:
             ("message_id",),
             "Email the customer. Cannot be unsent.",
             "email {message_id} sent",
+            # One tool sends every template, so it cannot say which step a template reports:
+            # it announces none (no contradiction is guessed from a template's name).
+            CustomerFacing(channel=CustomerChannel.EMAIL, says="email {template} ({message_id})"),
         ),
         ToolSpec(
             name="adjust_stock",

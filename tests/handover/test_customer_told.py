@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -22,15 +22,36 @@ from compensations.models import Compensation, CompensationStatus
 from compensations.services import compensation_execute
 from handover.handover import handover_for, run_state_token
 from handover.handover_schema import HandoverSerializer
+from journal import services
+from journal.channels import CustomerChannel
 from journal.models import AgentToken, CustomerMessage, IntentStatus, Run
 from journal.services import Actor
+from journal.tool_errors import DispatchResult
 from sandbox.catalogue import catalogue_seed_defaults
 from scenarios.policies import policies_seed_defaults
 from tests.scenarios.test_kill_points import replay_in_child
+from tools.registry import CustomerFacing, ToolSpec
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 RECONCILER = Actor.system("test-reconciler")
+ANY_ARGS = {"type": "object"}
+
+
+def tools() -> list[ToolSpec]:
+    """An integrator's tools (this module is their SEAM_TOOL_MODULES in one test): a credit, and
+    a credit note that declares it announces credits."""
+    return [
+        ToolSpec(name="grant_credit", kind="write", args_schema=ANY_ARGS),
+        ToolSpec(
+            name="send_credit_note",
+            kind="write",
+            args_schema=ANY_ARGS,
+            customer_facing=CustomerFacing(
+                channel=CustomerChannel.SMS, says="credit note {note}", announces=("grant_credit",)
+            ),
+        ),
+    ]
 
 
 def _agent(tenant: Any) -> APIClient:
@@ -162,3 +183,39 @@ def test_a_message_about_a_step_the_run_does_not_have_is_refused_and_nothing_is_
     assert response.status_code == 400
     assert "about_steps" in response.content.decode()
     assert escalated_bench.customer_messages.count() == before
+
+
+@override_settings(SEAM_TOOL_MODULES=["tests.handover.test_customer_told"])
+def test_a_customer_facing_tool_reports_the_earlier_steps_it_announces_and_is_flagged_when_one_is_undone(
+    make_run: Any, agent_actor: Any
+) -> None:
+    run = make_run()
+
+    def send(tool: str, receipt: dict[str, Any], n: int) -> Any:
+        return services.perform(
+            run=run,
+            tool=tool,
+            args={"n": n},
+            dispatch=lambda args, key: DispatchResult(receipt=receipt),
+            turn=n,
+            actor=agent_actor,
+        ).intent
+
+    before = send("send_credit_note", {"note": "N-1"}, 1)  # sent before any credit: reports none
+    credit = send("grant_credit", {"credit": "C-1"}, 2)
+    after = send("send_credit_note", {"note": "N-2"}, 3)
+    Compensation.objects.create(original=credit, status=CompensationStatus.DONE)
+
+    told = {t.step_id: t for t in handover_for(run).customer_told}
+
+    assert (told[before.step_id].body, told[before.step_id].channel) == ("credit note N-1", "sms")
+    assert told[before.step_id].about_steps == []
+    assert told[before.step_id].contradicted_by == []
+    assert told[after.step_id].about_steps == [credit.step_id]
+    [contradiction] = told[after.step_id].contradicted_by
+    assert (contradiction.code, contradiction.step_id, contradiction.undone_by) == (
+        "undone",
+        credit.step_id,
+        "",
+    )
+    assert credit.step_id not in told  # the credit itself is not customer-facing

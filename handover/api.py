@@ -157,6 +157,14 @@ class CustomerMessageCreateSerializer(serializers.Serializer):
     channel = serializers.ChoiceField(choices=CustomerMessage.Channel.choices)
     body = serializers.CharField(max_length=services.MAX_MESSAGE_CHARS, trim_whitespace=False)
     told_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    about_steps = serializers.ListField(
+        child=serializers.CharField(max_length=200),
+        required=False,
+        default=list,
+        max_length=100,
+        help_text='Step ids of this run whose effects the message reports ("we have credited you" '
+        "names the credit's step): if one is undone, the handover flags the message.",
+    )
 
 
 class IntentSerializer(serializers.ModelSerializer):
@@ -182,7 +190,7 @@ class IntentSerializer(serializers.ModelSerializer):
 class CustomerMessageSerializer(serializers.ModelSerializer):
     class Meta:
         model = CustomerMessage
-        fields = ["id", "channel", "body", "told_at", "recorded_at"]
+        fields = ["id", "channel", "body", "told_at", "recorded_at", "about_steps"]
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -370,7 +378,12 @@ class CustomerMessageCreateApi(APIView):
         data.is_valid(raise_exception=True)
         v = data.validated_data
         message = services.customer_message_record(
-            run=run, channel=v["channel"], body=v["body"], told_at=v["told_at"], actor=_actor(request)
+            run=run,
+            channel=v["channel"],
+            body=v["body"],
+            told_at=v["told_at"],
+            about_steps=v["about_steps"],
+            actor=_actor(request),
         )
         return Response(CustomerMessageSerializer(message).data, status=status.HTTP_201_CREATED)
 

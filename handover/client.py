@@ -135,10 +135,15 @@ class SeamClient:
         )
         return result
 
-    def tell_customer(self, run_id: str, *, channel: str, body: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._request(
-            "POST", f"/runs/{run_id}/customer-messages/", json={"channel": channel, "body": body}
-        )
+    def tell_customer(
+        self, run_id: str, *, channel: str, body: str, about_steps: list[str] | None = None
+    ) -> dict[str, Any]:
+        """Record what the customer was told; `about_steps` names the run's steps whose effects
+        the message reports, so the handover can flag it if one is undone."""
+        payload: dict[str, Any] = {"channel": channel, "body": body}
+        if about_steps:
+            payload["about_steps"] = about_steps
+        result: dict[str, Any] = self._request("POST", f"/runs/{run_id}/customer-messages/", json=payload)
         return result
 
     def heartbeat(self, run_id: str) -> None:

@@ -34,9 +34,10 @@ from compensations.models import CatalogueEntry, Compensation, CompensationStatu
 from compensations.reversibility import ReversibilityNow, reversibility_now
 from fanout.models import Outcome as FanOutOutcome
 from fanout.selectors import run_coverage
-from journal.models import CustomerMessage, Intent, IntentStatus, JournalEvent, Run, RunStatus
+from journal.channels import CustomerChannel
+from journal.models import ActorKind, CustomerMessage, Intent, IntentStatus, JournalEvent, Run, RunStatus
 from journal.selectors import compensation_intent_ids_in, plan_with_keys, stuck_runs
-from tools.registry import UnknownTool, get_tool
+from tools.registry import UnknownTool, find_tool, get_tool
 
 from .models import AuditEntry
 
@@ -129,11 +130,59 @@ class UncertainStep:
     compensation: Annotated[bool, described("The uncertain call is itself an undo.")]
 
 
+class CustomerToldSource(models.TextChoices):
+    """Which path a message reached the customer by."""
+
+    AGENT = "agent", "Recorded by the agent"
+    TOOL = "tool", "Sent by a customer-facing tool"
+    STAFF = "staff", "Recorded by a person"
+
+
+class ContradictionCode(models.TextChoices):
+    """Why the run's state now contradicts what the customer was told."""
+
+    UNDONE = "undone", "The step it reports was undone"
+    PARTLY_UNDONE = "partly_undone", "The step it reports was partly undone"
+    NOT_PERFORMED = "not_performed", "The step it reports did not happen"
+
+
+@dataclass(frozen=True)
+class Contradiction:
+    """A step the message reports that no longer stands, and the step that undid it."""
+
+    code: ContradictionCode
+    step_id: Annotated[str, described("The step the message reports.")]
+    tool: str
+    undone_by: Annotated[
+        str, described("The undo's step id; empty when the reported step itself did not happen.")
+    ]
+    why: Annotated[str, described("The contradiction in words.")]
+
+
 @dataclass(frozen=True)
 class CustomerTold:
+    """One message the customer received, whichever path sent it."""
+
     at: datetime
-    channel: CustomerMessage.Channel
+    channel: CustomerChannel
     body: str
+    source: CustomerToldSource
+    told_by: Annotated[str, described("Who recorded or sent it (an agent, a person, reconciliation).")]
+    step_id: Annotated[
+        str, described("The customer-facing tool call's step id; empty for a recorded message.")
+    ]
+    tool: Annotated[str, described("The customer-facing tool; empty for a recorded message.")]
+    about_steps: Annotated[
+        list[str],
+        described(
+            "Steps whose effects the message reports: named when the message was recorded, or the "
+            "earlier performed steps of the tools a customer-facing tool declares it announces."
+        ),
+    ]
+    contradicted_by: Annotated[
+        list[Contradiction],
+        described("Reported steps the run's state now contradicts; empty when nothing proves one."),
+    ]
 
 
 @dataclass(frozen=True)
@@ -291,7 +340,7 @@ def handover_rows(run: Run) -> HandoverRows:
     compensations = {
         c.original_id: c
         for c in Compensation.objects.filter(original__run=run)
-        .select_related("dead_letter__owner")
+        .select_related("dead_letter__owner", "intent")
         .order_by("id")
     }
     tools = {i.tool for i in intents} | {step.get("tool", "") for step in run.plan}
@@ -480,6 +529,106 @@ def _uncertain(rows: HandoverRows, plan_detail: dict[str, str]) -> list[Uncertai
     return uncertain
 
 
+def _contradiction(rows: HandoverRows, intent: Intent) -> Contradiction | None:
+    """What contradicts a message reporting `intent`, if the rows prove something does: its undo
+    went through (wholly or partly), or the step turned out not to have happened. A step still in
+    doubt or with its undo under way proves nothing yet."""
+    if intent.status in (IntentStatus.NOT_PERFORMED, IntentStatus.FAILED):
+        return Contradiction(
+            code=ContradictionCode.NOT_PERFORMED,
+            step_id=intent.step_id,
+            tool=intent.tool,
+            undone_by="",
+            why=f"{_words(intent.tool)} did not happen ({intent.status})",
+        )
+    compensation = rows.compensations.get(intent.pk)
+    if intent.status != IntentStatus.PERFORMED or compensation is None or compensation.status not in UNDONE:
+        return None
+    undo = compensation.intent
+    partly = compensation.status == CompensationStatus.PARTIAL
+    why = f"{_words(intent.tool)} was {'partly ' if partly else ''}undone"
+    if undo is not None:
+        why += f" by {_words(undo.tool)}"
+    if partly and compensation.not_undone:
+        why += f" ({compensation.not_undone} still stands)"
+    return Contradiction(
+        code=ContradictionCode.PARTLY_UNDONE if partly else ContradictionCode.UNDONE,
+        step_id=intent.step_id,
+        tool=intent.tool,
+        undone_by=undo.step_id if undo is not None else "",
+        why=why,
+    )
+
+
+def _customer_told(rows: HandoverRows) -> list[CustomerTold]:
+    """Everything the customer received: the messages the agent or a person recorded, and every
+    performed call of a tool declared customer-facing (in the run or in a resumption). A message
+    is flagged only through a link someone declared (the message's `about_steps`, the tool's
+    `announces`), never one guessed from its words."""
+    by_step = {i.step_id: i for i in rows.intents}
+    told_event = {
+        e.data.get("message_id"): e for e in rows.events if e.kind == JournalEvent.Kind.CUSTOMER_TOLD
+    }
+    first_event: dict[int, JournalEvent] = {}
+    for event in rows.events:
+        if event.intent_id is not None:
+            first_event.setdefault(event.intent_id, event)
+
+    def contradicted(about: list[str]) -> list[Contradiction]:
+        found = (_contradiction(rows, by_step[s]) for s in about if s in by_step)
+        return [c for c in found if c is not None]
+
+    told = []
+    for message in rows.messages:
+        recorded = told_event.get(message.pk)
+        staff = recorded is not None and recorded.actor_kind == ActorKind.USER
+        about = list(message.about_steps or [])
+        told.append(
+            CustomerTold(
+                at=message.told_at,
+                channel=CustomerChannel(message.channel),
+                body=message.body,
+                source=CustomerToldSource.STAFF if staff else CustomerToldSource.AGENT,
+                told_by=recorded.actor_name if recorded is not None else "",
+                step_id="",
+                tool="",
+                about_steps=about,
+                contradicted_by=contradicted(about),
+            )
+        )
+    for intent in rows.intents:
+        spec = find_tool(intent.tool)
+        facing = spec.customer_facing if spec is not None else None
+        if facing is None or intent.status != IntentStatus.PERFORMED:
+            continue
+        if intent.pk in rows.compensation_intent_ids:
+            continue
+        sent_at = intent.settled_at or intent.intended_at
+        about = [
+            i.step_id
+            for i in rows.intents
+            if i.tool in facing.announces
+            and i.status == IntentStatus.PERFORMED
+            and i.pk not in rows.compensation_intent_ids
+            and (i.settled_at or i.intended_at) <= intent.intended_at
+        ]
+        sent = first_event.get(intent.pk)
+        told.append(
+            CustomerTold(
+                at=sent_at,
+                channel=CustomerChannel(facing.channel),
+                body=facing.describe(intent.args, intent.receipt or {}),
+                source=CustomerToldSource.TOOL,
+                told_by=sent.actor_name if sent is not None else "",
+                step_id=intent.step_id,
+                tool=intent.tool,
+                about_steps=about,
+                contradicted_by=contradicted(about),
+            )
+        )
+    return sorted(told, key=lambda t: t.at)
+
+
 def _words(tool: str) -> str:
     return tool.replace("_", " ")
 
@@ -628,10 +777,7 @@ def handover_build(rows: HandoverRows, now: datetime | None = None) -> Handover:
         completed=completed,
         not_done=not_done,
         uncertain=uncertain,
-        customer_told=[
-            CustomerTold(at=m.told_at, channel=CustomerMessage.Channel(m.channel), body=m.body)
-            for m in rows.messages
-        ],
+        customer_told=_customer_told(rows),
         next_action=next_action(
             run=run, completed=completed, not_done=not_done, uncertain=uncertain, stuck=rows.stuck
         ),

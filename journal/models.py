@@ -14,6 +14,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from .channels import CustomerChannel
+
 
 class Tenant(models.Model):
     """A customer organisation of Seam. Every run, token and staff member belongs to exactly one;
@@ -277,18 +279,19 @@ class CustomerMessage(models.Model):
     handover, so the next person's message stays consistent with it. Written by the agent
     runtime when it sends or shows a message, or by staff."""
 
-    class Channel(models.TextChoices):
-        EMAIL = "email", "Email"
-        CHAT = "chat", "Chat"
-        SMS = "sms", "SMS"
-        PHONE = "phone", "Phone"
-        PORTAL = "portal", "Portal"
+    Channel = CustomerChannel
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="customer_messages")
     channel = models.CharField(max_length=20, choices=Channel.choices)
     body = models.TextField()
     told_at = models.DateTimeField()
     recorded_at = models.DateTimeField(auto_now_add=True)
+    about_steps = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='Step ids of the run whose effects this message reports ("we have credited you" '
+        "names the credit's step), as the writer declared them; an undone one flags the message.",
+    )
 
     class Meta:
         # The table keeps the name it was created with, so moving the model moved no data.

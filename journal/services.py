@@ -1152,12 +1152,37 @@ def customer_message_validate(*, channel: Any, body: Any) -> MessageInput:
     )
 
 
+def customer_message_about(*, run: Run, about_steps: Any) -> list[str]:
+    """The step ids a message reports, each one a step of this run (InvalidInput otherwise): a
+    message can only be linked to steps that exist, so a flag on it is never a guess."""
+    if about_steps is None:
+        return []
+    if not isinstance(about_steps, list) or not all(isinstance(s, str) for s in about_steps):
+        raise InvalidInput("about_steps must be a list of step ids", field="about_steps")
+    wanted = list(dict.fromkeys(about_steps))
+    known = set(Intent.objects.filter(run=run, step_id__in=wanted).values_list("step_id", flat=True))
+    unknown = [s for s in wanted if s not in known]
+    if unknown:
+        raise InvalidInput(f"about_steps: no step {unknown[0]!r} in this run", field="about_steps")
+    return wanted
+
+
 def customer_message_insert(
-    *, run: Run, channel: str, body: str, actor: Actor, told_at: datetime | None = None
+    *,
+    run: Run,
+    channel: str,
+    body: str,
+    actor: Actor,
+    told_at: datetime | None = None,
+    about_steps: list[str] | None = None,
 ) -> CustomerMessage:
     """The message row and its journal event, inside the caller's transaction."""
     message = CustomerMessage.objects.create(
-        run=run, channel=channel, body=body, told_at=told_at or timezone.now()
+        run=run,
+        channel=channel,
+        body=body,
+        told_at=told_at or timezone.now(),
+        about_steps=customer_message_about(run=run, about_steps=about_steps),
     )
     event_record(
         run=run,
@@ -1170,14 +1195,26 @@ def customer_message_insert(
 
 
 def customer_message_record(
-    *, run: Run, channel: str, body: str, told_at: datetime | None = None, actor: Actor
+    *,
+    run: Run,
+    channel: str,
+    body: str,
+    told_at: datetime | None = None,
+    about_steps: list[str] | None = None,
+    actor: Actor,
 ) -> CustomerMessage:
-    """Record what the customer has been told, so the next person's message stays consistent."""
+    """Record what the customer has been told, so the next person's message stays consistent;
+    `about_steps` names the run's steps whose effects the message reports."""
     message = customer_message_validate(channel=channel, body=body)
     told_at = told_at or timezone.now()
     if timezone.is_naive(told_at):
         raise InvalidInput("told_at must carry a time zone", field="told_at")
     with durable():
         return customer_message_insert(
-            run=run, channel=message.channel, body=message.body, actor=actor, told_at=told_at
+            run=run,
+            channel=message.channel,
+            body=message.body,
+            actor=actor,
+            told_at=told_at,
+            about_steps=about_steps,
         )

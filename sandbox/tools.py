@@ -9,8 +9,9 @@ from typing import Any
 
 from django.conf import settings
 
+from journal.channels import CustomerChannel
 from tools.connectors import BusinessIdHttpConnector, HttpConnector
-from tools.registry import ToolSpec
+from tools.registry import CustomerFacing, ToolSpec
 
 API = "/sandbox/api/"
 
@@ -35,6 +36,7 @@ def _write(
     description: str,
     detail: str = "",
     loss: str = "",
+    customer_facing: CustomerFacing | None = None,
 ) -> ToolSpec:
     base = settings.SEAM_SANDBOX_URL + API
     return ToolSpec(
@@ -46,6 +48,7 @@ def _write(
         description=description,
         receipt_detail=detail,
         loss_detail=loss,
+        customer_facing=customer_facing,
     )
 
 
@@ -164,6 +167,9 @@ def tools() -> list[ToolSpec]:
             ("message_id",),
             "Email the customer. Cannot be unsent.",
             "email {message_id} sent",
+            # One tool sends every template, so it cannot say which step a template reports:
+            # it announces none (no contradiction is guessed from a template's name).
+            CustomerFacing(channel=CustomerChannel.EMAIL, says="email {template} ({message_id})"),
         ),
         ToolSpec(
             name="adjust_stock",

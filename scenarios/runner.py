@@ -118,7 +118,7 @@ class _Journal:
     ) -> dict[str, Any]:
         raise NotImplementedError
 
-    def tell(self, run_id: str, body: str) -> None:
+    def tell(self, run_id: str, body: str, about_steps: list[str]) -> None:
         raise NotImplementedError
 
     def complete(self, run_id: str) -> None:
@@ -158,10 +158,12 @@ class InProcessJournal(_Journal):
         done = journal.perform(
             run=self.runs[run_id], tool=tool, args=args, dispatch=dispatch, turn=turn, actor=self.actor
         )
-        return {"status": done.intent.status, "receipt": done.intent.receipt}
+        return {"status": done.intent.status, "receipt": done.intent.receipt, "step_id": done.intent.step_id}
 
-    def tell(self, run_id: str, body: str) -> None:
-        journal.customer_message_record(run=self.runs[run_id], channel="chat", body=body, actor=self.actor)
+    def tell(self, run_id: str, body: str, about_steps: list[str]) -> None:
+        journal.customer_message_record(
+            run=self.runs[run_id], channel="chat", body=body, about_steps=about_steps, actor=self.actor
+        )
 
     def complete(self, run_id: str) -> None:
         journal.run_complete(run=self.runs[run_id], actor=self.actor)
@@ -194,10 +196,14 @@ class RestJournal(_Journal):
         self, run_id: str, tool: str, args: dict[str, Any], dispatch: Any, turn: int
     ) -> dict[str, Any]:
         done = self.client.perform(run_id, tool, args, dispatch, turn=turn)
-        return {"status": done.intent["status"], "receipt": done.intent["receipt"]}
+        return {
+            "status": done.intent["status"],
+            "receipt": done.intent["receipt"],
+            "step_id": done.intent["step_id"],
+        }
 
-    def tell(self, run_id: str, body: str) -> None:
-        self.client.tell_customer(run_id, channel="chat", body=body)
+    def tell(self, run_id: str, body: str, about_steps: list[str]) -> None:
+        self.client.tell_customer(run_id, channel="chat", body=body, about_steps=about_steps)
 
     def complete(self, run_id: str) -> None:
         self.client.complete(run_id)
@@ -251,11 +257,12 @@ def run_ticket(
                 kill.kill()  # the provider has it; our outcome row never will
             return result
 
-        journal_writer.perform(run_id, step.tool, args, dispatch, turn)
+        done = journal_writer.perform(run_id, step.tool, args, dispatch, turn)
         writes = number
         report.writes_performed.append(step.tool)
         if step.tell_customer:
-            journal_writer.tell(run_id, step.tell_customer)
+            # The message reports the step just performed: the flow says so, so the link is declared.
+            journal_writer.tell(run_id, step.tell_customer, [done["step_id"]])
         if kill.after_writes == writes:
             kill.kill()
     journal_writer.complete(run_id)

@@ -18,6 +18,7 @@ import jsonschema
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from journal.channels import CustomerChannel
 from journal.tool_errors import ArgumentsRefused
 
 from .connectors import Connector
@@ -27,6 +28,33 @@ ToolKind = Literal["read", "write"]
 
 class UnknownTool(LookupError):
     pass
+
+
+@dataclass(frozen=True)
+class CustomerFacing:
+    """A tool whose performed call reaches the customer: the handover lists each such call under
+    "customer told", whichever path sent it (the agent's run, a resumption, a person).
+
+    channel    how the customer received it
+    says       what they were told, in words: placeholders name the call's arguments or its
+               receipt's fields, e.g. "email {template} ({message_id})"; blank lists the arguments
+    announces  the tools whose effects this message reports to the customer (a credit note
+               announces `issue_credit`): the call reports each earlier performed step of those
+               tools in its run, so an undone one flags the message. Leave it empty when the
+               tool's message need not report any step (a generic template): no link is assumed.
+    """
+
+    channel: CustomerChannel
+    says: str = ""
+    announces: tuple[str, ...] = ()
+
+    def describe(self, args: Mapping[str, Any], receipt: Mapping[str, Any]) -> str:
+        if self.says:
+            try:
+                return self.says.format_map({**dict(args), **dict(receipt)})
+            except (KeyError, IndexError, ValueError):
+                pass  # a call without a field the template names: fall back to its arguments
+        return ", ".join(f"{name} {value}" for name, value in args.items())
 
 
 @dataclass(frozen=True)
@@ -42,6 +70,10 @@ class ToolSpec:
     # How a person reads a receipt of this tool in the handover, e.g. "label {label}, courier
     # pickup booked {pickup_date}". Placeholders name receipt fields; blank lists them all.
     receipt_detail: str = ""
+    # Set when a performed call of this tool reaches the customer (an email, a text): what the
+    # customer was told then appears under the handover's "customer told".
+    customer_facing: CustomerFacing | None = None
+
     # How a receipt of this tool says the call could not do all it was asked, e.g. an undo the
     # provider carried out only at a cost: "recalled at a fee of {recall_fee} {currency}". The
     # sentence counts only when the receipt has every field it names; blank: its receipts never

@@ -169,7 +169,9 @@ def tools() -> list[ToolSpec]:
             "email {message_id} sent",
             # One tool sends every template, so it cannot say which step a template reports:
             # it announces none (no contradiction is guessed from a template's name).
-            CustomerFacing(channel=CustomerChannel.EMAIL, says="email {template} ({message_id})"),
+            customer_facing=CustomerFacing(
+                channel=CustomerChannel.EMAIL, says="email {template} ({message_id})"
+            ),
         ),
         ToolSpec(
             name="adjust_stock",

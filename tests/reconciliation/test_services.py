@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import requests
 from django.db import connection
-from django.test import override_settings
+from django.test import Client, override_settings
+from django.urls import reverse
 from django.utils import timezone
 
 from compensations.services import run_compensate
@@ -22,6 +23,7 @@ from journal import services as journal
 from journal.models import Escalation, Intent, IntentStatus, JournalEvent, Run, RunStatus
 from journal.selectors import stale_intents
 from journal.tool_errors import DispatchResult
+from reconciliation.decisions import DecisionOutcome, run_resume
 from reconciliation.services import ReconcileOutcome, intent_reconcile, reconcile_sweep
 from sandbox.catalogue import catalogue_seed_defaults
 from tools import services as tool_services
@@ -432,7 +434,7 @@ ADJUST = {"sku": "SKU-4471", "qty": 4, "reference": "T-41844"}
 
 
 def test_a_change_the_customer_made_before_the_run_is_already_so_and_never_undone(
-    sandbox_tools: str, make_run: Callable[..., Run], ledger: Any
+    sandbox_tools: str, make_run: Callable[..., Run], ledger: Any, support_user: Any
 ) -> None:
     """Issue 18, failure 3: the customer booked the stock back themselves before the run; the
     runner died after its intent and before sending. The ERP's search by reference finds the
@@ -461,12 +463,32 @@ def test_a_change_the_customer_made_before_the_run_is_already_so_and_never_undon
     assert handover.already_so[0].evidence_at is not None
     assert handover.already_so[0].evidence_at < intent.intended_at
     assert handover.next_action.compensations_available == []
+    client = Client()
+    client.force_login(support_user)
+    page = client.get(reverse("handover:run_detail", args=[run.pk])).content.decode()
+    assert "Already so before the run" in page and "Nothing was done downstream." in page
 
     undone = run_compensate(run=run, actor=SWEEPER)
 
     assert undone.undone == [] and undone.failed == []
     erp = ledger.filter(provider="erp", operation="adjust_stock", business_ref=ADJUST["reference"])
     assert [e.request["qty"] for e in erp] == [4]  # the customer's adjustment stands, alone
+    assert Intent.objects.get(pk=intent.pk).status == IntentStatus.ALREADY_SO
+
+
+def test_resuming_does_not_send_a_step_that_was_already_so(
+    sandbox_tools: str, make_run: Callable[..., Run], ledger: Any
+) -> None:
+    requests.post(f"{sandbox_tools}/sandbox/api/erp/adjust_stock", json=ADJUST, timeout=5)
+    run = make_run(plan=[{"tool": "adjust_stock", "args": ADJUST}])
+    intent = _record(run, tool="adjust_stock", args=ADJUST)
+    assert intent_reconcile(intent_id=intent.pk, actor=SWEEPER).outcome == ReconcileOutcome.ALREADY_SO
+
+    decision = run_resume(run=run, actor=SWEEPER)
+
+    assert decision.outcome == DecisionOutcome.COMPLETED
+    erp = ledger.filter(provider="erp", operation="adjust_stock", business_ref=ADJUST["reference"])
+    assert erp.count() == 1  # the customer's, and no second one from the run
     assert Intent.objects.get(pk=intent.pk).status == IntentStatus.ALREADY_SO
 
 

@@ -26,6 +26,7 @@ from journal.tool_errors import DispatchResult
 from reconciliation.decisions import DecisionOutcome, run_resume
 from reconciliation.services import ReconcileOutcome, intent_reconcile, reconcile_sweep
 from sandbox.catalogue import catalogue_seed_defaults
+from scenarios.invariants import check_recovered
 from tools import services as tool_services
 from tools.connectors import LookupQuery, LookupResult, Performed
 from tools.registry import get_tool
@@ -474,6 +475,7 @@ def test_a_change_the_customer_made_before_the_run_is_already_so_and_never_undon
     erp = ledger.filter(provider="erp", operation="adjust_stock", business_ref=ADJUST["reference"])
     assert [e.request["qty"] for e in erp] == [4]  # the customer's adjustment stands, alone
     assert Intent.objects.get(pk=intent.pk).status == IntentStatus.ALREADY_SO
+    assert check_recovered(run) == ()
 
 
 def test_resuming_does_not_send_a_step_that_was_already_so(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 import requests
@@ -264,8 +264,9 @@ class BusinessIdHttpConnector(HttpConnector):
     anyone) made before the intent was recorded matches just as well. So each record's time
     (`evidence_field`, an ISO 8601 datetime) is compared with the intent's: exactly one match at
     or after it is Performed; none after it but one or more before is AlreadySo (not the run's
-    work); no match at all is NotPerformed; several after it, or a match without a readable
-    time, is Unknown. Without `evidence_field` the provider gives no time: one match is
+    work); no match at all is NotPerformed; several after it, a match without a readable time,
+    or one within `clock_skew` seconds before the intent (the provider's clock and Seam's may
+    disagree by that much: too close to tell whose it is) is Unknown. Without `evidence_field` the provider gives no time: one match is
     Performed with no evidence time, several Unknown, as before."""
 
     search_path: str = ""  # with "{reference}"
@@ -273,6 +274,7 @@ class BusinessIdHttpConnector(HttpConnector):
     match_args: tuple[str, ...] = ()
     result_key: str = "results"
     evidence_field: str = ""  # the record's field holding when it was made
+    clock_skew: float = 0.0  # seconds the provider's clock may be behind or ahead of Seam's
 
     def lookup(self, query: LookupQuery) -> LookupResult:
         args = query.args
@@ -299,6 +301,12 @@ class BusinessIdHttpConnector(HttpConnector):
             )
         after = [(at, r) for at, r in dated if at is not None and at >= query.intended_at]
         before = [(at, r) for at, r in dated if at is not None and at < query.intended_at]
+        margin = timedelta(seconds=self.clock_skew)
+        if any(at >= query.intended_at - margin for at, _ in before):
+            return Unknown(
+                f"a record for {self.reference_arg}={reference} is within the providers' clock skew "
+                f"({self.clock_skew} s) before the intent: cannot tell whose it is"
+            )
         if len(after) == 1:
             at, record = after[0]
             return Performed(receipt=record, evidence_at=at)

@@ -3,6 +3,7 @@ classified at the boundary into one of the six error classes."""
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 from datetime import datetime, timedelta
 from typing import Any
@@ -180,6 +181,18 @@ def test_an_erp_record_older_than_the_intent_is_already_so(sandbox_tools: str) -
     # One record before the intent and one after: the one after is this call's.
     connector.perform(args, "ours")
     assert isinstance(connector.lookup(later), Performed)
+
+
+def test_an_erp_record_within_the_clock_skew_before_the_intent_cannot_be_told_apart(
+    sandbox_tools: str,
+) -> None:
+    connector = dataclasses.replace(get_tool("adjust_stock").get_connector(), clock_skew=30.0)
+    args = {"sku": "SKU-4471", "qty": 5, "reference": "T-50002"}
+    connector.perform(args, "someone-else")
+
+    assert isinstance(connector.lookup(_query("ours", args)), Unknown)
+    later = _query("ours", args, intended_at=timezone.now() + timedelta(minutes=5))
+    assert isinstance(connector.lookup(later), AlreadySo)
 
 
 def test_the_engine_turns_a_performed_with_older_evidence_into_already_so() -> None:

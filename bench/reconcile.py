@@ -213,6 +213,7 @@ def measure_settle(world: World, *, rows: int, rounds: int, slow_ms: int) -> dic
     from journal.services import Actor
     from reconciliation.services import reconcile_sweep
     from tools.registry import get_tool
+    from tools.services import lookup_query
 
     connector = get_tool(TOOL).get_connector()
     actor = Actor.system("bench-reconcile-sweep")
@@ -229,7 +230,7 @@ def measure_settle(world: World, *, rows: int, rounds: int, slow_ms: int) -> dic
         def baseline(intents: list[Any] = intents) -> None:
             t0 = time.perf_counter()
             for intent in intents:
-                connector.lookup(intent.idempotency_key, intent.args)
+                connector.lookup(lookup_query(intent))
             lookup_s.append(time.perf_counter() - t0)
 
         def sweep(run: Any = run) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from journal.tool_errors import DispatchResult
-from tools.connectors import LookupResult, NotPerformed, Performed
+from tools.connectors import LookupQuery, LookupResult, NotPerformed, Performed
 from tools.registry import ToolSpec
 
 TOOL = "bench_refund"
@@ -30,9 +30,11 @@ class InstantConnector:
     def perform(self, args: Mapping[str, Any], idempotency_key: str) -> DispatchResult:
         return DispatchResult(receipt={"refund_id": f"RF-{idempotency_key[:8]}", "amount": args["amount"]})
 
-    def lookup(self, idempotency_key: str, args: Mapping[str, Any]) -> LookupResult:
-        if performed(idempotency_key):
-            return Performed(receipt={"refund_id": f"RF-{idempotency_key[:8]}", "amount": args["amount"]})
+    def lookup(self, query: LookupQuery) -> LookupResult:
+        if performed(query.idempotency_key):
+            return Performed(
+                receipt={"refund_id": f"RF-{query.idempotency_key[:8]}", "amount": query.args["amount"]}
+            )
         return NotPerformed()
 
 

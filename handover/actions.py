@@ -262,6 +262,7 @@ class ResumePreview:
 
 RESUME_VERBS: dict[str | None, tuple[str, str]] = {
     IntentStatus.PERFORMED: ("skip", "already performed; not sent again"),
+    IntentStatus.ALREADY_SO: ("skip", "already so before the run (not its work); not sent"),
     IntentStatus.NOT_PERFORMED: ("send", "never happened; sent now with its original key"),
     None: ("send", "never attempted; sent now"),
 }

@@ -6,6 +6,9 @@ told), never summarised by a model.
                    until when) it can still be taken back
     not_done       planned writes that never happened
     uncertain      writes nobody can say happened or not, with the key to ask about
+    already_so     planned writes the world already showed before the run recorded them
+                   (someone else's doing, e.g. the customer's): not the run's work, never
+                   offered for undo, never sent again
     customer_told  what the customer already knows
     next_action    a concrete suggestion, by rules, from the four lists above: a code for
                    machines beside the sentence for people
@@ -160,6 +163,22 @@ class Contradiction:
 
 
 @dataclass(frozen=True)
+class AlreadySoStep:
+    """A step whose effect was already there before the run recorded its intent: someone else's
+    doing, not this run's. Shown so nobody takes it for the run's work, undoes it or sends it."""
+
+    step_id: str
+    tool: str
+    args: dict[str, Any]
+    detail: str
+    idempotency_key: str
+    evidence_at: Annotated[
+        datetime | None, described("When the downstream's record of the state dates from, if it said.")
+    ]
+    why: Annotated[str, described("What reconciliation found, in words.")]
+
+
+@dataclass(frozen=True)
 class CustomerTold:
     """One message the customer received, whichever path sent it."""
 
@@ -296,6 +315,9 @@ class Handover:
     completed: list[CompletedStep]
     not_done: list[NotDoneStep]
     uncertain: list[UncertainStep]
+    already_so: Annotated[
+        list[AlreadySoStep], described("Already so before the run: not its work; never undone or re-sent.")
+    ]
     customer_told: list[CustomerTold]
     next_action: NextAction
     coverage: Annotated[Coverage | None, described("The run's latest fan-out, if it had one.")]
@@ -629,6 +651,27 @@ def _customer_told(rows: HandoverRows) -> list[CustomerTold]:
     return sorted(told, key=lambda t: t.at)
 
 
+def _already_so(rows: HandoverRows, plan_detail: dict[str, str]) -> list[AlreadySoStep]:
+    evidence = {
+        e.intent_id: e.data.get("evidence") or {}
+        for e in rows.events
+        if e.kind == JournalEvent.Kind.INTENT_RECONCILED and e.data.get("status") == IntentStatus.ALREADY_SO
+    }
+    return [
+        AlreadySoStep(
+            step_id=intent.step_id,
+            tool=intent.tool,
+            args=intent.args,
+            detail=plan_detail.get(intent.idempotency_key, ""),
+            idempotency_key=intent.idempotency_key,
+            evidence_at=parse_datetime(str(evidence.get(intent.pk, {}).get("at") or "")),
+            why=intent.outcome_summary,
+        )
+        for intent in rows.intents
+        if intent.status == IntentStatus.ALREADY_SO
+    ]
+
+
 def _words(tool: str) -> str:
     return tool.replace("_", " ")
 
@@ -778,6 +821,7 @@ def handover_build(rows: HandoverRows, now: datetime | None = None) -> Handover:
         not_done=not_done,
         uncertain=uncertain,
         customer_told=_customer_told(rows),
+        already_so=_already_so(rows, plan_detail),
         next_action=next_action(
             run=run, completed=completed, not_done=not_done, uncertain=uncertain, stuck=rows.stuck
         ),

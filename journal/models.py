@@ -192,6 +192,9 @@ class IntentStatus(models.TextChoices):
     NOT_PERFORMED = "not_performed", "Not performed"
     # Reconciliation could not find out; a person must decide (see unknown_reason).
     UNKNOWN = "unknown", "Unknown"
+    # Settled by reconciliation: the world was already as the call would leave it before the
+    # intent was recorded (someone else's doing). Not the run's work: never undone, never re-sent.
+    ALREADY_SO = "already_so", "Already so"
 
 
 class ErrorClass(models.TextChoices):

@@ -43,11 +43,17 @@ INTENT_EDGES: Final[Mapping[tuple[str, str], str]] = MappingProxyType(
             "call never happened"
         ),
         (IntentStatus.INTENDED, IntentStatus.UNKNOWN): "reconciliation could not find out: a person decides",
+        (IntentStatus.INTENDED, IntentStatus.ALREADY_SO): (
+            "reconciliation found the world already so, by evidence older than the intent: not the run's work"
+        ),
         (IntentStatus.INTENDED, IntentStatus.INTENDED): (
             "a person asks again about a call still open: its lookup bookkeeping starts over"
         ),
         (IntentStatus.UNKNOWN, IntentStatus.PERFORMED): "a person judged the unknown call done",
         (IntentStatus.UNKNOWN, IntentStatus.NOT_PERFORMED): "a person judged the unknown call never happened",
+        (IntentStatus.UNKNOWN, IntentStatus.ALREADY_SO): (
+            "the unknown call's downstream shows the state predates the intent: not the run's work"
+        ),
         (
             IntentStatus.UNKNOWN,
             IntentStatus.INTENDED,
@@ -56,6 +62,7 @@ INTENT_EDGES: Final[Mapping[tuple[str, str], str]] = MappingProxyType(
             "re-admitted for resumption: the call never happened, so sending it now with its key "
             "is the first time"
         ),
+        # already_so is an end too: the world was so before the run, so nothing is sent or undone.
         # performed and failed are ends: an undo is a new intent (a compensation), a retry a new
         # occurrence with its own key.
     }

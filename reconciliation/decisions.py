@@ -279,7 +279,8 @@ def _send_with_retries(call: Callable[[], Any]) -> Any:
 
 def run_resume(*, run: Run, actor: journal.Actor) -> Decision:
     """Finish the run's remaining planned writes, in order, with the keys the runtime would have
-    used. A performed step is skipped; a `not_performed` one is re-admitted and sent with its
+    used. A performed step is skipped, and so is one found `already_so` (the world was already as
+    it would leave it, before the run: sending it would do it twice); a `not_performed` one is re-admitted and sent with its
     own key; a missing one is recorded and sent. Any failure other than a transient one stops
     and escalates (ambiguous: waits for reconciliation)."""
     with journal.durable():
@@ -292,7 +293,7 @@ def run_resume(*, run: Run, actor: journal.Actor) -> Decision:
         intent = by_key.get(step["key"])
         _heartbeat(run, expected=run.last_heartbeat_at)
         try:
-            if intent is not None and intent.status == IntentStatus.PERFORMED:
+            if intent is not None and intent.status in (IntentStatus.PERFORMED, IntentStatus.ALREADY_SO):
                 continue
             if intent is not None and intent.status == IntentStatus.FAILED:
                 return _escalate(

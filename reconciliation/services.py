@@ -40,7 +40,7 @@ from journal.transitions import intent_transition
 from observability import counters as metrics
 from observability.context import log_context
 from tools import services as tools
-from tools.connectors import NotPerformed, Performed, Unknown
+from tools.connectors import AlreadySo, NotPerformed, Performed, Unknown, caused_by_intent
 from tools.registry import UnknownTool
 
 MAX_REASON_CHARS = 4000
@@ -54,6 +54,7 @@ logger = logging.getLogger(__name__)
 class ReconcileOutcome(StrEnum):
     PERFORMED = "performed"  # settled: the downstream has the effect (receipt stored)
     NOT_PERFORMED = "not_performed"  # settled: the downstream never performed it
+    ALREADY_SO = "already_so"  # settled: the world was so before the intent; not the run's work
     UNKNOWN = "unknown"  # settled for a person: nobody could say
     RETRY_LATER = "retry_later"  # the lookup failed; asked again after a backoff
     SKIPPED = "skipped"  # not open, not due, or claimed by another sweeper: nothing done
@@ -97,6 +98,7 @@ def _settle(
     receipt: dict[str, Any] | None = None,
     unknown_reason: str = "",
     also: dict[str, Any] | None = None,
+    evidence: dict[str, Any] | None = None,
 ) -> bool:
     """Compare-and-swap the open row to its reconciled status, with its event. False when the row
     was no longer open (settled by the runtime, a person, or another sweeper)."""
@@ -113,6 +115,8 @@ def _settle(
             data["receipt"] = receipt
         if unknown_reason:
             data["reason"] = unknown_reason
+        if evidence:
+            data["evidence"] = evidence
         settled = intent_transition(
             intent=intent,
             source=IntentStatus.INTENDED,
@@ -196,6 +200,8 @@ def intent_reconcile(*, intent_id: int, actor: Actor) -> Reconciled:
     """Ask the downstream about one open intent and settle it with the answer.
 
     Performed → `performed` with the downstream's receipt; NotPerformed → `not_performed`;
+    AlreadySo, or a Performed whose evidence is older than the intent (the engine's own rule,
+    whatever the connector says: connectors.caused_by_intent) → `already_so`, not the run's work;
     Unknown, an unregistered tool, or a lookup error that is not transient → `unknown` with the
     reason, for a person. A transient failure counts an attempt and backs off; past
     settings.SEAM_LOOKUP_MAX_ATTEMPTS the row becomes `unknown`. A row that is not open, not due,
@@ -217,7 +223,8 @@ def intent_reconcile(*, intent_id: int, actor: Actor) -> Reconciled:
 def _reconcile_claimed(*, intent: Intent, actor: Actor) -> Reconciled:
     """Ask about a row this sweeper holds the lease on, and settle it with the answer."""
     try:
-        answer = tools.intent_lookup(intent=intent)
+        query = tools.lookup_query(intent)
+        answer = caused_by_intent(tools.intent_lookup(intent=intent), query)
     except UnknownTool as exc:
         return _settle_unknown(intent=intent, actor=actor, reason=f"no connector can be asked: {exc}")
     except ToolError as exc:
@@ -242,6 +249,21 @@ def _reconcile_claimed(*, intent: Intent, actor: Actor) -> Reconciled:
             receipt=answer.receipt,
         )
         return _result(intent, settled, ReconcileOutcome.PERFORMED)
+    if isinstance(answer, AlreadySo):
+        when = answer.evidence_at.isoformat() if answer.evidence_at else "an unstated time"
+        settled = _settle(
+            intent=intent,
+            status=IntentStatus.ALREADY_SO,
+            actor=actor,
+            summary=(
+                f"settled by reconciliation: already so before the intent (evidence from {when}); "
+                f"not this run's work{': ' + answer.detail if answer.detail else ''}"
+            ),
+            # The record is someone else's, not this call's receipt: kept in the event as
+            # evidence, never on the row where an undo would read it.
+            evidence={"at": when, "record": answer.receipt, "detail": answer.detail},
+        )
+        return _result(intent, settled, ReconcileOutcome.ALREADY_SO, detail=answer.detail)
     if isinstance(answer, NotPerformed):
         settled = _settle(
             intent=intent,

@@ -38,11 +38,12 @@ def effect_for_key(*, provider: str, idempotency_key: str) -> Effect | None:
 
 def erp_adjustments(*, reference: str) -> list[dict[str, Any]]:
     """Every adjustment the ERP booked under a business reference, oldest first, each as the
-    receipt the ERP answered when it booked it."""
+    receipt the ERP answered when it booked it, with `booked_at`: when the ERP booked it, so a
+    caller can tell an adjustment it caused from one that was there before it asked."""
     effects = Effect.objects.filter(
         provider=Provider.ERP, operation="adjust_stock", business_ref=reference
     ).order_by("created_at", "id")
-    return [effect.receipt for effect in effects]
+    return [{**effect.receipt, "booked_at": effect.created_at.isoformat()} for effect in effects]
 
 
 def fault_rules() -> QuerySet[FaultRule]:

@@ -192,6 +192,7 @@ def tools() -> list[ToolSpec]:
                 search_path="erp/adjustments?reference={reference}",
                 match_args=("sku", "qty", "reference"),
                 result_key="adjustments",
+                evidence_field="booked_at",
             ),
             receipt_fields=("adjustment_id",),
             receipt_detail="ERP adjustment {adjustment_id}",

@@ -104,7 +104,8 @@ def check_recovered(run: Run) -> tuple[str, ...]:
       and intent without database constraints, so this is where a stray reference would show);
     - every intent settled or `unknown`: none is left `intended`;
     - the handover's `completed` equals the effects that exist: the step ids it lists are
-      exactly the run's non-compensation intents whose effect is in the ledger. An effect later
+      exactly the run's non-compensation intents whose effect is in the ledger (an `already_so`
+      intent's effect predates it and is not the run's). An effect later
       undone by a compensation still happened, so it stays in `completed` (with its
       compensation); the undo effects themselves belong to compensation intents, which the
       handover never lists as completed work, and are checked here to exist exactly once for
@@ -135,7 +136,13 @@ def check_recovered(run: Run) -> tuple[str, ...]:
     effects = Counter(effect_identity(e) for e in _run_effects(intents, world_is_this_run=True))
     undo_ids = compensation_intent_ids(run=run)
     listed = {item.step_id for item in handover_for(run).completed}
-    existing = {i.step_id for i in intents if i.pk not in undo_ids and effects[intent_identity(i)]}
+    # An already_so step's effect is in the world, but it predates the intent: someone else's,
+    # which the handover rightly does not list as the run's work.
+    existing = {
+        i.step_id
+        for i in intents
+        if i.pk not in undo_ids and i.status != IntentStatus.ALREADY_SO and effects[intent_identity(i)]
+    }
     for step_id in sorted(listed - existing):
         violations.append(f"the handover lists {step_id} as completed but the world has no such effect")
     for step_id in sorted(existing - listed):

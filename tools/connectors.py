@@ -1,8 +1,12 @@
 """Connectors: how Seam talks to the systems agents change.
 
 A connector does two things for a tool: `perform(args, idempotency_key)` makes the call and
-returns the downstream's receipt, and `lookup(idempotency_key, args)` asks the downstream what
-became of an earlier call with that key — Performed(receipt), NotPerformed, or Unknown(reason).
+returns the downstream's receipt, and `lookup(query)` asks the downstream what became of an
+earlier call. The query is the whole intent (LookupQuery: key, arguments, when it was recorded,
+request id), and the answer is evidence: Performed (this call caused it, with the receipt and
+when), NotPerformed, AlreadySo (the world was already as the call would leave it before the
+intent was recorded: not the run's work), or Unknown(reason). Evidence older than the intent is
+never Performed; reconciliation holds every connector to that, whatever it answers.
 
 Every failure is classified here, at the boundary that knows what happened on the wire, into
 one of the six error classes; nothing downstream of a connector reads a human sentence to decide
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 import requests
@@ -21,12 +26,30 @@ import urllib3.exceptions
 
 from journal.tool_errors import DispatchResult, ToolError
 
-# --- what a lookup can say --------------------------------------------------------------------
+# --- what a lookup is asked, and what it can say -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class LookupQuery:
+    """The intent a lookup asks about: everything the downstream may need to tell the call's own
+    effect from a state that was already there. `intended_at` is when the intent row was
+    committed: nothing the call caused can be older."""
+
+    tool: str
+    idempotency_key: str
+    args: Mapping[str, Any]
+    intended_at: datetime
+    request_id: str = ""
 
 
 @dataclass(frozen=True)
 class Performed:
+    """This call caused the effect: `receipt` is the downstream's record of it, `evidence_at`
+    when the downstream says it happened (None when it does not say; a key-based lookup needs no
+    time, the key itself ties the effect to this call)."""
+
     receipt: dict[str, Any]
+    evidence_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -35,17 +58,46 @@ class NotPerformed:
 
 
 @dataclass(frozen=True)
+class AlreadySo:
+    """The world was already as the call would leave it, and that state predates the intent: not
+    the run's work, never undone by Seam. `evidence_at` is when the state came about."""
+
+    evidence_at: datetime | None
+    detail: str = ""
+    receipt: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Unknown:
     reason: str
 
 
-LookupResult = Performed | NotPerformed | Unknown
+LookupResult = Performed | NotPerformed | AlreadySo | Unknown
+
+
+def caused_by_intent(answer: LookupResult, query: LookupQuery) -> LookupResult:
+    """The engine's rule over every connector's answer: evidence older than the intent is never
+    Performed. A Performed whose `evidence_at` precedes `query.intended_at` becomes AlreadySo."""
+    if (
+        isinstance(answer, Performed)
+        and answer.evidence_at is not None
+        and answer.evidence_at < query.intended_at
+    ):
+        return AlreadySo(
+            evidence_at=answer.evidence_at,
+            detail=(
+                f"the downstream's record dates from {answer.evidence_at.isoformat()}, before the "
+                f"intent was recorded at {query.intended_at.isoformat()}"
+            ),
+            receipt=answer.receipt,
+        )
+    return answer
 
 
 class Connector(Protocol):
     def perform(self, args: Mapping[str, Any], idempotency_key: str) -> DispatchResult: ...
 
-    def lookup(self, idempotency_key: str, args: Mapping[str, Any]) -> LookupResult: ...
+    def lookup(self, query: LookupQuery) -> LookupResult: ...
 
 
 # --- classification ---------------------------------------------------------------------------
@@ -170,15 +222,20 @@ class HttpConnector:
             raise ToolError("bug", f"receipt lacks {', '.join(missing)}")
         return body
 
-    def lookup(self, idempotency_key: str, args: Mapping[str, Any]) -> LookupResult:
+    def lookup(self, query: LookupQuery) -> LookupResult:
         if not self.lookup_path:
             return Unknown("this provider offers no lookup by idempotency key")
-        response = self._send("GET", self.lookup_path.format(key=idempotency_key), headers=dict(self.headers))
+        response = self._send(
+            "GET", self.lookup_path.format(key=query.idempotency_key), headers=dict(self.headers)
+        )
         if response.status_code >= 300:
             raise classify_response(response)
         body = self._lookup_body(response)
         status = body.get("status")
         if status == "performed" and isinstance(body.get("receipt"), dict):
+            # The provider found the effect under this call's own key: the key, not a time,
+            # ties it to the call, so no evidence time is claimed (a clock apart from ours
+            # must not turn our own effect into someone else's).
             return Performed(receipt=body["receipt"])
         if status == "not_performed":
             return NotPerformed()
@@ -200,17 +257,27 @@ class HttpConnector:
 @dataclass(frozen=True)
 class BusinessIdHttpConnector(HttpConnector):
     """For a provider that ignores idempotency keys (a legacy ERP): it performs by the same HTTP
-    call, and reconciles by searching for the business identifier the call carried. It answers
-    Performed only when exactly one record matches every identifying argument, NotPerformed only
-    when the search succeeded and found none, and Unknown otherwise: several matches cannot say
-    which one was ours."""
+    call, and reconciles by searching for the business identifier the call carried, among the
+    records that match every identifying argument.
+
+    A business id says what the world looks like, not who made it so: a record the customer (or
+    anyone) made before the intent was recorded matches just as well. So each record's time
+    (`evidence_field`, an ISO 8601 datetime) is compared with the intent's: exactly one match at
+    or after it is Performed; none after it but one or more before is AlreadySo (not the run's
+    work); no match at all is NotPerformed; several after it, a match without a readable time,
+    or one within `clock_skew` seconds before the intent (the provider's clock and Seam's may
+    disagree by that much: too close to tell whose it is) is Unknown. Without `evidence_field` the provider gives no time: one match is
+    Performed with no evidence time, several Unknown, as before."""
 
     search_path: str = ""  # with "{reference}"
     reference_arg: str = "reference"
     match_args: tuple[str, ...] = ()
     result_key: str = "results"
+    evidence_field: str = ""  # the record's field holding when it was made
+    clock_skew: float = 0.0  # seconds the provider's clock may be behind or ahead of Seam's
 
-    def lookup(self, idempotency_key: str, args: Mapping[str, Any]) -> LookupResult:
+    def lookup(self, query: LookupQuery) -> LookupResult:
+        args = query.args
         reference = args.get(self.reference_arg)
         if not reference:
             return Unknown(f"the call carried no {self.reference_arg} to search by")
@@ -221,10 +288,52 @@ class BusinessIdHttpConnector(HttpConnector):
         if not isinstance(records, list):
             raise ToolError("bug", f"search answer has no {self.result_key} list")
         matches = [r for r in records if all(r.get(name) == args.get(name) for name in self.match_args)]
-        if len(matches) == 1:
-            return Performed(receipt=matches[0])
         if not matches:
             return NotPerformed()
+        if not self.evidence_field:
+            if len(matches) == 1:
+                return Performed(receipt=matches[0])
+            return self._ambiguous(len(matches), reference)
+        dated = [(self._evidence_at(r), r) for r in matches]
+        if any(at is None for at, _ in dated):
+            return Unknown(
+                f"a record for {self.reference_arg}={reference} carries no readable {self.evidence_field}"
+            )
+        after = [(at, r) for at, r in dated if at is not None and at >= query.intended_at]
+        before = [(at, r) for at, r in dated if at is not None and at < query.intended_at]
+        margin = timedelta(seconds=self.clock_skew)
+        if any(at >= query.intended_at - margin for at, _ in before):
+            return Unknown(
+                f"a record for {self.reference_arg}={reference} is within the providers' clock skew "
+                f"({self.clock_skew} s) before the intent: cannot tell whose it is"
+            )
+        if len(after) == 1:
+            at, record = after[0]
+            return Performed(receipt=record, evidence_at=at)
+        if after:
+            return self._ambiguous(len(after), reference)
+        at, record = max(before, key=lambda pair: pair[0])
+        return AlreadySo(
+            evidence_at=at,
+            detail=(
+                f"{len(before)} record(s) for {self.reference_arg}={reference} predate the intent; "
+                f"the latest is from {at.isoformat()}"
+            ),
+            receipt=record,
+        )
+
+    def _evidence_at(self, record: Mapping[str, Any]) -> datetime | None:
+        value = record.get(self.evidence_field)
+        if not isinstance(value, str):
+            return None
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+        # A time without a zone cannot be compared with the intent's: no evidence.
+        return moment if moment.tzinfo is not None else None
+
+    def _ambiguous(self, count: int, reference: Any) -> Unknown:
         return Unknown(
-            f"{len(matches)} records match {self.reference_arg}={reference}; cannot tell which is this call's"
+            f"{count} records match {self.reference_arg}={reference}; cannot tell which is this call's"
         )

@@ -11,7 +11,7 @@ from journal import services as journal
 from journal.models import Intent, Run
 from journal.tool_errors import ToolError
 
-from .connectors import HttpConnector, LookupResult
+from .connectors import HttpConnector, LookupQuery, LookupResult
 from .registry import ArgumentsRefused, UnknownTool, find_tool, get_tool
 
 MIN_READ_TIMEOUT = 0.05  # seconds: below this a read cannot even connect
@@ -100,10 +100,23 @@ def tool_read(*, tool: str, args: dict[str, Any], timeout: float | None = None) 
     return connector.perform(args, "").receipt
 
 
+def lookup_query(intent: Intent) -> LookupQuery:
+    """What a connector is told about the intent it is asked about."""
+    return LookupQuery(
+        tool=intent.tool,
+        idempotency_key=intent.idempotency_key,
+        args=intent.args,
+        intended_at=intent.intended_at,
+        request_id=intent.request_id,
+    )
+
+
 def intent_lookup(*, intent: Intent) -> LookupResult:
-    """Ask the intent's downstream system what became of its key. Raises ToolError for a
-    failure to ask (transient: try again later); UnknownTool when nobody can be asked."""
-    return get_tool(intent.tool).get_connector().lookup(intent.idempotency_key, intent.args)
+    """Ask the intent's downstream system what became of the call, telling it the whole intent
+    (lookup_query). Raises ToolError for a failure to ask (transient: try again later);
+    UnknownTool when nobody can be asked. The answer is the connector's own: reconciliation holds
+    it to connectors.caused_by_intent before settling anything."""
+    return get_tool(intent.tool).get_connector().lookup(lookup_query(intent))
 
 
 def receipt_loss(*, tool: str, receipt: dict[str, Any]) -> str:

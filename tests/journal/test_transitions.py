@@ -34,9 +34,11 @@ def test_the_intent_table_lists_exactly_the_allowed_transitions() -> None:
         (IntentStatus.INTENDED, IntentStatus.FAILED),
         (IntentStatus.INTENDED, IntentStatus.NOT_PERFORMED),
         (IntentStatus.INTENDED, IntentStatus.UNKNOWN),
+        (IntentStatus.INTENDED, IntentStatus.ALREADY_SO),
         (IntentStatus.INTENDED, IntentStatus.INTENDED),
         (IntentStatus.UNKNOWN, IntentStatus.PERFORMED),
         (IntentStatus.UNKNOWN, IntentStatus.NOT_PERFORMED),
+        (IntentStatus.UNKNOWN, IntentStatus.ALREADY_SO),
         (IntentStatus.UNKNOWN, IntentStatus.INTENDED),
         (IntentStatus.NOT_PERFORMED, IntentStatus.INTENDED),
     }
@@ -68,7 +70,7 @@ def test_every_edge_says_why_and_ends_stay_ends() -> None:
     assert not {
         (s, t)
         for s, t in transitions.INTENT_TRANSITIONS
-        if s in (IntentStatus.PERFORMED, IntentStatus.FAILED)
+        if s in (IntentStatus.PERFORMED, IntentStatus.FAILED, IntentStatus.ALREADY_SO)
     }
     assert not {
         (s, t)

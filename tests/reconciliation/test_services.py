@@ -4,22 +4,31 @@ open intent one way, failures to ask back off and are bounded, and nothing is se
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 import pytest
 import requests
 from django.db import connection
-from django.test import override_settings
+from django.test import Client, override_settings
+from django.urls import reverse
 from django.utils import timezone
 
+from compensations.services import run_compensate
+from handover.handover import handover_for
 from handover.selectors import queue_reason_counts
 from journal import services as journal
 from journal.models import Escalation, Intent, IntentStatus, JournalEvent, Run, RunStatus
 from journal.selectors import stale_intents
+from journal.tool_errors import DispatchResult
+from reconciliation.decisions import DecisionOutcome, run_resume
 from reconciliation.services import ReconcileOutcome, intent_reconcile, reconcile_sweep
+from sandbox.catalogue import catalogue_seed_defaults
+from scenarios.invariants import check_recovered
 from tools import services as tool_services
+from tools.connectors import LookupQuery, LookupResult, Performed
 from tools.registry import get_tool
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -418,3 +427,111 @@ def test_cancelling_a_run_whose_call_is_already_unknown_hands_it_over_at_once(
     assert Escalation.objects.filter(run=run, reason="unknown_outcome").count() == 1
     kinds = list(JournalEvent.objects.filter(run=run).order_by("id").values_list("kind", flat=True))
     assert kinds[-2:] == [JournalEvent.Kind.RUN_CANCELLED, JournalEvent.Kind.RUN_ESCALATED]
+
+
+# --- causation: whose change the lookup saw ----------------------------------------------------
+
+ADJUST = {"sku": "SKU-4471", "qty": 4, "reference": "T-41844"}
+
+
+def test_a_change_the_customer_made_before_the_run_is_already_so_and_never_undone(
+    sandbox_tools: str, make_run: Callable[..., Run], ledger: Any, support_user: Any
+) -> None:
+    """Issue 18, failure 3: the customer booked the stock back themselves before the run; the
+    runner died after its intent and before sending. The ERP's search by reference finds the
+    customer's adjustment; it is not the run's, so it is settled already_so, the handover does not
+    list it as done, and undoing the run leaves the customer's adjustment standing."""
+    catalogue_seed_defaults()
+    customers = requests.post(
+        f"{sandbox_tools}/sandbox/api/erp/adjust_stock", json=ADJUST, timeout=5
+    ).json()  # the customer, in the ERP's own screen, before the run
+    run = make_run(plan=[{"tool": "adjust_stock", "args": ADJUST, "detail": "4 units back in stock"}])
+    intent = _record(run, tool="adjust_stock", args=ADJUST)  # ... and the runner dies here
+
+    result = intent_reconcile(intent_id=intent.pk, actor=SWEEPER)
+
+    intent.refresh_from_db()
+    assert result.outcome == ReconcileOutcome.ALREADY_SO
+    assert intent.status == IntentStatus.ALREADY_SO
+    assert intent.receipt == {}  # the customer's record is evidence, not this call's receipt
+    event = JournalEvent.objects.get(intent=intent, kind=JournalEvent.Kind.INTENT_RECONCILED)
+    assert event.data["evidence"]["record"]["adjustment_id"] == customers["adjustment_id"]
+
+    handover = handover_for(run)
+    assert [c.step_id for c in handover.completed] == []
+    assert [u.step_id for u in handover.uncertain] == []
+    assert [a.step_id for a in handover.already_so] == [intent.step_id]
+    assert handover.already_so[0].evidence_at is not None
+    assert handover.already_so[0].evidence_at < intent.intended_at
+    assert handover.next_action.compensations_available == []
+    client = Client()
+    client.force_login(support_user)
+    page = client.get(reverse("handover:run_detail", args=[run.pk])).content.decode()
+    assert "Already so before the run" in page and "Nothing was done downstream." in page
+
+    undone = run_compensate(run=run, actor=SWEEPER)
+
+    assert undone.undone == [] and undone.failed == []
+    erp = ledger.filter(provider="erp", operation="adjust_stock", business_ref=ADJUST["reference"])
+    assert [e.request["qty"] for e in erp] == [4]  # the customer's adjustment stands, alone
+    assert Intent.objects.get(pk=intent.pk).status == IntentStatus.ALREADY_SO
+    assert check_recovered(run) == ()
+
+
+def test_resuming_does_not_send_a_step_that_was_already_so(
+    sandbox_tools: str, make_run: Callable[..., Run], ledger: Any
+) -> None:
+    requests.post(f"{sandbox_tools}/sandbox/api/erp/adjust_stock", json=ADJUST, timeout=5)
+    run = make_run(plan=[{"tool": "adjust_stock", "args": ADJUST}])
+    intent = _record(run, tool="adjust_stock", args=ADJUST)
+    assert intent_reconcile(intent_id=intent.pk, actor=SWEEPER).outcome == ReconcileOutcome.ALREADY_SO
+
+    decision = run_resume(run=run, actor=SWEEPER)
+
+    assert decision.outcome == DecisionOutcome.COMPLETED
+    erp = ledger.filter(provider="erp", operation="adjust_stock", business_ref=ADJUST["reference"])
+    assert erp.count() == 1  # the customer's, and no second one from the run
+    assert Intent.objects.get(pk=intent.pk).status == IntentStatus.ALREADY_SO
+
+
+def test_an_adjustment_the_run_made_after_its_intent_is_still_performed(
+    sandbox_tools: str, make_run: Callable[..., Run]
+) -> None:
+    run = make_run()
+    intent = _record(run, tool="adjust_stock", args=ADJUST)
+    get_tool("adjust_stock").get_connector().perform(ADJUST, intent.idempotency_key)
+
+    result = intent_reconcile(intent_id=intent.pk, actor=SWEEPER)
+
+    intent.refresh_from_db()
+    assert result.outcome == ReconcileOutcome.PERFORMED
+    assert intent.status == IntentStatus.PERFORMED
+    assert intent.receipt["reference"] == ADJUST["reference"]
+
+
+@dataclass(frozen=True)
+class CarelessConnector:
+    """Says Performed for anything, with evidence from an hour before the question."""
+
+    def perform(self, args: Mapping[str, Any], idempotency_key: str) -> DispatchResult:
+        raise AssertionError("never sent in this test")
+
+    def lookup(self, query: LookupQuery) -> LookupResult:
+        return Performed(receipt={"refund_id": "re_old"}, evidence_at=query.intended_at - timedelta(hours=1))
+
+
+def test_a_performed_answer_with_evidence_older_than_the_intent_is_settled_already_so(
+    sandbox_tools: str, make_run: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = make_run()
+    intent = _record(run)
+    spec = get_tool("issue_refund")
+    monkeypatch.setattr(type(spec), "get_connector", lambda self: CarelessConnector())
+
+    result = intent_reconcile(intent_id=intent.pk, actor=SWEEPER)
+
+    intent.refresh_from_db()
+    assert result.outcome == ReconcileOutcome.ALREADY_SO
+    assert intent.status == IntentStatus.ALREADY_SO
+    assert intent.receipt == {}
+    assert "before the intent" in intent.outcome_summary

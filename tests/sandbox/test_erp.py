@@ -30,7 +30,9 @@ def test_the_erp_needs_no_key(api: SandboxApi) -> None:
     assert api.post("erp/adjust_stock", BODY).status_code == 201
 
 
-def test_adjustments_are_found_by_business_reference_oldest_first(api: SandboxApi) -> None:
+def test_adjustments_are_found_by_business_reference_oldest_first_with_when_they_were_booked(
+    api: SandboxApi,
+) -> None:
     first = api.post("erp/adjust_stock", BODY).json()
     second = api.post("erp/adjust_stock", {**BODY, "qty": 3}).json()
     api.post("erp/adjust_stock", {**BODY, "reference": "T-99999"})
@@ -39,7 +41,13 @@ def test_adjustments_are_found_by_business_reference_oldest_first(api: SandboxAp
     none = api.get("erp/adjustments", reference="T-00000")
 
     assert found.status_code == 200
-    assert found.json() == {"adjustments": [first, second]}
+    booked = {e.receipt["adjustment_id"]: e.created_at for e in Effect.objects.filter(provider="erp")}
+    assert found.json() == {
+        "adjustments": [
+            {**receipt, "booked_at": booked[receipt["adjustment_id"]].isoformat()}
+            for receipt in (first, second)
+        ]
+    }
     assert none.json() == {"adjustments": []}
 
 

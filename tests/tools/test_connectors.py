@@ -3,17 +3,28 @@ classified at the boundary into one of the six error classes."""
 
 from __future__ import annotations
 
+import dataclasses
 import socket
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 import requests
+from django.utils import timezone
 
 from journal import services as journal
 from journal.models import Intent, IntentStatus
 from journal.tool_errors import ToolError
 from tools import services as tools
-from tools.connectors import HttpConnector, NotPerformed, Performed, Unknown
+from tools.connectors import (
+    AlreadySo,
+    HttpConnector,
+    LookupQuery,
+    NotPerformed,
+    Performed,
+    Unknown,
+    caused_by_intent,
+)
 from tools.registry import get_tool
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -122,29 +133,80 @@ def test_a_receipt_missing_its_fields_is_a_bug(sandbox_tools: str) -> None:
     assert failed.value.error_class == "bug"
 
 
+def _query(key: str, args: dict[str, Any], *, intended_at: datetime | None = None) -> LookupQuery:
+    return LookupQuery(tool="any", idempotency_key=key, args=args, intended_at=intended_at or timezone.now())
+
+
 def test_lookup_says_performed_not_performed_or_unknown(
     sandbox_tools: str, make_run: Any, agent_actor: journal.Actor
 ) -> None:
     connector = get_tool("issue_refund").get_connector()
+    asked_before = _query("k-lookup", ORDER)
     receipt = connector.perform(ORDER, "k-lookup").receipt
-    assert connector.lookup("k-lookup", ORDER) == Performed(receipt=receipt)
-    assert connector.lookup("k-never-sent", ORDER) == NotPerformed()
+    # Found under our own key: Performed, with no time to hold against the intent's.
+    assert connector.lookup(asked_before) == Performed(receipt=receipt)
+    assert connector.lookup(_query("k-never-sent", ORDER)) == NotPerformed()
     requests.post(
         sandbox_tools + "/sandbox/api/faults/",
         json={"provider": "payments", "operation": "lookup", "fault": "unknown_lookup", "remaining": 1},
         timeout=5,
     )
-    assert isinstance(connector.lookup("k-lookup", ORDER), Unknown)
+    assert isinstance(connector.lookup(asked_before), Unknown)
 
 
 def test_the_erp_is_reconciled_by_business_reference(sandbox_tools: str) -> None:
     connector = get_tool("adjust_stock").get_connector()
     args = {"sku": "SKU-4471", "qty": -4, "reference": "T-41844"}
-    assert connector.lookup("ignored", args) == NotPerformed()
+    intended = _query("ignored", args)
+    assert connector.lookup(intended) == NotPerformed()
     connector.perform(args, "ignored-by-the-erp")
-    assert isinstance(connector.lookup("ignored", args), Performed)
+    found = connector.lookup(intended)
+    assert isinstance(found, Performed)
+    assert found.evidence_at is not None and found.evidence_at >= intended.intended_at
     connector.perform(args, "ignored-by-the-erp")  # the ERP performs it again: it ignores keys
-    assert isinstance(connector.lookup("ignored", args), Unknown)
+    assert isinstance(connector.lookup(intended), Unknown)
+
+
+def test_an_erp_record_older_than_the_intent_is_already_so(sandbox_tools: str) -> None:
+    connector = get_tool("adjust_stock").get_connector()
+    args = {"sku": "SKU-4471", "qty": 2, "reference": "T-50001"}
+    theirs = connector.perform(args, "someone-else").receipt
+    later = _query("ours", args)
+
+    found = connector.lookup(later)
+
+    assert isinstance(found, AlreadySo)
+    assert found.receipt["adjustment_id"] == theirs["adjustment_id"]
+    assert found.evidence_at is not None and found.evidence_at < later.intended_at
+    # One record before the intent and one after: the one after is this call's.
+    connector.perform(args, "ours")
+    assert isinstance(connector.lookup(later), Performed)
+
+
+def test_an_erp_record_within_the_clock_skew_before_the_intent_cannot_be_told_apart(
+    sandbox_tools: str,
+) -> None:
+    connector = dataclasses.replace(get_tool("adjust_stock").get_connector(), clock_skew=30.0)
+    args = {"sku": "SKU-4471", "qty": 5, "reference": "T-50002"}
+    connector.perform(args, "someone-else")
+
+    assert isinstance(connector.lookup(_query("ours", args)), Unknown)
+    later = _query("ours", args, intended_at=timezone.now() + timedelta(minutes=5))
+    assert isinstance(connector.lookup(later), AlreadySo)
+
+
+def test_the_engine_turns_a_performed_with_older_evidence_into_already_so() -> None:
+    query = _query("k", ORDER)
+    old = Performed(receipt={"refund_id": "re_1"}, evidence_at=query.intended_at - timedelta(seconds=1))
+    new = Performed(receipt={"refund_id": "re_1"}, evidence_at=query.intended_at)
+    undated = Performed(receipt={"refund_id": "re_1"})
+
+    assert caused_by_intent(old, query) == AlreadySo(
+        evidence_at=old.evidence_at, detail=caused_by_intent(old, query).detail, receipt=old.receipt
+    )
+    assert caused_by_intent(new, query) is new
+    assert caused_by_intent(undated, query) is undated
+    assert caused_by_intent(NotPerformed(), query) == NotPerformed()
 
 
 def test_reads_record_no_intent(sandbox_tools: str, make_run: Any) -> None:

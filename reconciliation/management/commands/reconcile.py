@@ -23,7 +23,11 @@ class Command(BaseCommand):
             type=float,
             default=None,
             metavar="SECONDS",
-            help="Treat intents (and run heartbeats) older than this as stale; default: the settings.",
+            help=(
+                "Treat intents (and run heartbeats) older than this as stale; default: the settings. "
+                "An intent whose call may still be in flight (younger than its tool's call timeout "
+                "plus SEAM_IN_FLIGHT_MARGIN_SECONDS) is held back whatever this says."
+            ),
         )
         parser.add_argument("--run", default=None, metavar="ID", help="Only this run's intents.")
         parser.add_argument("--limit", type=int, default=500)

@@ -26,7 +26,7 @@ from observability import counters as metrics
 from observability.context import log_context
 from tools import services as tools
 
-from .mapping import compensation_args
+from .mapping import MappingError, compensation_args
 from .models import CatalogueEntry, Compensation, CompensationStatus, DeadLetter, Reversibility
 from .reversibility import reversibility_now
 
@@ -121,7 +121,14 @@ def compensation_execute(*, compensation: Compensation, actor: journal.Actor) ->
 def _execute(*, compensation: Compensation, actor: journal.Actor) -> Compensation:
     original = compensation.original
     entry = CatalogueEntry.objects.get(tool=original.tool)
-    args = compensation_args(entry, original.args, original.receipt)
+    try:
+        args = compensation_args(entry, original.args, original.receipt)
+    except MappingError as exc:
+        # Nothing was sent and no attempt will ever build the call (a step a person marked
+        # performed has no receipt): a person finishes it, from the dead letter.
+        return _dead_letter(
+            compensation=compensation, error_class="invalid_input", error=str(exc), actor=actor
+        )
     run = original.run
     # Touching updated_at says "a worker has this in hand" to compensation_claim_stalled.
     Compensation.objects.filter(pk=compensation.pk).update(

@@ -23,7 +23,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from compensations.mapping import MissingSource, compensation_args
+from compensations.mapping import MappingError, compensation_args
 from compensations.models import CatalogueEntry, Compensation, CompensationStatus
 from compensations.reversibility import ReversibilityNow
 from compensations.tasks import compensate_run, compensation_schedule
@@ -52,6 +52,7 @@ from .handover import (
     reversibility,
     run_is_stuck,
     run_state_token,
+    undo_unbuildable,
 )
 from .models import AuditAction, AuditEntry
 
@@ -554,7 +555,7 @@ def _undo_words(intent: Intent) -> tuple[str, list[str]]:
         return f"nothing undoes {intent.tool}: {notes}", [f"irreversible: {intent.tool}"]
     try:
         args = compensation_args(entry, intent.args, intent.receipt)
-    except MissingSource as exc:
+    except MappingError as exc:
         return f"{entry.compensating_tool} cannot be built: {exc}", [str(exc)]
     words = ", ".join(f"{k}={v}" for k, v in args.items())
     warnings = [reversible.sentence] if reversible.loses else []
@@ -575,6 +576,11 @@ def confirmation(
             return Confirmation(action, "Compensate a step", blockers=[f"no step {step_id!r}"])
         effect, warnings = _undo_words(intent)
         blockers = [] if intent.status == IntentStatus.PERFORMED else [f"{step_words} is {intent.status}"]
+        entry = rows.catalogue.get(intent.tool)
+        unbuildable = undo_unbuildable(entry, intent) if entry and entry.compensating_tool else ""
+        if unbuildable:
+            # Sent anyway (the API, a page drawn before), it would end as a dead letter.
+            blockers.append(f"the undo cannot be built: {unbuildable}")
         return Confirmation(
             action,
             f"Compensate {intent.tool}",

@@ -33,6 +33,7 @@ from django.db.models import Max
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
+from compensations.mapping import MappingError, compensation_args
 from compensations.models import CatalogueEntry, Compensation, CompensationStatus
 from compensations.reversibility import ReversibilityNow, reversibility_now
 from fanout.models import Outcome as FanOutOutcome
@@ -86,6 +87,13 @@ class CompletedStep:
     undo_tool: Annotated[str, described("The catalogue's compensating tool; empty when nothing undoes it.")]
     compensation: Annotated[StepCompensation | None, described("The undo, once one was asked for.")]
     warnings: Annotated[list[str], described("What a person must know before undoing it.")]
+    undo_blocked: Annotated[
+        str,
+        described(
+            "Why the undo cannot be built from the step's arguments and receipt (it is then not "
+            "offered); empty when it can."
+        ),
+    ] = ""
 
     @property
     def reversible(self) -> bool | str:
@@ -461,6 +469,16 @@ def _step_compensation(compensation: Any) -> StepCompensation | None:
     )
 
 
+def undo_unbuildable(entry: Any, intent: Intent) -> str:
+    """Why the compensating call cannot be built from this step (a step a person marked
+    performed has no receipt to take the downstream's identifiers from); '' when it can."""
+    try:
+        compensation_args(entry, intent.args, intent.receipt)
+    except MappingError as exc:
+        return str(exc)
+    return ""
+
+
 def _completed(rows: HandoverRows, plan_detail: dict[str, str], now: datetime) -> list[CompletedStep]:
     completed = []
     for intent in rows.intents:
@@ -469,6 +487,7 @@ def _completed(rows: HandoverRows, plan_detail: dict[str, str], now: datetime) -
         entry = rows.catalogue.get(intent.tool)
         reversible = reversibility(entry, intent, now)
         compensation = rows.compensations.get(intent.pk)
+        undo_tool = entry.compensating_tool if entry and reversible.can_undo else ""
         detail = receipt_detail(intent)
         if plan_detail.get(intent.idempotency_key) and not detail:
             detail = plan_detail[intent.idempotency_key]
@@ -481,7 +500,8 @@ def _completed(rows: HandoverRows, plan_detail: dict[str, str], now: datetime) -
                 detail=detail,
                 reversibility=reversible,
                 receipt=intent.receipt,
-                undo_tool=entry.compensating_tool if entry and reversible.can_undo else "",
+                undo_tool=undo_tool,
+                undo_blocked=undo_unbuildable(entry, intent) if undo_tool else "",
                 compensation=_step_compensation(compensation),
                 warnings=[]
                 if compensation is not None
@@ -703,7 +723,7 @@ def next_action(
     available = [
         AvailableUndo(step_id=c.step_id, tool=c.tool, undo_tool=c.undo_tool, reversibility=c.reversibility)
         for c in completed
-        if c.undo_tool and c.compensation is None
+        if c.undo_tool and not c.undo_blocked and c.compensation is None
     ]
     failed_undo = [c for c in completed if c.undo_failed]
     undone = [c for c in completed if c.undone]

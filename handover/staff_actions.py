@@ -237,7 +237,8 @@ def _offer_resume(action: StaffAction, page: RunPage) -> Iterator[Offer]:
 
 def _offer_undo_step(action: StaffAction, page: RunPage) -> Iterator[Offer]:
     for item in page.handover.completed:
-        if not item.compensation and item.undo_tool:
+        # An undo that cannot be built is not offered; the page says why beside the step.
+        if not item.compensation and item.undo_tool and not item.undo_blocked:
             yield Offer(
                 action,
                 Place.COMPLETED,

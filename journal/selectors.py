@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 from django.utils import timezone
 
+from .in_flight import InFlightFloor
 from .keys import idempotency_key
 from .models import CustomerMessage, Intent, IntentStatus, JournalEvent, Membership, Run, RunStatus, Tenant
 
@@ -143,14 +144,19 @@ def _stale_since(cutoff: datetime) -> Q:
 
 
 def stale_intents(
-    *, older_than: timedelta | None = None, run_id: Any = None, now: datetime | None = None
+    *,
+    older_than: timedelta | None = None,
+    run_id: Any = None,
+    now: datetime | None = None,
+    floor: InFlightFloor | None = None,
 ) -> QuerySet[Intent]:
     """Intent rows still `intended` whose run has gone quiet for longer than the threshold and
     that are not waiting out a lookup backoff (or another sweeper's claim), oldest first.
 
     `older_than` applies to every tool; without it, settings.SEAM_STALE_AFTER_SECONDS applies,
     overridden per tool by settings.SEAM_STALE_AFTER_BY_TOOL. The status and intended_at
-    conditions are the partial index intent_open_idx's own, so the scan touches open rows only."""
+    conditions are the partial index intent_open_idx's own, so the scan touches open rows only.
+    With `floor`, an intent whose call may still be in flight is left out (in_flight_intents)."""
     now = now or timezone.now()
     if older_than is not None:
         stale = _stale_since(now - older_than)
@@ -166,7 +172,16 @@ def stale_intents(
     rows = rows.filter(Q(next_lookup_at__isnull=True) | Q(next_lookup_at__lte=now))
     if run_id is not None:
         rows = rows.filter(run_id=run_id)
+    if floor is not None:
+        rows = rows.filter(floor.past(now))
     return rows.select_related("run").order_by("intended_at", "id")
+
+
+def in_flight_intents(
+    *, floor: InFlightFloor, older_than: timedelta | None = None, run_id: Any = None, now: datetime
+) -> QuerySet[Intent]:
+    """The intents stale_intents would give but for `floor`: their call may still be acting."""
+    return stale_intents(older_than=older_than, run_id=run_id, now=now).exclude(floor.past(now))
 
 
 def _stuck(now: datetime, quiet_for: timedelta | None) -> Q:

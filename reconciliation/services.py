@@ -26,7 +26,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from journal.models import ErrorClass, Intent, IntentStatus, JournalEvent, Run
-from journal.selectors import stale_intents
+from journal.selectors import in_flight_intents, stale_intents
 from journal.services import (
     OPEN_TRANSACTION_MESSAGE,
     Actor,
@@ -41,7 +41,7 @@ from observability import counters as metrics
 from observability.context import log_context
 from tools import services as tools
 from tools.connectors import AlreadySo, NotPerformed, Performed, Unknown, caused_by_intent
-from tools.registry import UnknownTool
+from tools.registry import UnknownTool, in_flight_floor
 
 MAX_REASON_CHARS = 4000
 # A lookup is a read: a failure to get an answer, even after the request left, changes nothing
@@ -297,6 +297,10 @@ def _result(intent: Intent, settled: bool, outcome: ReconcileOutcome, detail: st
 class SweepReport:
     counts: dict[str, int]
     results: list[Reconciled]
+    # Stale by the threshold, but younger than their tool's call timeout plus the margin: their
+    # call may still be acting downstream, so they were not asked about; the last is due then.
+    held_back: int = 0
+    held_until: datetime | None = None
 
 
 def reconcile_sweep(
@@ -307,8 +311,26 @@ def reconcile_sweep(
     actor: Actor,
 ) -> SweepReport:
     """Reconcile up to `limit` stale open intents, oldest first. Returns counts by outcome and
-    each row's result. Harmless when run twice at once: each row is claimed by one sweeper."""
-    ids = list(stale_intents(older_than=older_than, run_id=run_id).values_list("pk", flat=True)[:limit])
+    each row's result. Harmless when run twice at once: each row is claimed by one sweeper.
+
+    Never an intent younger than its tool's call timeout plus the margin (tools.registry.
+    in_flight_floor), whatever `older_than` says: a slow provider may still be acting on it, and
+    a lookup now could find nothing yet. Those are counted as held back, with when the last of
+    them is due."""
+    now = timezone.now()
+    floor = in_flight_floor()
+    stale = stale_intents(older_than=older_than, run_id=run_id, now=now, floor=floor)
+    ids = list(stale.values_list("pk", flat=True)[:limit])
+    held = list(
+        in_flight_intents(floor=floor, older_than=older_than, run_id=run_id, now=now).values_list(
+            "tool", "intended_at"
+        )
+    )
     results = [intent_reconcile(intent_id=pk, actor=actor) for pk in ids]
     counts = Counter(str(r.outcome) for r in results)
-    return SweepReport(counts={o.value: counts.get(o.value, 0) for o in ReconcileOutcome}, results=results)
+    return SweepReport(
+        counts={o.value: counts.get(o.value, 0) for o in ReconcileOutcome},
+        results=results,
+        held_back=len(held),
+        held_until=max((at + floor.of(tool) for tool, at in held), default=None),
+    )

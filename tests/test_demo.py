@@ -33,7 +33,8 @@ def test_demo_seeds_killed_runs_on_sqlite_in_wal_mode(tmp_path: Path) -> None:
         _manage("seed_demo", db=db, sandbox_url=sandbox_url)  # running it again adds nothing
         armed = _fault_rules(sandbox_url)
         in_doubt = _open_intents(db)
-        # One sweep, now, as the demo's worker makes a minute later.
+        # One sweep, as the demo's worker makes a minute later: by then no call is in flight.
+        _a_minute_later(db)
         _manage("reconcile", "--older-than", "0", "--decide", db=db, sandbox_url=sandbox_url)
         left = _fault_rules(sandbox_url)
 
@@ -83,6 +84,16 @@ def test_demo_seeds_killed_runs_on_sqlite_in_wal_mode(tmp_path: Path) -> None:
         "conflict",
     )
     assert "already reversed" in error
+
+
+def _a_minute_later(db: Path) -> None:
+    """Move the open intents a minute back (reconciliation leaves alone a call that may still be
+    in flight, whatever --older-than says)."""
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "UPDATE handover_intent SET intended_at = strftime('%Y-%m-%d %H:%M:%f', intended_at, '-1 minute') "
+            "WHERE status = 'intended'"
+        )
 
 
 def _open_intents(db: Path) -> list[tuple[str]]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import requests
 import urllib3.exceptions
@@ -98,6 +98,14 @@ class Connector(Protocol):
     def perform(self, args: Mapping[str, Any], idempotency_key: str) -> DispatchResult: ...
 
     def lookup(self, query: LookupQuery) -> LookupResult: ...
+
+
+@runtime_checkable
+class TimedConnector(Protocol):
+    """A connector that says how long one of its calls may take before it gives up on it."""
+
+    @property
+    def call_timeout(self) -> float: ...
 
 
 # --- classification ---------------------------------------------------------------------------
@@ -181,6 +189,11 @@ class HttpConnector:
     receipt_fields: tuple[str, ...] = ()
     lookup_path: str = ""  # with "{key}"; empty when the provider offers no lookup by key
     headers: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def call_timeout(self) -> float:
+        """Seconds one call may wait on the wire: connecting, then the answer."""
+        return self.connect_timeout + self.timeout
 
     def _url(self, path: str) -> str:
         return self.base_url.rstrip("/") + "/" + path.lstrip("/")

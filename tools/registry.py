@@ -12,6 +12,7 @@ import functools
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, Literal
 
 import jsonschema
@@ -19,9 +20,10 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 
 from journal.channels import CustomerChannel
+from journal.in_flight import InFlightFloor
 from journal.tool_errors import ArgumentsRefused
 
-from .connectors import Connector
+from .connectors import Connector, TimedConnector
 
 ToolKind = Literal["read", "write"]
 
@@ -89,6 +91,22 @@ class ToolSpec:
         except (KeyError, IndexError, ValueError):
             return ""  # a field the sentence names is absent: the receipt reports no loss
 
+    # Seconds one call may take before its connector gives up on it; None: the connector's own
+    # (HttpConnector: connect plus read timeout), else settings.SEAM_CALL_TIMEOUT_SECONDS.
+    call_timeout: float | None = None
+
+    def timeout(self) -> timedelta:
+        """How long one call of this tool may take (see `call_timeout`)."""
+        if self.call_timeout is not None:
+            return timedelta(seconds=self.call_timeout)
+        try:
+            connector = self.get_connector()
+        except UnknownTool:
+            connector = None
+        if isinstance(connector, TimedConnector):
+            return timedelta(seconds=connector.call_timeout)
+        return timedelta(seconds=float(settings.SEAM_CALL_TIMEOUT_SECONDS))
+
     def describe_receipt(self, receipt: Mapping[str, Any]) -> str:
         if self.receipt_detail:
             try:
@@ -155,6 +173,17 @@ def find_tool(name: str) -> ToolSpec | None:
 def reset_registry() -> None:
     """Forget loaded tools (tests that change SEAM_TOOL_MODULES or a setting a tool module reads)."""
     _registry.cache_clear()
+
+
+def in_flight_floor() -> InFlightFloor:
+    """How long after its intent was recorded each tool's call may still be acting downstream:
+    its call timeout plus settings.SEAM_IN_FLIGHT_MARGIN_SECONDS (a provider may finish what it
+    started after the caller gave up). An unregistered tool's call timeout is the default one."""
+    margin = timedelta(seconds=float(settings.SEAM_IN_FLIGHT_MARGIN_SECONDS))
+    return InFlightFloor(
+        default=timedelta(seconds=float(settings.SEAM_CALL_TIMEOUT_SECONDS)) + margin,
+        by_tool={name: spec.timeout() + margin for name, spec in _registry().items()},
+    )
 
 
 def registered_arguments_check(tool: str, args: Mapping[str, Any]) -> None:

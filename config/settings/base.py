@@ -251,6 +251,12 @@ SEAM_STALE_AFTER_BY_TOOL: dict[str, float] = {
     tool: float(seconds)
     for tool, seconds in _env_or_fail(env.dict, "SEAM_STALE_AFTER_BY_TOOL", default={}).items()
 }
+# Reconciliation never asks about a call that may still be in flight: an open intent younger
+# than its tool's call timeout (ToolSpec.call_timeout, else its connector's, else
+# SEAM_CALL_TIMEOUT_SECONDS) plus SEAM_IN_FLIGHT_MARGIN_SECONDS is left alone, whatever
+# `reconcile --older-than` says.
+SEAM_CALL_TIMEOUT_SECONDS = _env_or_fail(env.float, "SEAM_CALL_TIMEOUT_SECONDS", default=7.0)
+SEAM_IN_FLIGHT_MARGIN_SECONDS = _env_or_fail(env.float, "SEAM_IN_FLIGHT_MARGIN_SECONDS", default=10.0)
 SEAM_LOOKUP_MAX_ATTEMPTS = _env_or_fail(env.int, "SEAM_LOOKUP_MAX_ATTEMPTS", default=5)
 SEAM_LOOKUP_BACKOFF_SECONDS = _env_or_fail(env.float, "SEAM_LOOKUP_BACKOFF_SECONDS", default=5.0)
 SEAM_LOOKUP_BACKOFF_MAX_SECONDS = _env_or_fail(env.float, "SEAM_LOOKUP_BACKOFF_MAX_SECONDS", default=600.0)

@@ -12,6 +12,7 @@ from django.test import override_settings
 
 from compensations.models import Compensation, CompensationStatus, DeadLetter
 from compensations.services import CompensationRetry, compensation_execute, compensation_request
+from compensations.tasks import compensate_step
 from journal import services as journal
 from journal.models import Intent, Run, RunStatus
 from sandbox.catalogue import catalogue_seed_defaults
@@ -196,6 +197,29 @@ def test_transient_failures_are_retried_within_a_budget_then_dead_lettered(
     assert final.status == CompensationStatus.DEAD_LETTERED
     assert DeadLetter.objects.get(compensation=final).attempts == 2
     assert _undo_effects(ledger, original) == []
+
+
+def test_an_undo_that_cannot_be_built_is_dead_lettered_by_the_worker_without_sending(
+    sandbox_tools: str, make_run: Any, ledger: Any, team_lead: Any
+) -> None:
+    run = make_run()
+    original = _perform(run, "issue_refund", {"order_id": ORDER, "amount": "14.95", "currency": "USD"}, 1)
+    # As a step a person marked performed: no receipt, so reverse_refund has no refund_id.
+    Intent.objects.filter(pk=original.pk).update(receipt={})
+    compensation = compensation_request(original=Intent.objects.get(pk=original.pk), actor=EXECUTOR)
+
+    result = compensate_step.apply(args=(compensation.pk,))  # as the worker runs it
+
+    assert result.successful(), result.traceback
+    done = Compensation.objects.get(pk=compensation.pk)
+    assert (done.status, done.attempts, done.intent_id) == (CompensationStatus.DEAD_LETTERED, 0, None)
+    letter = DeadLetter.objects.get(compensation=done)
+    assert letter.owner == team_lead and letter.error_class == "invalid_input"
+    assert "refund_id" in letter.error
+    run = Run.objects.get(pk=run.pk)
+    assert run.awaiting_person and run.outcome_reason == "compensation_failed"
+    assert _undo_effects(ledger, original) == []
+    assert not ledger.filter(provider="payments", operation="reverse").exists()
 
 
 def test_a_redelivered_compensation_whose_call_never_left_is_sent_with_its_own_key(

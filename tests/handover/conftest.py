@@ -12,6 +12,7 @@ from django.utils import timezone
 from journal.models import Run, RunStatus
 from sandbox.catalogue import catalogue_seed_defaults
 from scenarios.policies import policies_seed_defaults
+from tests.support.in_flight import open_calls_past_in_flight
 
 
 def escalate_ticket(sandbox_url: str, ticket_id: str = "T-40912", *flags: str) -> Run:
@@ -23,7 +24,9 @@ def escalate_ticket(sandbox_url: str, ticket_id: str = "T-40912", *flags: str) -
     catalogue_seed_defaults()
     returncode, run = replay_in_child(ticket_id, sandbox_url, *(flags or ("--kill-after", "2")))
     assert returncode == -9 and run is not None
+    # Five minutes on: the run silent, and its calls past any chance of still being in flight.
     Run.objects.filter(pk=run.pk).update(last_heartbeat_at=timezone.now() - timedelta(minutes=5))
+    open_calls_past_in_flight(run=run)
     call_command("reconcile", older_than=0, decide=True, stdout=io.StringIO())
     run = Run.objects.select_related("tenant").get(pk=run.pk)
     assert run.status == RunStatus.ESCALATED, run.outcome_detail

@@ -23,6 +23,7 @@ from sandbox.catalogue import catalogue_seed_defaults
 from scenarios.management.commands.seed_demo import DEMO_REPLAYS
 from scenarios.policies import policies_seed_defaults
 from tests import factories
+from tests.support.in_flight import open_calls_past_in_flight
 from tests.support.processes import database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -108,6 +109,7 @@ def _seed_the_demo(sandbox_url: str, monkeypatch: pytest.MonkeyPatch) -> list[Ru
     Run.objects.filter(pk__in=[r.pk for r in runs]).update(
         last_heartbeat_at=timezone.now() - timedelta(minutes=5)
     )
+    open_calls_past_in_flight(run__in=runs)
     call_command("reconcile", older_than=0, decide=True, stdout=io.StringIO())
     return runs
 

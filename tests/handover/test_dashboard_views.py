@@ -24,8 +24,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from compensations.models import Compensation
-from handover.handover import handover_for, run_state_token
+from compensations.models import Compensation, CompensationStatus, DeadLetter
+from compensations.tasks import compensate_step
+from handover.handover import NextActionCode, handover_for, run_state_token
 from handover.models import AuditAction, AuditEntry
 from journal import services
 from journal.models import CustomerMessage, Escalation, IntentStatus, Run, RunStatus, Tenant
@@ -868,3 +869,57 @@ def test_the_audit_csv_has_a_header_and_one_row_per_entry(audited: dict[str, Any
 
     assert _client(support).get(url).status_code == 403
     assert _client(persona("admin", audited["runs"][0].tenant)).get(url).status_code == 200
+
+
+# --- an undo that cannot be built (issue 18, failure 5) ----------------------------------------
+
+
+def test_an_undo_that_cannot_be_built_is_not_offered_and_requested_anyway_ends_as_a_dead_letter(
+    uncertain_refund: Run, persona: Any, queued: dict[str, list[tuple[tuple[Any, ...], bool]]]
+) -> None:
+    run = uncertain_refund
+    lead = persona("team_lead", run.tenant)
+    client = _client(lead)
+    step_id = _step_of(run, "issue_refund")
+    # A person says the refund happened: the step has no receipt, so reverse_refund has no refund_id.
+    marked = _act(
+        client,
+        run,
+        "mark-performed",
+        {"state": run_state_token(run), "step_id": step_id, "note": "payments portal shows the refund"},
+    )
+    assert marked.status_code == 200, marked.content.decode()
+    assert run.intents.get(step_id=step_id).receipt == {}
+
+    page = client.get(reverse("handover:run_detail", args=[run.pk])).content.decode()
+    assert "Compensate (reverse_refund)" not in page
+    assert "undo not offered" in page and "refund_id" in page
+    dialog = _confirm(client, run, "compensate-step", step_id).content.decode()
+    assert "Not possible now" in dialog and "refund_id" in dialog
+    assert 'type="submit"' not in dialog
+
+    # Requested anyway (a page drawn before, the API): the request is taken, the worker ends it.
+    run = Run.objects.select_related("tenant").get(pk=run.pk)
+    requested = _act(client, run, "compensate-step", {"state": run_state_token(run), "step_id": step_id})
+    assert requested.status_code == 200, requested.content.decode()
+    ((args, _in_transaction),) = queued["compensations.compensate_step"]
+    result = compensate_step.apply(args=args)  # as the worker runs it
+
+    assert result.successful(), result.traceback
+    assert result.get() == CompensationStatus.DEAD_LETTERED
+    compensation = Compensation.objects.get(original__run=run, original__step_id=step_id)
+    assert compensation.status == CompensationStatus.DEAD_LETTERED
+    assert compensation.attempts == 0  # nothing was sent
+    letter = DeadLetter.objects.select_related("owner").get(compensation=compensation)
+    assert letter.owner is not None and letter.resolved_at is None
+    assert "refund_id" in letter.error and letter.error_class == "invalid_input"
+    # The run is in front of a person, with the dead letter as the next thing to do.
+    run = Run.objects.select_related("tenant").get(pk=run.pk)
+    assert run.awaiting_person and run.outcome_reason == "compensation_failed"
+    handover = handover_for(run)
+    assert handover.next_action.code == NextActionCode.FINISH_FAILED_UNDO
+    (step,) = [c for c in handover.completed if c.step_id == step_id]
+    assert step.undo_failed and not step.undo_pending
+    # A redelivered message changes nothing.
+    assert compensate_step.apply(args=args).get() == CompensationStatus.DEAD_LETTERED
+    assert DeadLetter.objects.filter(compensation=compensation).count() == 1

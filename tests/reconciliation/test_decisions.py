@@ -27,6 +27,7 @@ from scenarios.invariants import check_run
 from scenarios.policies import policies_seed_defaults
 from scenarios.tickets import TICKETS
 from tests.scenarios.test_kill_points import KILL_POINTS, replay_in_child
+from tests.support.in_flight import open_calls_past_in_flight
 from tools import services as tools
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -73,6 +74,7 @@ def ledger_undos(run: Run) -> int:
 
 def sweep_and_decide() -> str:
     out = io.StringIO()
+    open_calls_past_in_flight()
     call_command("reconcile", older_than=0, decide=True, stdout=out)
     return out.getvalue()
 

@@ -13,6 +13,7 @@ from django.core.management import call_command
 from journal.models import IntentStatus, JournalEvent
 from scenarios.invariants import check_run
 from tests.scenarios.test_kill_points import KILL_POINTS, replay_in_child
+from tests.support.in_flight import open_calls_past_in_flight
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,6 +31,7 @@ def test_a_sweep_after_any_kill_point_settles_every_open_intent_against_the_worl
     open_before = list(run.intents.filter(status=IntentStatus.INTENDED))
 
     out = io.StringIO()
+    open_calls_past_in_flight(run=run)
     call_command("reconcile", older_than=0, stdout=out)
 
     assert not run.intents.filter(status=IntentStatus.INTENDED).exists()

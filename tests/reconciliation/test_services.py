@@ -3,7 +3,9 @@ open intent one way, failures to ask back off and are bounded, and nothing is se
 
 from __future__ import annotations
 
+import io
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -11,6 +13,7 @@ from typing import Any
 
 import pytest
 import requests
+from django.core.management import call_command
 from django.db import connection
 from django.test import Client, override_settings
 from django.urls import reverse
@@ -535,3 +538,49 @@ def test_a_performed_answer_with_evidence_older_than_the_intent_is_settled_alrea
     assert intent.status == IntentStatus.ALREADY_SO
     assert intent.receipt == {}
     assert "before the intent" in intent.outcome_summary
+
+
+def test_forced_staleness_leaves_a_slow_call_still_in_flight_alone_and_says_so(
+    sandbox_tools: str, make_run: Callable[..., Run], ledger: Any
+) -> None:
+    # Issue 18, failure 6: `reconcile --older-than 0` while a slow provider is still acting on a
+    # call must not ask about it (a lookup could find nothing yet, and a resumption send it again).
+    run = make_run()
+    Run.objects.filter(pk=run.pk).update(last_heartbeat_at=timezone.now() - timedelta(minutes=5))
+    _fault(sandbox_tools, provider="payments", operation="refund", fault="slow:3000", remaining=1)
+    performed: list[Any] = []
+
+    def agent_calls() -> None:
+        try:
+            performed.append(
+                tool_services.tool_perform(
+                    run=run, tool="issue_refund", args=REFUND, turn=1, actor=journal.Actor.agent("bot")
+                )
+            )
+        finally:
+            connection.close()
+
+    call = threading.Thread(target=agent_calls)
+    call.start()
+    deadline = time.monotonic() + 10
+    while not ledger.filter(request=REFUND).exists():  # the provider has it and is still busy
+        assert time.monotonic() < deadline, "the sandbox never received the refund"
+        time.sleep(0.05)
+    intent = Intent.objects.get(run=run)
+
+    out = io.StringIO()
+    call_command("reconcile", older_than=0, stdout=out)
+
+    intent.refresh_from_db()
+    assert intent.status == IntentStatus.INTENDED
+    assert not JournalEvent.objects.filter(intent=intent, kind=JournalEvent.Kind.INTENT_RECONCILED).exists()
+    assert "held back 1 intent(s) whose call may still be in flight" in out.getvalue()
+    assert "not asked about before" in out.getvalue()
+    call.join(timeout=15)
+    assert not call.is_alive() and len(performed) == 1
+    intent.refresh_from_db()
+    assert intent.status == IntentStatus.PERFORMED
+    assert not JournalEvent.objects.filter(intent=intent, kind=JournalEvent.Kind.INTENT_RECONCILED).exists()
+    # Sent once, recorded once: the sandbox's ledger holds one refund for the key.
+    assert ledger.filter(idempotency_key=intent.idempotency_key).count() == 1
+    assert ledger.filter(provider="payments", operation="refund").count() == 1

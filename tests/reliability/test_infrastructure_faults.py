@@ -51,6 +51,7 @@ from tests.reconciliation.test_workers import (
 )
 from tests.reliability.figures import record
 from tests.reliability.pg_cluster import ClusterUnavailable, PrivateCluster, private_cluster
+from tests.support.in_flight import open_calls_past_in_flight
 from tests.support.processes import ROOT, Fleet, database_url, emptied_redis, free_port, manage_py
 from tools import services as tools
 
@@ -555,6 +556,7 @@ def test_backends_terminated_under_load_leave_every_call_accounted_for(
     assert set(statuses) <= {IntentStatus.PERFORMED, IntentStatus.INTENDED, IntentStatus.FAILED}, statuses
     left_open = statuses.get(IntentStatus.INTENDED, 0)
 
+    open_calls_past_in_flight()  # the backends' calls are over: none is still in flight
     swept = time.monotonic()
     reconcile_sweep(older_than=timedelta(0), actor=ACTOR)
     sweep_seconds = time.monotonic() - swept

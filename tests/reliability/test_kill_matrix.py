@@ -25,6 +25,7 @@ from scenarios.policies import DEFAULT_POLICIES, policies_seed_defaults
 from scenarios.tickets import TICKETS
 from tests.reconciliation.test_decisions import expected_outcome
 from tests.scenarios.test_kill_points import KILL_POINTS, replay_in_child
+from tests.support.in_flight import open_calls_past_in_flight
 from tests.support.processes import database_url, manage_py
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -71,7 +72,8 @@ def manage(sandbox_url: str, *args: str, expect: int = 0) -> str:
 
 
 def recover(sandbox_url: str) -> str:
-    """What the beat's sweep does, once, now, in a process of its own."""
+    """What the beat's sweep does, once, in a process of its own, minutes after the kill."""
+    open_calls_past_in_flight()
     return manage(sandbox_url, "reconcile", "--older-than", "0", "--decide")
 
 
@@ -211,6 +213,7 @@ def test_a_recovery_killed_mid_way_is_finished_by_the_next_with_each_write_once(
     returncode, run = replay_in_child(ticket_id, sandbox_tools, "--kill-after", str(first))
     assert returncode == -9 and run is not None
 
+    open_calls_past_in_flight()
     manage(
         sandbox_tools,
         *("with_kill_point", kill_flag(mode), str(m)),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -10,8 +11,8 @@ import requests
 from django.test import override_settings
 
 from journal.tool_errors import DispatchResult
-from tools.connectors import NotPerformed, classify_response
-from tools.registry import ArgumentsRefused, ToolSpec, UnknownTool, all_tools, get_tool
+from tools.connectors import HttpConnector, NotPerformed, classify_response
+from tools.registry import ArgumentsRefused, ToolSpec, UnknownTool, all_tools, get_tool, in_flight_floor
 
 
 class RecordingConnector:
@@ -94,3 +95,23 @@ def test_every_sandbox_write_declares_its_receipt_and_a_way_to_ask_about_it() ->
         assert spec.receipt_fields, spec.name
         connector: Any = spec.get_connector()
         assert connector.lookup_path or getattr(connector, "search_path", ""), spec.name
+
+
+@override_settings(
+    SEAM_TOOL_MODULES=["tests.tools.test_registry"],
+    SEAM_CALL_TIMEOUT_SECONDS=4.0,
+    SEAM_IN_FLIGHT_MARGIN_SECONDS=10.0,
+)
+def test_a_calls_time_in_flight_is_its_tools_call_timeout_plus_the_margin() -> None:
+    http = HttpConnector(base_url="http://downstream", path="x", timeout=5.0, connect_timeout=2.0)
+    schema = {"type": "object"}
+    by_connector = ToolSpec(name="by_connector", kind="write", args_schema=schema, connector=http)
+    declared = ToolSpec(name="declared", kind="write", args_schema=schema, connector=http, call_timeout=30.0)
+    untimed = get_tool("local_tool")  # a Python connector that names no timeout
+
+    assert by_connector.timeout() == timedelta(seconds=7)
+    assert declared.timeout() == timedelta(seconds=30)
+    assert untimed.timeout() == timedelta(seconds=4)
+    floor = in_flight_floor()
+    assert floor.of("local_tool") == timedelta(seconds=14)
+    assert floor.of("a_tool_nobody_registered") == timedelta(seconds=14)

@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
 
 from journal.services import Actor
 from reconciliation.decisions import dead_runs, run_decide
@@ -22,7 +23,11 @@ class Command(BaseCommand):
             type=float,
             default=None,
             metavar="SECONDS",
-            help="Treat intents (and run heartbeats) older than this as stale; default: the settings.",
+            help=(
+                "Treat intents (and run heartbeats) older than this as stale; default: the settings. "
+                "An intent whose call may still be in flight (younger than its tool's call timeout "
+                "plus SEAM_IN_FLIGHT_MARGIN_SECONDS) is held back whatever this says."
+            ),
         )
         parser.add_argument("--run", default=None, metavar="ID", help="Only this run's intents.")
         parser.add_argument("--limit", type=int, default=500)
@@ -55,6 +60,12 @@ class Command(BaseCommand):
             self.stdout.write(f"{line} ({result.detail})" if result.detail else line)
         summary = ", ".join(f"{n} {outcome}" for outcome, n in report.counts.items() if n)
         self.stdout.write(f"reconciled {len(report.results)} stale intent(s): {summary or 'nothing to do'}")
+        if report.held_back and report.held_until is not None:
+            self.stdout.write(
+                f"held back {report.held_back} intent(s) whose call may still be in flight "
+                f"(younger than their tool's call timeout plus the margin, whatever --older-than says); "
+                f"not asked about before {timezone.localtime(report.held_until):%Y-%m-%d %H:%M:%S %Z}"
+            )
         if options["decide"]:
             quiet_for = None if older_than is None else timedelta(seconds=older_than)
             runs = dead_runs(quiet_for=quiet_for)

@@ -97,6 +97,8 @@ class Command(BaseCommand):
         )
         for problem in world.violations:
             self.stdout.write(self.style.ERROR(f"  VIOLATION: {problem}"))
+        for call in world.unconfirmed:
+            self.stdout.write(self.style.WARNING(f"  unconfirmed: {call}"))
         self.stdout.write(f"  run {run.pk} status {run.status}")
 
     def _child(self, options: dict[str, Any]) -> None:

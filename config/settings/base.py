@@ -165,6 +165,11 @@ SEAM_FLOWS = env("SEAM_FLOWS", default="")
 # (scenarios.registry). With them, SEAM_FLOWS=scenarios.registry.all_flows and
 # SEAM_RUNNING_VERSIONS=scenarios.registry.running_versions read the same declarations.
 SEAM_FLOW_MODULES = _env_or_fail(env.list, "SEAM_FLOW_MODULES", default=[])
+# Modules declaring compensation catalogue entries (`catalogue() -> list[CatalogueEntrySpec]`)
+# and task policies (`policies() -> list[TaskPolicySpec]`), written where missing by
+# `manage.py seam_seed` (compensations.defaults, reconciliation.defaults).
+SEAM_CATALOGUE_MODULES = _env_or_fail(env.list, "SEAM_CATALOGUE_MODULES", default=[])
+SEAM_POLICY_MODULES = _env_or_fail(env.list, "SEAM_POLICY_MODULES", default=[])
 SEAM_RESUME_TRANSIENT_RETRIES = _env_or_fail(env.int, "SEAM_RESUME_TRANSIENT_RETRIES", default=3)
 
 # Compensations: transient failures are retried this many times before the dead-letter queue;

@@ -108,146 +108,147 @@ def _refund(detail: str, tell_customer: str = "") -> Step:
     )
 
 
+_DEMO_FLOWS: dict[str, Flow] = {
+    flow.task_type: flow
+    for flow in [
+        Flow(
+            task_type="order_status",
+            version="1",
+            description="Read-only: look the order up and answer. Recovery is a re-run.",
+            steps=(_read("order_status", order_id="$order_id"),),
+        ),
+        Flow(
+            task_type="returns",
+            version="3",
+            description="Return with a replacement and a fee refund; the seller is told last.",
+            steps=(
+                _read("order_status", order_id="$order_id"),
+                Step(
+                    "start_return",
+                    "act",
+                    {"order_id": "$order_id"},
+                    "return label and courier pickup",
+                    tell_customer="Return label sent.",
+                ),
+                Step(
+                    "offer_replacement",
+                    "act",
+                    {"order_id": "$order_id", "sku": "$sku", "qty": "$qty"},
+                    "{qty} x {item} reserved",
+                ),
+                _refund("${amount} {refund_reason}"),
+                _notify("notify_seller", "return_started", "email {seller}"),
+            ),
+        ),
+        Flow(
+            task_type="damage_dispute",
+            version="2",
+            description="Credit the buyer for damage in transit and tell both sides.",
+            steps=(
+                _read("order_status", order_id="$order_id"),
+                Step(
+                    "issue_credit",
+                    "act",
+                    {"order_id": "$order_id", "amount": "$amount"},
+                    "${amount} damage credit",
+                    tell_customer="We have credited your account for the damage.",
+                ),
+                _notify("notify_seller", "damage_claim", "email {seller} about the claim"),
+                _notify("notify_customer", "damage_credit", "email the buyer the credit note"),
+            ),
+        ),
+        Flow(
+            task_type="shortage",
+            version="2",
+            description="Check stock and entitlement (a fan-out), then reship the missing units; the credit "
+            "(an accounting entry to undo) before the pallet (a truck).",
+            steps=(
+                _read("order_status", order_id="$order_id"),
+                _stock_and_entitlement(),
+                Step(
+                    "issue_credit",
+                    "act",
+                    {"order_id": "$order_id", "amount": "$amount"},
+                    "${amount} credit memo",
+                ),
+                Step(
+                    "reship",
+                    "act",
+                    {"order_id": "$order_id", "sku": "$sku", "qty": "$qty"},
+                    "reship {qty} x {sku}",
+                    tell_customer="The missing units are on their way.",
+                ),
+                _notify("notify_customer", "reship_sent", "email the buyer the shipment"),
+            ),
+        ),
+        Flow(
+            task_type="expedited_fee_refund",
+            version="1",
+            description="Refund an expedited delivery fee the buyer should not have paid.",
+            steps=(
+                _refund("${amount} expedited delivery fee", "The expedited fee has been refunded."),
+                _notify("notify_customer", "fee_refunded", "email the refund confirmation"),
+            ),
+        ),
+        Flow(
+            task_type="order_cancellation",
+            version="1",
+            description="Cancel an order: release its stock, refund it, confirm.",
+            irreversible_first="Releasing the reservation is what cancelling means, and it comes before the "
+            "refund so money is never paid back for stock still held. Re-reserving after a failed "
+            "refund is a new decision for a person, not an undo.",
+            steps=(
+                _read("order_status", order_id="$order_id"),
+                Step(
+                    "release_reservation",
+                    "act",
+                    {"reservation_id": "$reservation_id"},
+                    "release {reservation_id}",
+                ),
+                _refund("${amount} order refund", "Your order is cancelled and refunded."),
+                _notify("notify_customer", "order_cancelled", "email the cancellation"),
+            ),
+        ),
+        Flow(
+            task_type="address_change",
+            version="1",
+            description="Stop the shipment to the old address and ship to the new one.",
+            irreversible_first="The old shipment is stopped before the new one leaves, or the buyer gets two "
+            "parcels. Restarting a stopped shipment to the old address is a new decision for a person.",
+            steps=(
+                _read("order_status", order_id="$order_id"),
+                Step("cancel_shipment", "act", {"shipment_id": "$shipment_id"}, "stop {shipment_id}"),
+                Step(
+                    "reship",
+                    "act",
+                    {"order_id": "$order_id", "sku": "$sku", "qty": "$qty"},
+                    "ship {qty} x {sku} to the new address",
+                    tell_customer="We are shipping to your new address.",
+                ),
+                _notify("notify_customer", "address_changed", "email the new tracking"),
+            ),
+        ),
+        Flow(
+            task_type="stock_correction",
+            version="1",
+            description="Correct stock in the legacy ERP (no idempotency keys) and tell the seller.",
+            steps=(
+                Step(
+                    "adjust_stock",
+                    "act",
+                    {"sku": "$sku", "qty": "$qty", "reference": "$reference"},
+                    "adjust {sku} by {qty} ({reference})",
+                ),
+                _notify("notify_seller", "stock_corrected", "email {seller}"),
+            ),
+        ),
+    ]
+}
+
+
 # The demo's flows, registered like any integrator's through `flows()` below (SEAM_FLOW_MODULES,
 # scenarios.registry). Read-only: a new flow goes in its own module, not into this mapping.
-FLOWS: Mapping[str, Flow] = MappingProxyType(
-    {
-        flow.task_type: flow
-        for flow in [
-            Flow(
-                task_type="order_status",
-                version="1",
-                description="Read-only: look the order up and answer. Recovery is a re-run.",
-                steps=(_read("order_status", order_id="$order_id"),),
-            ),
-            Flow(
-                task_type="returns",
-                version="3",
-                description="Return with a replacement and a fee refund; the seller is told last.",
-                steps=(
-                    _read("order_status", order_id="$order_id"),
-                    Step(
-                        "start_return",
-                        "act",
-                        {"order_id": "$order_id"},
-                        "return label and courier pickup",
-                        tell_customer="Return label sent.",
-                    ),
-                    Step(
-                        "offer_replacement",
-                        "act",
-                        {"order_id": "$order_id", "sku": "$sku", "qty": "$qty"},
-                        "{qty} x {item} reserved",
-                    ),
-                    _refund("${amount} {refund_reason}"),
-                    _notify("notify_seller", "return_started", "email {seller}"),
-                ),
-            ),
-            Flow(
-                task_type="damage_dispute",
-                version="2",
-                description="Credit the buyer for damage in transit and tell both sides.",
-                steps=(
-                    _read("order_status", order_id="$order_id"),
-                    Step(
-                        "issue_credit",
-                        "act",
-                        {"order_id": "$order_id", "amount": "$amount"},
-                        "${amount} damage credit",
-                        tell_customer="We have credited your account for the damage.",
-                    ),
-                    _notify("notify_seller", "damage_claim", "email {seller} about the claim"),
-                    _notify("notify_customer", "damage_credit", "email the buyer the credit note"),
-                ),
-            ),
-            Flow(
-                task_type="shortage",
-                version="2",
-                description="Check stock and entitlement (a fan-out), then reship the missing units; the credit "
-                "(an accounting entry to undo) before the pallet (a truck).",
-                steps=(
-                    _read("order_status", order_id="$order_id"),
-                    _stock_and_entitlement(),
-                    Step(
-                        "issue_credit",
-                        "act",
-                        {"order_id": "$order_id", "amount": "$amount"},
-                        "${amount} credit memo",
-                    ),
-                    Step(
-                        "reship",
-                        "act",
-                        {"order_id": "$order_id", "sku": "$sku", "qty": "$qty"},
-                        "reship {qty} x {sku}",
-                        tell_customer="The missing units are on their way.",
-                    ),
-                    _notify("notify_customer", "reship_sent", "email the buyer the shipment"),
-                ),
-            ),
-            Flow(
-                task_type="expedited_fee_refund",
-                version="1",
-                description="Refund an expedited delivery fee the buyer should not have paid.",
-                steps=(
-                    _refund("${amount} expedited delivery fee", "The expedited fee has been refunded."),
-                    _notify("notify_customer", "fee_refunded", "email the refund confirmation"),
-                ),
-            ),
-            Flow(
-                task_type="order_cancellation",
-                version="1",
-                description="Cancel an order: release its stock, refund it, confirm.",
-                irreversible_first="Releasing the reservation is what cancelling means, and it comes before the "
-                "refund so money is never paid back for stock still held. Re-reserving after a failed "
-                "refund is a new decision for a person, not an undo.",
-                steps=(
-                    _read("order_status", order_id="$order_id"),
-                    Step(
-                        "release_reservation",
-                        "act",
-                        {"reservation_id": "$reservation_id"},
-                        "release {reservation_id}",
-                    ),
-                    _refund("${amount} order refund", "Your order is cancelled and refunded."),
-                    _notify("notify_customer", "order_cancelled", "email the cancellation"),
-                ),
-            ),
-            Flow(
-                task_type="address_change",
-                version="1",
-                description="Stop the shipment to the old address and ship to the new one.",
-                irreversible_first="The old shipment is stopped before the new one leaves, or the buyer gets two "
-                "parcels. Restarting a stopped shipment to the old address is a new decision for a person.",
-                steps=(
-                    _read("order_status", order_id="$order_id"),
-                    Step("cancel_shipment", "act", {"shipment_id": "$shipment_id"}, "stop {shipment_id}"),
-                    Step(
-                        "reship",
-                        "act",
-                        {"order_id": "$order_id", "sku": "$sku", "qty": "$qty"},
-                        "ship {qty} x {sku} to the new address",
-                        tell_customer="We are shipping to your new address.",
-                    ),
-                    _notify("notify_customer", "address_changed", "email the new tracking"),
-                ),
-            ),
-            Flow(
-                task_type="stock_correction",
-                version="1",
-                description="Correct stock in the legacy ERP (no idempotency keys) and tell the seller.",
-                steps=(
-                    Step(
-                        "adjust_stock",
-                        "act",
-                        {"sku": "$sku", "qty": "$qty", "reference": "$reference"},
-                        "adjust {sku} by {qty} ({reference})",
-                    ),
-                    _notify("notify_seller", "stock_corrected", "email {seller}"),
-                ),
-            ),
-        ]
-    }
-)
+FLOWS: Mapping[str, Flow] = MappingProxyType(_DEMO_FLOWS)
 
 
 def flows() -> list[Flow]:

@@ -33,86 +33,84 @@ class Ticket:
         return str(self.facts.get("order_id", ""))
 
 
+_DEMO_TICKETS: dict[str, Ticket] = {
+    t.ticket_id: t
+    for t in [
+        Ticket(
+            "T-40912",
+            "returns",
+            {
+                "order_id": "SU-90317",
+                "sku": "OAK-BENCH",
+                "qty": 1,
+                "item": "oak bench",
+                "amount": "14.95",
+                "currency": "USD",
+                "refund_reason": "expedited delivery fee",
+                "seller": "Ashcombe Furniture",
+            },
+        ),
+        Ticket(
+            "T-41207",
+            "shortage",
+            {
+                "order_id": "SU-88410",
+                "sku": "SKU-4471",
+                "qty": 4,
+                "amount": "412.00",
+                "seller": "Pallet & Co",
+            },
+        ),
+        Ticket("T-41311", "order_status", {"order_id": "SU-90502"}),
+        Ticket(
+            "T-41402",
+            "damage_dispute",
+            {"order_id": "SU-90611", "amount": "38.00", "seller": "Ashcombe Furniture"},
+        ),
+        Ticket(
+            "T-41518", "expedited_fee_refund", {"order_id": "SU-90720", "amount": "9.99", "currency": "GBP"}
+        ),
+        Ticket(
+            "T-41623",
+            "order_cancellation",
+            {"order_id": "SU-90833", "amount": "129.00", "currency": "USD"},
+            (
+                Precondition(
+                    "offer_replacement",
+                    {"order_id": "SU-90833", "sku": "WALNUT-SHELF", "qty": 1},
+                    {"reservation_id": "reservation_id"},
+                ),
+            ),
+        ),
+        Ticket(
+            "T-41730",
+            "address_change",
+            {"order_id": "SU-90941", "sku": "SKU-1001", "qty": 1},
+            (
+                Precondition(
+                    "reship",
+                    {"order_id": "SU-90941", "sku": "SKU-1001", "qty": 1},
+                    {"shipment_id": "shipment_id"},
+                ),
+            ),
+        ),
+        Ticket(
+            "T-41844",
+            "stock_correction",
+            {
+                "order_id": "SU-91050",
+                "sku": "SKU-4471",
+                "qty": -4,
+                "reference": "T-41844",
+                "seller": "Pallet & Co",
+            },
+        ),
+    ]
+}
+
 # The demo's scripted tickets, registered through `tickets()` below (SEAM_FLOW_MODULES,
 # scenarios.registry). Read-only: another flow's tickets go in its own module.
-TICKETS: Mapping[str, Ticket] = MappingProxyType(
-    {
-        t.ticket_id: t
-        for t in [
-            Ticket(
-                "T-40912",
-                "returns",
-                {
-                    "order_id": "SU-90317",
-                    "sku": "OAK-BENCH",
-                    "qty": 1,
-                    "item": "oak bench",
-                    "amount": "14.95",
-                    "currency": "USD",
-                    "refund_reason": "expedited delivery fee",
-                    "seller": "Ashcombe Furniture",
-                },
-            ),
-            Ticket(
-                "T-41207",
-                "shortage",
-                {
-                    "order_id": "SU-88410",
-                    "sku": "SKU-4471",
-                    "qty": 4,
-                    "amount": "412.00",
-                    "seller": "Pallet & Co",
-                },
-            ),
-            Ticket("T-41311", "order_status", {"order_id": "SU-90502"}),
-            Ticket(
-                "T-41402",
-                "damage_dispute",
-                {"order_id": "SU-90611", "amount": "38.00", "seller": "Ashcombe Furniture"},
-            ),
-            Ticket(
-                "T-41518",
-                "expedited_fee_refund",
-                {"order_id": "SU-90720", "amount": "9.99", "currency": "GBP"},
-            ),
-            Ticket(
-                "T-41623",
-                "order_cancellation",
-                {"order_id": "SU-90833", "amount": "129.00", "currency": "USD"},
-                (
-                    Precondition(
-                        "offer_replacement",
-                        {"order_id": "SU-90833", "sku": "WALNUT-SHELF", "qty": 1},
-                        {"reservation_id": "reservation_id"},
-                    ),
-                ),
-            ),
-            Ticket(
-                "T-41730",
-                "address_change",
-                {"order_id": "SU-90941", "sku": "SKU-1001", "qty": 1},
-                (
-                    Precondition(
-                        "reship",
-                        {"order_id": "SU-90941", "sku": "SKU-1001", "qty": 1},
-                        {"shipment_id": "shipment_id"},
-                    ),
-                ),
-            ),
-            Ticket(
-                "T-41844",
-                "stock_correction",
-                {
-                    "order_id": "SU-91050",
-                    "sku": "SKU-4471",
-                    "qty": -4,
-                    "reference": "T-41844",
-                    "seller": "Pallet & Co",
-                },
-            ),
-        ]
-    }
-)
+TICKETS: Mapping[str, Ticket] = MappingProxyType(_DEMO_TICKETS)
 
 
 def tickets() -> list[Ticket]:

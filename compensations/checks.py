@@ -169,10 +169,13 @@ def irreversible_first(entries: Mapping[str, EntryLike], flows: Iterable[FlowLik
 
 
 def _flows() -> list[FlowLike]:
-    """The declared flows (settings.SEAM_FLOWS); none when the setting is blank."""
+    """The declared flows (settings.SEAM_FLOWS: a mapping or list of flows, or a function
+    returning one); none when the setting is blank."""
     if not settings.SEAM_FLOWS:
         return []
     flows = import_string(settings.SEAM_FLOWS)
+    if callable(flows):
+        flows = flows()
     return list(flows.values() if isinstance(flows, Mapping) else flows)
 
 

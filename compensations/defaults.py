@@ -3,20 +3,69 @@ migration 0003 through `catalogue_grant_roles`), and `catalogue_seed`, which wri
 catalogue entries where a tool has none (an entry an admin has edited is never overwritten).
 
 The product ships no catalogue entries: they describe a deployment's own tools, so an operator
-writes them in the admin (or seeds them from code with `catalogue_seed`). The demo's entries, for
-the sandbox's tools, are sandbox.catalogue's, seeded when the demo's database is migrated.
+writes them in the admin, or declares them in code as `CatalogueEntrySpec`s returned by
+`catalogue()` in a module listed in settings.SEAM_CATALOGUE_MODULES (`catalogue_declared`), and
+seeds them with `manage.py seam_seed`. The demo's entries, for the sandbox's tools, are
+sandbox.catalogue's, declared the same way and also seeded when the demo's database is migrated.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import Group, Permission
 from django.db import DEFAULT_DB_ALIAS
 from django.utils import timezone
 
-from .models import CatalogueEntry
+from .models import CatalogueEntry, Reversibility
+
+
+@dataclass(frozen=True)
+class CatalogueEntrySpec:
+    """One write tool's undo, declared in code: a CatalogueEntry row's fields (see its
+    docstring). An unknown reversibility is refused when declared, not when seeded."""
+
+    tool: str
+    description: str
+    reversibility: str
+    compensating_tool: str = ""
+    argument_mapping: Mapping[str, str] = field(default_factory=dict)
+    until_condition: str = ""
+    deadline_field: str = ""
+    loss: str = ""
+    staff_notes: str = ""
+
+    def __post_init__(self) -> None:
+        if self.reversibility not in Reversibility.values:
+            raise ValueError(
+                f"{self.tool}: reversibility {self.reversibility!r} is not one of {', '.join(Reversibility.values)}"
+            )
+
+    def as_fields(self) -> dict[str, Any]:
+        fields = asdict(self)
+        fields["argument_mapping"] = dict(self.argument_mapping)
+        return fields
+
+
+def catalogue_declared() -> list[CatalogueEntrySpec]:
+    """Every entry declared by the modules of settings.SEAM_CATALOGUE_MODULES, each exposing
+    `catalogue() -> list[CatalogueEntrySpec]`. A tool declared twice is refused."""
+    entries: dict[str, CatalogueEntrySpec] = {}
+    for module_path in settings.SEAM_CATALOGUE_MODULES:
+        for entry in importlib.import_module(module_path).catalogue():
+            if not isinstance(entry, CatalogueEntrySpec):
+                raise TypeError(
+                    f"{module_path}.catalogue() returned a {type(entry).__name__}, not a CatalogueEntrySpec"
+                )
+            if entry.tool in entries:
+                raise ValueError(f"the catalogue entry of {entry.tool} is declared twice ({module_path})")
+            entries[entry.tool] = entry
+    return list(entries.values())
+
 
 # The staff roles and what they may do with the catalogue.
 ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
@@ -27,7 +76,7 @@ ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
 
 
 def catalogue_seed(
-    entries: Iterable[Mapping[str, Any]],
+    entries: Iterable[CatalogueEntrySpec | Mapping[str, Any]],
     *,
     model: Any = None,
     history_model: Any = None,
@@ -41,7 +90,7 @@ def catalogue_seed(
         model = CatalogueEntry
     created_count = 0
     for entry in entries:
-        fields = dict(entry)
+        fields = entry.as_fields() if isinstance(entry, CatalogueEntrySpec) else dict(entry)
         row, created = model.objects.using(using).get_or_create(tool=fields.pop("tool"), defaults=fields)
         created_count += created
         if created and history_model is not None:

@@ -2,22 +2,66 @@
 has edited is never overwritten).
 
 The product ships no policies: they describe a deployment's own task types, so an operator
-writes them in the admin (or seeds them from code with `policies_seed`); a dead run of a task
-type without one is handed to a person. The demo's policies, for the scripted flows' task
-types, are scenarios.policies', seeded when the demo's database is migrated."""
+writes them in the admin, or declares them in code as `TaskPolicySpec`s returned by `policies()`
+in a module listed in settings.SEAM_POLICY_MODULES (`policies_declared`), and seeds them with
+`manage.py seam_seed`; a dead run of a task type without one is handed to a person. The demo's
+policies, for the scripted flows' task types, are scenarios.policies', declared the same way and
+also seeded when the demo's database is migrated."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS
 
-from .models import TaskPolicy
+from .models import Strategy, TaskPolicy
+
+
+@dataclass(frozen=True)
+class TaskPolicySpec:
+    """How a dead run of one task type recovers, declared in code: a TaskPolicy row's fields
+    (see its docstring). An unknown strategy is refused when declared."""
+
+    task_type: str
+    strategy: str
+    phase: str = ""
+    max_resume_age: timedelta = timedelta(hours=1)
+    undo_before_escalating: bool = True
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        if self.strategy not in Strategy.values:
+            raise ValueError(
+                f"{self.task_type}: strategy {self.strategy!r} is not one of {', '.join(Strategy.values)}"
+            )
+
+    def as_fields(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def policies_declared() -> list[TaskPolicySpec]:
+    """Every policy declared by the modules of settings.SEAM_POLICY_MODULES, each exposing
+    `policies() -> list[TaskPolicySpec]`. A task type declared twice is refused."""
+    policies: dict[str, TaskPolicySpec] = {}
+    for module_path in settings.SEAM_POLICY_MODULES:
+        for policy in importlib.import_module(module_path).policies():
+            if not isinstance(policy, TaskPolicySpec):
+                raise TypeError(
+                    f"{module_path}.policies() returned a {type(policy).__name__}, not a TaskPolicySpec"
+                )
+            if policy.task_type in policies:
+                raise ValueError(f"the policy of {policy.task_type} is declared twice ({module_path})")
+            policies[policy.task_type] = policy
+    return list(policies.values())
 
 
 def policies_seed(
-    policies: Iterable[Mapping[str, Any]],
+    policies: Iterable[TaskPolicySpec | Mapping[str, Any]],
     *,
     task_policy_model: Any = None,
     history_model: Any = None,
@@ -32,7 +76,8 @@ def policies_seed(
         task_policy_model = TaskPolicy
     fields = {f.name for f in task_policy_model._meta.fields}
     created_count = 0
-    for policy_fields in policies:
+    for declared in policies:
+        policy_fields = declared.as_fields() if isinstance(declared, TaskPolicySpec) else dict(declared)
         defaults = {name: value for name, value in policy_fields.items() if name in fields}
         task_type = defaults.pop("task_type")
         policy, created = task_policy_model.objects.using(using).get_or_create(

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compensations.defaults import catalogue_seed
+from compensations.defaults import CatalogueEntrySpec, catalogue_seed
 
 UNDO_OF_UNDO = (
     "Undoing an undo is a new decision for a person: the original effect was reversed on purpose, "
@@ -112,7 +112,12 @@ DEFAULT_CATALOGUE: list[dict[str, Any]] = [
 
 def catalogue_seed_defaults(model: Any = None, history_model: Any = None, using: str = "default") -> int:
     """Create the demo's entry of each sandbox tool that has none; edited entries are kept."""
-    return catalogue_seed(DEFAULT_CATALOGUE, model=model, history_model=history_model, using=using)
+    return catalogue_seed(catalogue(), model=model, history_model=history_model, using=using)
+
+
+def catalogue() -> list[CatalogueEntrySpec]:
+    """The demo's entries, declared like any integrator's (SEAM_CATALOGUE_MODULES)."""
+    return [CatalogueEntrySpec(**entry) for entry in DEFAULT_CATALOGUE]
 
 
 def catalogue_seed_after_migrate(*, using: str, plan: Any = None, apps: Any = None, **kwargs: Any) -> None:

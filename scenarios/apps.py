@@ -1,5 +1,15 @@
+from typing import Any
+
 from django.apps import AppConfig, apps
+from django.core.signals import setting_changed
 from django.db.models.signals import post_migrate
+
+from .registry import reset_registry
+
+
+def _forget_flows(*, setting: str, **kwargs: Any) -> None:
+    if setting == "SEAM_FLOW_MODULES":
+        reset_registry()
 
 
 class ScenariosConfig(AppConfig):
@@ -8,6 +18,7 @@ class ScenariosConfig(AppConfig):
     verbose_name = "Flows, tickets and the kill-point harness"
 
     def ready(self) -> None:
+        setting_changed.connect(_forget_flows, dispatch_uid="scenarios.forget_flows")
         from .policies import policies_seed_after_migrate
 
         # Once per `migrate`, with the post_migrate of the app whose table it fills (Django sends

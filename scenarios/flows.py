@@ -9,7 +9,9 @@ truck, hard to call back)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal
 
 from fanout.spec import BranchSpec, GroupSpec
@@ -106,7 +108,7 @@ def _refund(detail: str, tell_customer: str = "") -> Step:
     )
 
 
-FLOWS: dict[str, Flow] = {
+_DEMO_FLOWS: dict[str, Flow] = {
     flow.task_type: flow
     for flow in [
         Flow(
@@ -244,6 +246,11 @@ FLOWS: dict[str, Flow] = {
 }
 
 
-def running_versions() -> dict[str, dict[str, str]]:
-    """The versions this deployment's code runs each task type under (settings.SEAM_RUNNING_VERSIONS)."""
-    return {task_type: flow.run_versions() for task_type, flow in FLOWS.items()}
+# The demo's flows, registered like any integrator's through `flows()` below (SEAM_FLOW_MODULES,
+# scenarios.registry). Read-only: a new flow goes in its own module, not into this mapping.
+FLOWS: Mapping[str, Flow] = MappingProxyType(_DEMO_FLOWS)
+
+
+def flows() -> list[Flow]:
+    """The demo's flows (SEAM_FLOW_MODULES lists this module)."""
+    return list(FLOWS.values())

@@ -1,9 +1,17 @@
-"""What must hold after a run died, checked against the sandbox's ledger (the world) rather
-than against Seam's own rows alone.
+"""What must hold after a run died, checked against the world rather than against Seam's own
+rows alone.
 
-An effect in the ledger belongs to an intent by its idempotency key; the legacy ERP ignores keys,
-so its effects belong by what the call carried (sku, qty and reference: a stock correction and
-its undo share the reference and differ in the sign of the quantity)."""
+The world is asked the way reconciliation asks it: each performed or open intent's own tool
+connector looks its call up (by key, by business id, by an object's state: whatever that
+provider offers), so a flow on any provider is checked by its own connectors and a provider
+other than the sandbox shows no false violations. A recorded-as-performed call its provider
+says was not performed is a violation; a provider that cannot say leaves the call unconfirmed.
+
+No lookup can see an effect nobody recorded, so the demo's sandbox, which can list every effect
+in its ledger, is also asked for orphans and doubles. An effect in the ledger belongs to an
+intent by its idempotency key; the legacy ERP ignores keys, so its effects belong by what the
+call carried (sku, qty and reference: a stock correction and its undo share the reference and
+differ in the sign of the quantity)."""
 
 from __future__ import annotations
 
@@ -14,7 +22,11 @@ from typing import Any
 from handover.handover import handover_for
 from journal.models import Intent, IntentStatus, JournalEvent, Run
 from journal.selectors import compensation_intent_ids
+from journal.tool_errors import ToolError
 from sandbox.models import Effect
+from tools.connectors import AlreadySo, LookupResult, NotPerformed, Performed, Unknown, caused_by_intent
+from tools.registry import find_tool
+from tools.services import lookup_query
 
 PRECONDITION_PREFIX = "precondition:"
 # Tools whose provider ignores idempotency keys, and the arguments that identify one call.
@@ -25,8 +37,23 @@ KEYLESS_IDENTITY: dict[str, tuple[str, ...]] = {"adjust_stock": ("sku", "qty", "
 class WorldCheck:
     performed: int  # intents settled as performed
     open: int  # intents still `intended`
-    effects: int  # the run's effects in the ledger (excluding preconditions)
+    effects: int  # the run's performed or open calls whose provider says they were performed
     violations: tuple[str, ...]
+    # Performed or open calls whose provider could not say (no lookup, or the lookup failed).
+    unconfirmed: tuple[str, ...] = ()
+
+
+def intent_lookup(intent: Intent) -> LookupResult:
+    """What the intent's own tool connector says became of its call. An unregistered tool, or a
+    lookup that failed, cannot say: Unknown."""
+    spec = find_tool(intent.tool)
+    if spec is None:
+        return Unknown(f"{intent.tool} is not a registered tool")
+    try:
+        query = lookup_query(intent)
+        return caused_by_intent(spec.get_connector().lookup(query), query)
+    except ToolError as exc:
+        return Unknown(f"the lookup failed ({exc.error_class}): {exc.message}")
 
 
 def _identity(values: dict[str, Any], names: tuple[str, ...]) -> str:
@@ -59,10 +86,48 @@ def _run_effects(intents: list[Intent], *, world_is_this_run: bool) -> list[Any]
 
 
 def check_run(run: Run, *, world_is_this_run: bool = True) -> WorldCheck:
-    """With `world_is_this_run` (a test's fresh world), any effect without an intent row in
-    front of it is an orphan. Otherwise (a shared demo world) only this run's effects — by key,
-    or by business reference for the ERP — are considered."""
+    """Each performed or open intent's call, as its own connector looks it up; and, in the
+    sandbox's ledger, orphans and doubles. With `world_is_this_run` (a test's fresh world), any
+    ledger effect without an intent row in front of it is an orphan. Otherwise (a shared demo
+    world) only this run's effects — by key, or by business reference for the ERP — are
+    considered."""
     intents = list(Intent.objects.filter(run=run))
+    violations = _ledger_violations(intents, world_is_this_run=world_is_this_run)
+    open_rows = [i for i in intents if i.status == IntentStatus.INTENDED]
+    if len(open_rows) > 1:
+        violations.append(f"{len(open_rows)} intents left open; a run has at most one call in flight")
+    performed = [i for i in intents if i.status == IntentStatus.PERFORMED]
+    confirmed = 0
+    unconfirmed: list[str] = []
+    for intent in sorted([*performed, *open_rows], key=lambda i: i.pk):
+        answer = intent_lookup(intent)
+        if isinstance(answer, Performed):
+            confirmed += 1
+        elif isinstance(answer, NotPerformed):
+            if intent.status == IntentStatus.PERFORMED:
+                violations.append(
+                    f"{intent.step_id} is recorded as performed but its provider says it was not"
+                )
+        elif isinstance(answer, AlreadySo):
+            # The world was already so before the intent: nothing of this run's to count.
+            if intent.status == IntentStatus.PERFORMED:
+                violations.append(
+                    f"{intent.step_id} is recorded as performed but the world was already so before it"
+                )
+        else:
+            unconfirmed.append(f"{intent.step_id}: {answer.reason}")
+    return WorldCheck(
+        performed=len(performed),
+        open=len(open_rows),
+        effects=confirmed,
+        violations=tuple(violations),
+        unconfirmed=tuple(unconfirmed),
+    )
+
+
+def _ledger_violations(intents: list[Intent], *, world_is_this_run: bool) -> list[str]:
+    """Orphans (an effect in the sandbox's ledger no intent stands in front of) and doubles (one
+    intent's effect there twice): what only a provider that lists every effect can show."""
     identities = {intent_identity(i) for i in intents}
     violations: list[str] = []
     mine = []
@@ -78,17 +143,7 @@ def check_run(run: Run, *, world_is_this_run: bool = True) -> WorldCheck:
         mine.append(effect)
     twice = [k for k, n in Counter(effect_identity(e) for e in mine).items() if n > 1]
     violations.extend(f"effect performed twice: {k}" for k in twice)
-    open_rows = [i for i in intents if i.status == IntentStatus.INTENDED]
-    if len(open_rows) > 1:
-        violations.append(f"{len(open_rows)} intents left open; a run has at most one call in flight")
-    performed = [i for i in intents if i.status == IntentStatus.PERFORMED]
-    in_world = {effect_identity(e) for e in mine}
-    for intent in performed:
-        if intent_identity(intent) not in in_world:
-            violations.append(f"{intent.step_id} is recorded as performed but the world has no such effect")
-    return WorldCheck(
-        performed=len(performed), open=len(open_rows), effects=len(mine), violations=tuple(violations)
-    )
+    return violations
 
 
 SETTLE_EVENTS = (JournalEvent.Kind.OUTCOME_RECORDED, JournalEvent.Kind.INTENT_RECONCILED)

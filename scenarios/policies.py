@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from reconciliation.defaults import policies_seed
+from reconciliation.defaults import TaskPolicySpec, policies_seed
 
 DEFAULT_POLICIES: list[tuple[str, str, str, timedelta, str]] = [
     (
@@ -65,21 +65,23 @@ def policies_seed_defaults(
 ) -> int:
     """Create the demo's policy of each task type that has none; edited policies are kept."""
     return policies_seed(
-        (
-            {
-                "task_type": task_type,
-                "strategy": strategy,
-                "phase": phase,
-                "max_resume_age": max_age,
-                "notes": notes,
-                "undo_before_escalating": task_type not in ESCALATE_WITHOUT_UNDOING,
-            }
-            for task_type, strategy, phase, max_age, notes in DEFAULT_POLICIES
-        ),
-        task_policy_model=task_policy_model,
-        history_model=history_model,
-        using=using,
+        policies(), task_policy_model=task_policy_model, history_model=history_model, using=using
     )
+
+
+def policies() -> list[TaskPolicySpec]:
+    """The demo's policies, declared like any integrator's (SEAM_POLICY_MODULES)."""
+    return [
+        TaskPolicySpec(
+            task_type=task_type,
+            strategy=strategy,
+            phase=phase,
+            max_resume_age=max_age,
+            notes=notes,
+            undo_before_escalating=task_type not in ESCALATE_WITHOUT_UNDOING,
+        )
+        for task_type, strategy, phase, max_age, notes in DEFAULT_POLICIES
+    ]
 
 
 def policies_seed_after_migrate(*, using: str, plan: Any = None, apps: Any = None, **kwargs: Any) -> None:

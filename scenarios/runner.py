@@ -3,9 +3,12 @@ through the real journal and the real connectors to the sandbox, in process or o
 what the customer was told recorded as it is said.
 
 The kill-point harness lives here too: `kill_after_writes=N` hard-kills this process (SIGKILL:
-no cleanup, no `finally`, no atexit) once N writes have been recorded as performed, and
-`kill_between_accept_and_record=N` kills it after the Nth write's provider accepted the call but
-before its outcome is committed — the window in which a call's outcome is ambiguous.
+no cleanup, no `finally`, no atexit) once N writes have been recorded as performed,
+`kill_between_intent_and_call=N` kills it after the Nth write's intent is committed but before
+its call leaves (the provider never hears of it: an open intent whose lookup says not
+performed), and `kill_between_accept_and_record=N` kills it after the Nth write's provider
+accepted the call but before its outcome is committed — the window in which a call's outcome is
+ambiguous. Each holds for both transports: the dispatch is this process's in either.
 `writes_killed` puts the same kill points into code that is not the runner (a resumption, a
 compensation)."""
 
@@ -30,8 +33,9 @@ from journal.tool_errors import DispatchResult
 from tools import services as tools
 from tools.registry import get_tool
 
-from .flows import FLOWS, Flow
-from .tickets import TICKETS, Ticket
+from .flows import Flow
+from .registry import get_flow, get_ticket
+from .tickets import Ticket
 
 AGENT_NAME = "scripted-agent"
 
@@ -44,6 +48,7 @@ def hard_kill() -> None:
 @dataclass
 class KillPlan:
     after_writes: int | None = None
+    between_intent_and_call: int | None = None
     between_accept_and_record: int | None = None
     kill: Callable[[], None] = hard_kill
 
@@ -52,8 +57,9 @@ class KillPlan:
 def writes_killed(kill: KillPlan) -> Iterator[None]:
     """While open, every call this process sends through the journal (`journal.services.perform`:
     a resumption's steps, a compensation's undo) counts as a write, and the process is killed at
-    the plan's kill point: after the Nth call's outcome is committed, or after its provider
-    accepted it and before the outcome is committed. A call answered from an earlier, settled
+    the plan's kill point: after the Nth call's outcome is committed, after its intent is
+    committed and before it is sent, or after its provider accepted it and before the outcome
+    is committed. A call answered from an earlier, settled
     attempt sends nothing and does not count. The harness wraps the journal from outside, so
     production code carries no test-only branch."""
     real_perform = journal.perform
@@ -66,6 +72,8 @@ def writes_killed(kill: KillPlan) -> Iterator[None]:
 
         def dispatch(call_args: dict[str, Any], key: str) -> DispatchResult:
             nonlocal sent, dispatched
+            if kill.between_intent_and_call == sent + 1:
+                kill.kill()  # our intent row is committed; the provider never hears of it
             result: DispatchResult = real_dispatch(call_args, key)
             sent += 1
             dispatched = True
@@ -221,8 +229,8 @@ class RestJournal(_Journal):
 def run_ticket(
     ticket_id: str, *, journal_writer: _Journal, kill: KillPlan | None = None, external_id: str = ""
 ) -> RunReport:
-    ticket = TICKETS[ticket_id]
-    flow = FLOWS[ticket.task_type]
+    ticket = get_ticket(ticket_id)
+    flow = get_flow(ticket.task_type)
     kill = kill or KillPlan()
     facts = prepare_facts(ticket)
     run_id = journal_writer.start(flow=flow, ticket=ticket, facts=facts, external_id=external_id)
@@ -252,6 +260,8 @@ def run_ticket(
         def dispatch(
             call_args: dict[str, Any], key: str, _number: int = number, _connector: Any = connector
         ) -> DispatchResult:
+            if kill.between_intent_and_call == _number:
+                kill.kill()  # our intent row is committed; the provider never hears of it
             result: DispatchResult = _connector.perform(call_args, key)
             if kill.between_accept_and_record == _number:
                 kill.kill()  # the provider has it; our outcome row never will

@@ -4,7 +4,9 @@ and the 4 x SKU-4471 shortage with a $412 credit (a fan-out under a deadline).""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 
@@ -31,7 +33,7 @@ class Ticket:
         return str(self.facts.get("order_id", ""))
 
 
-TICKETS: dict[str, Ticket] = {
+_DEMO_TICKETS: dict[str, Ticket] = {
     t.ticket_id: t
     for t in [
         Ticket(
@@ -105,3 +107,12 @@ TICKETS: dict[str, Ticket] = {
         ),
     ]
 }
+
+# The demo's scripted tickets, registered through `tickets()` below (SEAM_FLOW_MODULES,
+# scenarios.registry). Read-only: another flow's tickets go in its own module.
+TICKETS: Mapping[str, Ticket] = MappingProxyType(_DEMO_TICKETS)
+
+
+def tickets() -> list[Ticket]:
+    """The demo's scripted tickets (SEAM_FLOW_MODULES lists this module)."""
+    return list(TICKETS.values())

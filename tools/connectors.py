@@ -16,10 +16,12 @@ resend)."""
 
 from __future__ import annotations
 
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
+from urllib.parse import quote
 
 import requests
 import urllib3.exceptions
@@ -174,11 +176,36 @@ def classify_response(response: requests.Response) -> ToolError:
 # --- the generic HTTP connector ---------------------------------------------------------------
 
 
+def path_fields(template: str) -> tuple[str, ...]:
+    """The argument names a path template fills: `orders/{order_id}/refunds` -> ("order_id",)."""
+    return tuple(name for _, name, _, _ in string.Formatter().parse(template) if name)
+
+
+def path_fill(template: str, args: Mapping[str, Any]) -> str:
+    """The path with each `{name}` replaced by that argument, percent-encoded as one path segment
+    (or query value), so an order id with a slash cannot point the call at another resource. A
+    template that names an argument the call does not carry is a declaration error: `bug`."""
+    names = path_fields(template)
+    missing = [name for name in names if name not in args]
+    if missing:
+        raise ToolError("bug", f"path {template!r} needs {', '.join(missing)}, which the call does not carry")
+    return template.format_map({name: quote(str(args[name]), safe="") for name in names})
+
+
 @dataclass(frozen=True)
 class HttpConnector:
     """A tool behind an HTTP endpoint, configured rather than coded: where to send it, how the
     idempotency key travels, which receipt fields a success must carry, and where to ask about a
-    key afterwards."""
+    key afterwards.
+
+    `path` is a template filled from the call's arguments for every method
+    (`orders/{order_id}/refunds`). A GET sends no body; any other method sends the arguments the
+    path did not consume as its JSON body.
+
+    A connector whose provider needs a different lookup (by business id, by reading an object's
+    state) subclasses this one and writes `lookup` with the public helpers: `request(...)` sends
+    any method to a path template and classifies a failure to send; `get_json(...)` also
+    classifies an error status and returns the answer's JSON object."""
 
     base_url: str
     path: str
@@ -195,25 +222,69 @@ class HttpConnector:
         """Seconds one call may wait on the wire: connecting, then the answer."""
         return self.connect_timeout + self.timeout
 
-    def _url(self, path: str) -> str:
+    def url(self, path: str) -> str:
         return self.base_url.rstrip("/") + "/" + path.lstrip("/")
 
-    def _send(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        args: Mapping[str, Any] | None = None,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> requests.Response:
+        """Send one request to `path` (a template filled from `args`), with this connector's
+        headers and timeouts. A failure on the wire raises its classified ToolError (`transient`
+        before the request left, `ambiguous` after); any HTTP status is returned as is."""
         try:
             return requests.request(
-                method, self._url(path), timeout=(self.connect_timeout, self.timeout), **kwargs
+                method.upper(),
+                self.url(path_fill(path, args or {})),
+                json=json,
+                params=params,
+                headers={**self.headers, **(headers or {})},
+                timeout=(self.connect_timeout, self.timeout),
+            )
+        except requests.RequestException as exc:
+            raise classify_transport_error(exc) from exc
+
+    def get_json(
+        self,
+        path: str,
+        *,
+        args: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """GET `path` (a template filled from `args`) and return its JSON object: what a lookup
+        reads. An error status raises its classified ToolError; an answer that is not a JSON
+        object is a `bug`."""
+        response = self.request("GET", path, args=args, params=params, headers=headers)
+        if response.status_code >= 300:
+            raise classify_response(response)
+        return self._lookup_body(response)
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+        # Kept for the subclasses below; `path` here is already filled.
+        try:
+            return requests.request(
+                method, self.url(path), timeout=(self.connect_timeout, self.timeout), **kwargs
             )
         except requests.RequestException as exc:
             raise classify_transport_error(exc) from exc
 
     def perform(self, args: Mapping[str, Any], idempotency_key: str) -> DispatchResult:
-        headers = {**self.headers}
+        headers = {}
         if self.key_header:
             headers[self.key_header] = idempotency_key
-        if self.method == "GET":
-            response = self._send("GET", self.path.format(**args), headers=headers)
+        consumed = set(path_fields(self.path))
+        if self.method.upper() == "GET":
+            response = self.request("GET", self.path, args=args, headers=headers)
         else:
-            response = self._send(self.method, self.path, json=dict(args), headers=headers)
+            body = {name: value for name, value in args.items() if name not in consumed}
+            response = self.request(self.method, self.path, args=args, json=body, headers=headers)
         if response.status_code >= 300:
             raise classify_response(response)
         receipt = self._receipt(response)

@@ -160,6 +160,16 @@ SEAM_RUNNING_VERSIONS = env("SEAM_RUNNING_VERSIONS", default="")
 # system checks read it to refuse a flow that does something irreversible before something
 # reversible. Blank (the default): no flows are declared and that check has nothing to check.
 SEAM_FLOWS = env("SEAM_FLOWS", default="")
+# The modules declaring flows (and scripted tickets) for the kill harness, as SEAM_TOOL_MODULES
+# does tools: each exposes `flows() -> list[Flow]` and/or `tickets() -> list[Ticket]`
+# (scenarios.registry). With them, SEAM_FLOWS=scenarios.registry.all_flows and
+# SEAM_RUNNING_VERSIONS=scenarios.registry.running_versions read the same declarations.
+SEAM_FLOW_MODULES = _env_or_fail(env.list, "SEAM_FLOW_MODULES", default=[])
+# Modules declaring compensation catalogue entries (`catalogue() -> list[CatalogueEntrySpec]`)
+# and task policies (`policies() -> list[TaskPolicySpec]`), written where missing by
+# `manage.py seam_seed` (compensations.defaults, reconciliation.defaults).
+SEAM_CATALOGUE_MODULES = _env_or_fail(env.list, "SEAM_CATALOGUE_MODULES", default=[])
+SEAM_POLICY_MODULES = _env_or_fail(env.list, "SEAM_POLICY_MODULES", default=[])
 SEAM_RESUME_TRANSIENT_RETRIES = _env_or_fail(env.int, "SEAM_RESUME_TRANSIENT_RETRIES", default=3)
 
 # Compensations: transient failures are retried this many times before the dead-letter queue;

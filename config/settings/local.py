@@ -18,5 +18,10 @@ WHITENOISE_AUTOREFRESH = True
 # and the flows' recovery policies (sandbox.catalogue, scenarios.policies).
 INSTALLED_APPS = [*INSTALLED_APPS, *DEMO_APPS]
 SEAM_TOOL_MODULES = _env_or_fail(env.list, "SEAM_TOOL_MODULES", default=["sandbox.tools"])
-SEAM_RUNNING_VERSIONS = env("SEAM_RUNNING_VERSIONS", default="scenarios.flows.running_versions")
-SEAM_FLOWS = env("SEAM_FLOWS", default="scenarios.flows.FLOWS")
+SEAM_FLOW_MODULES = _env_or_fail(
+    env.list, "SEAM_FLOW_MODULES", default=["scenarios.flows", "scenarios.tickets"]
+)
+SEAM_CATALOGUE_MODULES = _env_or_fail(env.list, "SEAM_CATALOGUE_MODULES", default=["sandbox.catalogue"])
+SEAM_POLICY_MODULES = _env_or_fail(env.list, "SEAM_POLICY_MODULES", default=["scenarios.policies"])
+SEAM_RUNNING_VERSIONS = env("SEAM_RUNNING_VERSIONS", default="scenarios.registry.running_versions")
+SEAM_FLOWS = env("SEAM_FLOWS", default="scenarios.registry.all_flows")

@@ -1,6 +1,7 @@
-"""The kill-point matrix: every scripted ticket, killed (SIGKILL, in a real child process) after
-every write and between every write's acceptance by the provider and its outcome commit; then,
-from the parent, the world (the sandbox ledger) is compared with the journal."""
+"""The kill-point matrix: every registered ticket, killed (SIGKILL, in a real child process) after
+every write, between every write's intent commit and its call, and between every write's
+acceptance by the provider and its outcome commit; then, from the parent, the world (the
+sandbox ledger) is compared with the journal."""
 
 from __future__ import annotations
 
@@ -14,9 +15,8 @@ from django.core.management import call_command
 from django.db import connection
 
 from journal.models import AgentToken, IntentStatus, Run, RunStatus, Tenant
-from scenarios.flows import FLOWS
 from scenarios.invariants import check_run
-from scenarios.tickets import TICKETS
+from scenarios.registry import all_flows, all_tickets, get_flow, get_ticket
 from tests.support.processes import database_url, manage_py
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,8 +24,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def kill_points() -> list[Any]:
     points = []
-    for ticket in TICKETS.values():
-        writes = len(FLOWS[ticket.task_type].writes)
+    for ticket in all_tickets().values():
+        writes = len(get_flow(ticket.task_type).writes)
         for n in range(writes + 1):
             points.append(pytest.param(ticket.ticket_id, "after", n, id=f"{ticket.ticket_id}-after-{n}"))
         for n in range(1, writes + 1):
@@ -34,6 +34,12 @@ def kill_points() -> list[Any]:
 
 
 KILL_POINTS = kill_points()
+# Between the Nth write's intent commit and its call: the provider never hears of it.
+INTENT_KILL_POINTS = [
+    pytest.param(ticket.ticket_id, n, id=f"{ticket.ticket_id}-intent-{n}")
+    for ticket in all_tickets().values()
+    for n in range(1, len(get_flow(ticket.task_type).writes) + 1)
+]
 
 
 def replay_in_child(ticket_id: str, sandbox_url: str, *flags: str) -> tuple[int, Run | None]:
@@ -54,7 +60,10 @@ def replay_in_child(ticket_id: str, sandbox_url: str, *flags: str) -> tuple[int,
 
 
 def test_the_matrix_covers_every_flow() -> None:
-    assert {TICKETS[p.values[0]].task_type for p in KILL_POINTS} == set(FLOWS)
+    assert {get_ticket(p.values[0]).task_type for p in KILL_POINTS} == set(all_flows())
+    assert {get_ticket(p.values[0]).task_type for p in INTENT_KILL_POINTS} == {
+        task_type for task_type, flow in all_flows().items() if flow.writes
+    }
     assert len(KILL_POINTS) >= 31  # the design documents' team had 31 across 7 flows
 
 
@@ -77,22 +86,47 @@ def test_a_run_killed_at_any_point_leaves_exactly_the_evidence_reconciliation_ne
         # ledger holds exactly one effect under its key, which a lookup will find.
         assert (world.performed, world.open, world.effects) == (n - 1, 1, n)
         open_row = run.intents.get(status=IntentStatus.INTENDED)
-        assert open_row.tool == FLOWS[TICKETS[ticket_id].task_type].writes[n - 1].tool
+        assert open_row.tool == get_flow(get_ticket(ticket_id).task_type).writes[n - 1].tool
 
 
-@pytest.mark.parametrize("ticket_id", sorted(TICKETS))
+@pytest.mark.parametrize(("ticket_id", "n"), INTENT_KILL_POINTS)
+def test_a_run_killed_between_an_intent_and_its_call_leaves_an_open_intent_and_no_effect(
+    sandbox_tools: str, ticket_id: str, n: int
+) -> None:
+    returncode, run = replay_in_child(ticket_id, sandbox_tools, "--kill-between-intent-and-call", str(n))
+
+    assert returncode == -9, "the runner was not killed"
+    assert run is not None and run.status == RunStatus.RUNNING
+    world = check_run(run)
+    assert world.violations == ()
+    # The Nth intent is committed and open; the provider never heard of it.
+    assert (world.performed, world.open, world.effects) == (n - 1, 1, n - 1)
+    open_row = run.intents.get(status=IntentStatus.INTENDED)
+    assert open_row.tool == get_flow(get_ticket(ticket_id).task_type).writes[n - 1].tool
+
+
+@pytest.mark.parametrize("ticket_id", sorted(all_tickets()))
 def test_an_unkilled_run_completes_with_every_planned_write_once(sandbox_tools: str, ticket_id: str) -> None:
     returncode, run = replay_in_child(ticket_id, sandbox_tools)
     assert returncode == 0
     assert run is not None and run.status == RunStatus.COMPLETED
-    writes = len(FLOWS[TICKETS[ticket_id].task_type].writes)
+    writes = len(get_flow(get_ticket(ticket_id).task_type).writes)
     world = check_run(run)
     assert world.violations == ()
     assert (world.performed, world.open, world.effects) == (writes, 0, writes)
     assert len(run.plan) == writes
 
 
-REST_KILL_POINTS = [p for p in KILL_POINTS if p.values[0] in ("T-40912", "T-41207")]
+KILL_FLAGS = {
+    "after": "--kill-after",
+    "intent": "--kill-between-intent-and-call",
+    "between": "--kill-between-accept-and-record",
+}
+REST_KILL_POINTS = [p for p in KILL_POINTS if p.values[0] in ("T-40912", "T-41207")] + [
+    pytest.param(p.values[0], "intent", p.values[1], id=p.id)
+    for p in INTENT_KILL_POINTS
+    if p.values[0] == "T-40912"
+]
 
 
 @pytest.mark.parametrize(("ticket_id", "mode", "n"), REST_KILL_POINTS)
@@ -101,7 +135,7 @@ def test_a_rest_runtime_killed_at_any_point_leaves_the_same_evidence(
 ) -> None:
     secret = AgentToken.new_secret()
     AgentToken.objects.create(tenant=tenant, name="rest-runtime", digest=AgentToken.digest_of(secret))
-    flag = "--kill-after" if mode == "after" else "--kill-between-accept-and-record"
+    flag = KILL_FLAGS[mode]
 
     returncode, run = replay_in_child(
         ticket_id,
@@ -120,7 +154,7 @@ def test_a_rest_runtime_killed_at_any_point_leaves_the_same_evidence(
     assert run is not None and run.tenant == tenant
     world = check_run(run)
     assert world.violations == ()
-    expected = (n, 0, n) if mode == "after" else (n - 1, 1, n)
+    expected = {"after": (n, 0, n), "intent": (n - 1, 1, n - 1), "between": (n - 1, 1, n)}[mode]
     assert (world.performed, world.open, world.effects) == expected
 
 

@@ -11,7 +11,7 @@ import requests
 from django.test import override_settings
 
 from journal.tool_errors import DispatchResult
-from tools.connectors import HttpConnector, NotPerformed, classify_response
+from tools.connectors import HttpConnector, LookupQuery, NotPerformed, classify_response
 from tools.registry import ArgumentsRefused, ToolSpec, UnknownTool, all_tools, get_tool, in_flight_floor
 
 
@@ -24,7 +24,7 @@ class RecordingConnector:
     def perform(self, args: Mapping[str, Any], idempotency_key: str) -> DispatchResult:
         return DispatchResult(receipt={"ref": f"{self.prefix}-{idempotency_key}"})
 
-    def lookup(self, idempotency_key: str, args: Mapping[str, Any]) -> NotPerformed:
+    def lookup(self, query: LookupQuery) -> NotPerformed:
         return NotPerformed()
 
 

@@ -2,6 +2,7 @@
 what the journal and the world look like afterwards.
 
     python manage.py replay_ticket T-40912 --kill-after 2
+    python manage.py replay_ticket T-40912 --kill-between-intent-and-call 2
     python manage.py replay_ticket T-40912 --kill-between-accept-and-record 2
 """
 
@@ -18,8 +19,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from journal.models import Run, Tenant
 from scenarios.invariants import check_run
+from scenarios.registry import all_tickets
 from scenarios.runner import InProcessJournal, KillPlan, RestJournal, run_ticket
-from scenarios.tickets import TICKETS
 
 
 class Command(BaseCommand):
@@ -31,9 +32,15 @@ class Command(BaseCommand):
     requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("ticket", choices=sorted(TICKETS))
+        parser.add_argument("ticket", choices=sorted(all_tickets()))
         parser.add_argument(
             "--kill-after", type=int, default=None, help="SIGKILL after the Nth write is recorded"
+        )
+        parser.add_argument(
+            "--kill-between-intent-and-call",
+            type=int,
+            default=None,
+            help="SIGKILL after the Nth write's intent is committed, before its call is sent",
         )
         parser.add_argument(
             "--kill-between-accept-and-record",
@@ -70,7 +77,7 @@ class Command(BaseCommand):
             "--token",
             options["token"],
         ]
-        for flag in ("kill_after", "kill_between_accept_and_record"):
+        for flag in ("kill_after", "kill_between_intent_and_call", "kill_between_accept_and_record"):
             if options[flag] is not None:
                 command += [f"--{flag.replace('_', '-')}", str(options[flag])]
         child = subprocess.run(command, check=False, capture_output=True, text=True, cwd=settings.BASE_DIR)
@@ -90,6 +97,8 @@ class Command(BaseCommand):
         )
         for problem in world.violations:
             self.stdout.write(self.style.ERROR(f"  VIOLATION: {problem}"))
+        for call in world.unconfirmed:
+            self.stdout.write(self.style.WARNING(f"  unconfirmed: {call}"))
         self.stdout.write(f"  run {run.pk} status {run.status}")
 
     def _child(self, options: dict[str, Any]) -> None:
@@ -102,6 +111,7 @@ class Command(BaseCommand):
             writer = InProcessJournal(tenant)
         kill = KillPlan(
             after_writes=options["kill_after"],
+            between_intent_and_call=options["kill_between_intent_and_call"],
             between_accept_and_record=options["kill_between_accept_and_record"],
         )
         run_ticket(options["ticket"], journal_writer=writer, kill=kill, external_id=options["external_id"])

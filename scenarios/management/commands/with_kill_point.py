@@ -25,6 +25,12 @@ class Command(BaseCommand):
             "--kill-after", type=int, default=None, help="SIGKILL after the Nth write's outcome is committed"
         )
         parser.add_argument(
+            "--kill-between-intent-and-call",
+            type=int,
+            default=None,
+            help="SIGKILL after the Nth write's intent is committed, before its call is sent",
+        )
+        parser.add_argument(
             "--kill-between-accept-and-record",
             type=int,
             default=None,
@@ -36,9 +42,16 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         kill = KillPlan(
             after_writes=options["kill_after"],
+            between_intent_and_call=options["kill_between_intent_and_call"],
             between_accept_and_record=options["kill_between_accept_and_record"],
         )
-        if kill.after_writes is None and kill.between_accept_and_record is None:
-            raise CommandError("give --kill-after or --kill-between-accept-and-record")
+        if (kill.after_writes, kill.between_intent_and_call, kill.between_accept_and_record) == (
+            None,
+            None,
+            None,
+        ):
+            raise CommandError(
+                "give --kill-after, --kill-between-intent-and-call or --kill-between-accept-and-record"
+            )
         with writes_killed(kill):
             call_command(options["command_name"], *options["command_args"], stdout=self.stdout)

@@ -1,0 +1,1 @@
+"""Worked examples of integrating a provider with Seam from outside the built-in apps."""

@@ -1,0 +1,190 @@
+"""The giftdesk example (examples/giftdesk), an integration that lives outside the built-in apps:
+its own provider process with its own state, its tools, catalogue, policy, flow and ticket,
+registered through settings alone. Its ticket is killed (SIGKILL, a real child process) at a
+kill point, over the in-process and the REST transport; one reconciliation sweep follows, and
+then the world check finds nothing wrong, the provider's own state holds each effect once, and
+the handover's `completed` is exactly what the provider confirms.
+
+A sample of kill points runs in the default suite; the whole matrix is `chaos`."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.test import override_settings
+
+from compensations.models import CatalogueEntry
+from examples.giftdesk.flows import TICKET_ID, flows
+from handover.handover import handover_for
+from journal.models import AgentToken, Intent, IntentStatus, Run, RunStatus, Tenant
+from reconciliation.models import TaskPolicy
+from scenarios.invariants import check_run
+from tests.examples.giftdesk_support import MODULES, Provider, replay_in_child, running_provider
+from tests.support.in_flight import open_calls_past_in_flight
+from tools import registry as tool_registry
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WRITES = len(flows()[0].writes)
+KILL_FLAGS = {
+    "after": "--kill-after",
+    "intent": "--kill-between-intent-and-call",
+    "between": "--kill-between-accept-and-record",
+}
+# Every kill point of the ticket: after each of 0..3 writes, and around each write's call.
+MATRIX = [
+    *(("after", n) for n in range(WRITES + 1)),
+    *((mode, n) for mode in ("intent", "between") for n in range(1, WRITES + 1)),
+]
+# The default suite's sample: each kind of kill point once per transport, and each of the
+# provider's three endpoints (keyed load, keyless points, email) caught in doubt.
+SAMPLE = {
+    "inprocess": [("after", 1), ("between", 2), ("intent", 3)],
+    "rest": [("between", 1), ("intent", 2), ("between", 3)],
+}
+# The tool's id field in its receipt, and where the provider keeps its records.
+RECEIPT_IDS = {"load_gift_card": "load_id", "award_points": "entry_id", "send_goodwill_email": "message_id"}
+
+
+def matrix_params(transport: str) -> list[Any]:
+    sample = SAMPLE[transport]
+    return [
+        pytest.param(
+            mode,
+            n,
+            id=f"{transport}-{mode}-{n}",
+            marks=() if (mode, n) in sample else (pytest.mark.chaos,),
+        )
+        for mode, n in MATRIX
+    ]
+
+
+@pytest.fixture
+def giftdesk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Provider]:
+    """The example's provider (a real process, its own state file) and the settings pointed at
+    the example's modules, seeded with `seam_seed`."""
+    with running_provider(tmp_path / "giftdesk.json") as provider:
+        monkeypatch.setenv("GIFTDESK_URL", provider.url)
+        with override_settings(**{name: [module] for name, module in MODULES.items()}):
+            # The tool registry is forgotten on SEAM_SANDBOX_URL changes only; the flows' on
+            # SEAM_FLOW_MODULES changes.
+            tool_registry.reset_registry()
+            call_command("seam_seed", stdout=io.StringIO())
+            yield provider
+        tool_registry.reset_registry()
+
+
+def provider_records(provider: Provider, run: Run) -> dict[str, dict[str, Any]]:
+    """Each of the run's intents whose effect the provider's own state holds, by step id, with
+    that record. A keyed effect is found by the intent's key; a points entry (no keys) by what the
+    call carried."""
+    state = provider.state()
+    records: dict[str, dict[str, Any]] = {}
+    for intent in Intent.objects.filter(run=run):
+        if intent.tool == "award_points":
+            matches = [
+                entry
+                for entry in state["points"]
+                if (entry["customer"], entry["points"], entry["reference"])
+                == (intent.args["customer"], intent.args["points"], intent.args["reference"])
+            ]
+            assert len(matches) <= 1, f"points awarded {len(matches)} times"
+            record = matches[0] if matches else None
+        else:
+            table = "loads" if intent.tool == "load_gift_card" else "emails"
+            record = state[table].get(intent.idempotency_key)
+        if record is not None:
+            records[intent.step_id] = record
+    return records
+
+
+def assert_recovered_truthfully(provider: Provider, run: Run, effects: int) -> None:
+    """After the sweep: nothing open, the world check clean, every effect in the provider once,
+    and the handover's completed steps exactly what the provider confirms."""
+    assert not run.intents.filter(status=IntentStatus.INTENDED).exists()
+    world = check_run(run)
+    assert world.violations == ()
+    assert world.unconfirmed == ()
+    assert (world.performed, world.open, world.effects) == (effects, 0, effects)
+
+    # No effect doubled, and none without an intent in front of it: the provider's own state.
+    state = provider.state()
+    assert len(state["loads"]) + len(state["points"]) + len(state["emails"]) == effects
+    confirmed = provider_records(provider, run)
+    assert len(confirmed) == effects
+
+    handover = handover_for(run)
+    completed = {step.step_id: step for step in handover.completed}
+    assert set(completed) == set(confirmed)
+    for step_id, step in completed.items():
+        field = RECEIPT_IDS[step.tool]
+        assert step.receipt[field] == confirmed[step_id][field]
+    assert len(handover.not_done) == WRITES - effects
+    # Only the email reaches the customer, and only once it was sent.
+    assert len(handover.customer_told) == (1 if effects == WRITES else 0)
+
+
+def kill_and_reconcile(provider: Provider, mode: str, n: int, *transport: str) -> Run:
+    returncode, run = replay_in_child(TICKET_ID, provider, *transport, KILL_FLAGS[mode], str(n))
+    assert returncode == -9, "the runner was not killed"
+    assert run is not None and run.status == RunStatus.RUNNING
+    open_calls_past_in_flight(run=run)
+    call_command("reconcile", older_than=0, stdout=io.StringIO())
+    return run
+
+
+def expected_effects(mode: str, n: int) -> int:
+    # Killed between the Nth intent and its call, the provider never heard of the Nth write.
+    return n - 1 if mode == "intent" else n
+
+
+def test_the_example_registers_through_settings_and_seeds_its_catalogue_and_policy(
+    giftdesk: Provider,
+) -> None:
+    entries = dict(CatalogueEntry.objects.values_list("tool", "reversibility"))
+    assert {tool: entries.get(tool) for tool in RECEIPT_IDS} == {
+        "award_points": "reversible",
+        "load_gift_card": "partial",
+        "send_goodwill_email": "none",
+    }
+    assert CatalogueEntry.objects.get(tool="load_gift_card").loss
+    assert TaskPolicy.objects.get(task_type="goodwill_credit").strategy == "resume_until_phase"
+
+
+def test_an_unkilled_run_completes_with_each_effect_once_in_the_providers_state(giftdesk: Provider) -> None:
+    returncode, run = replay_in_child(TICKET_ID, giftdesk)
+
+    assert returncode == 0
+    assert run is not None and run.status == RunStatus.COMPLETED
+    assert_recovered_truthfully(giftdesk, run, WRITES)
+    state = giftdesk.state()
+    assert state["cards"] == {"GC-7781": "25.00"}
+
+
+@pytest.mark.parametrize(("mode", "n"), matrix_params("inprocess"))
+def test_a_run_killed_in_process_recovers_to_what_the_provider_confirms(
+    giftdesk: Provider, mode: str, n: int
+) -> None:
+    run = kill_and_reconcile(giftdesk, mode, n)
+
+    assert_recovered_truthfully(giftdesk, run, expected_effects(mode, n))
+
+
+@pytest.mark.parametrize(("mode", "n"), matrix_params("rest"))
+def test_a_rest_runtime_killed_recovers_to_what_the_provider_confirms(
+    giftdesk: Provider, live_server: Any, tenant: Tenant, mode: str, n: int
+) -> None:
+    secret = AgentToken.new_secret()
+    AgentToken.objects.create(tenant=tenant, name="giftdesk-runtime", digest=AgentToken.digest_of(secret))
+
+    run = kill_and_reconcile(
+        giftdesk, mode, n, "--via", "rest", "--seam-url", live_server.url, "--token", secret
+    )
+
+    assert run.tenant == tenant
+    assert_recovered_truthfully(giftdesk, run, expected_effects(mode, n))

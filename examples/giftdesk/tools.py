@@ -11,6 +11,10 @@ from tools.connectors import BusinessIdHttpConnector, HttpConnector
 from tools.registry import CustomerFacing, ToolSpec
 
 DEFAULT_URL = "http://127.0.0.1:8300"
+# The provider is local and answers in milliseconds: a call that has not been answered in three
+# seconds will not be (these bound how long reconciliation waits before asking about a call).
+CONNECT_TIMEOUT = 1.0
+READ_TIMEOUT = 2.0
 
 
 def provider_url() -> str:
@@ -37,6 +41,8 @@ def tools() -> list[ToolSpec]:
                 path="cards/{card}/loads",
                 lookup_path="loads/lookup/{key}",
                 receipt_fields=("load_id", "balance"),
+                connect_timeout=CONNECT_TIMEOUT,
+                timeout=READ_TIMEOUT,
             ),
             receipt_fields=("load_id", "balance"),
             receipt_detail="load {load_id} of {amount}, card balance {balance}",
@@ -67,6 +73,8 @@ def tools() -> list[ToolSpec]:
                 match_args=("customer", "points", "reference"),
                 evidence_field="created_at",
                 receipt_fields=("entry_id",),
+                connect_timeout=CONNECT_TIMEOUT,
+                timeout=READ_TIMEOUT,
             ),
             receipt_fields=("entry_id",),
             receipt_detail="{points} points, entry {entry_id}",
@@ -82,9 +90,15 @@ def tools() -> list[ToolSpec]:
                 "additionalProperties": False,
             },
             connector=HttpConnector(
-                base_url=url, path="emails", lookup_path="emails/lookup/{key}", receipt_fields=("message_id",)
+                base_url=url,
+                path="emails",
+                lookup_path="emails/lookup/{key}",
+                receipt_fields=("message_id",),
+                connect_timeout=CONNECT_TIMEOUT,
+                timeout=READ_TIMEOUT,
             ),
             receipt_fields=("message_id",),
+            receipt_detail="email {template} ({message_id})",
             customer_facing=CustomerFacing(
                 channel=CustomerChannel.EMAIL,
                 says="email {template} ({message_id})",

@@ -3,7 +3,8 @@ its own provider process with its own state, its tools, catalogue, policy, flow 
 registered through settings alone. Its ticket is killed (SIGKILL, a real child process) at a
 kill point, over the in-process and the REST transport; one reconciliation sweep follows, and
 then the world check finds nothing wrong, the provider's own state holds each effect once, and
-the handover's `completed` is exactly what the provider confirms.
+the handover's `completed` is exactly what the provider confirms. Then the run's policy
+(`reconcile --decide`) finishes it or undoes it, and the provider still holds each call once.
 
 A sample of kill points runs in the default suite; the whole matrix is `chaos`."""
 
@@ -22,6 +23,7 @@ from compensations.models import CatalogueEntry
 from examples.giftdesk.flows import TICKET_ID, flows
 from handover.handover import handover_for
 from journal.models import AgentToken, Intent, IntentStatus, Run, RunStatus, Tenant
+from journal.selectors import compensation_intent_ids
 from reconciliation.models import TaskPolicy
 from scenarios.invariants import check_run
 from tests.examples.giftdesk_support import MODULES, Provider, replay_in_child, running_provider
@@ -188,3 +190,42 @@ def test_a_rest_runtime_killed_recovers_to_what_the_provider_confirms(
 
     assert run.tenant == tenant
     assert_recovered_truthfully(giftdesk, run, expected_effects(mode, n))
+
+
+def reached_notify(mode: str, n: int) -> bool:
+    """Whether the run had entered its notify phase (the email's call may have been sent) when
+    it died: from there goodwill_credit's policy undoes rather than resumes."""
+    return n == WRITES and mode != "intent"
+
+
+@pytest.mark.parametrize(("mode", "n"), matrix_params("inprocess"))
+def test_the_policy_then_finishes_or_undoes_the_run_with_each_effect_once(
+    giftdesk: Provider, mode: str, n: int
+) -> None:
+    run = kill_and_reconcile(giftdesk, mode, n)
+
+    call_command("reconcile", older_than=0, decide=True, stdout=io.StringIO())
+
+    run.refresh_from_db()
+    assert not run.intents.filter(status=IntentStatus.INTENDED).exists()
+    world = check_run(run)
+    assert (world.violations, world.unconfirmed) == ((), ())
+    performed = run.intents.filter(status=IntentStatus.PERFORMED)
+    state = giftdesk.state()
+    # Every performed call (the run's and its undos) is in the provider once, and nothing else is.
+    assert len(state["loads"]) + len(state["points"]) + len(state["emails"]) == performed.count()
+    assert set(provider_records(giftdesk, run)) == set(performed.values_list("step_id", flat=True))
+    # The email went out exactly once, whichever way the run ended.
+    assert len(state["emails"]) == 1
+    points = sum(entry["points"] for entry in state["points"])
+    if reached_notify(mode, n):
+        # Undone as far as the catalogue allows, and handed to a person.
+        assert run.status == RunStatus.ESCALATED
+        assert (state["cards"], points) == ({"GC-7781": "0.00"}, 0)
+    else:
+        # Resumed: only what was never performed was sent.
+        assert run.status == RunStatus.COMPLETED
+        assert (state["cards"], points) == ({"GC-7781": "25.00"}, 500)
+    undo_ids = compensation_intent_ids(run=run)
+    completed = {step.step_id for step in handover_for(run).completed}
+    assert completed == set(performed.exclude(pk__in=undo_ids).values_list("step_id", flat=True))

@@ -74,3 +74,4 @@ def test_the_walkthrough_takes_the_example_to_a_recovered_handed_over_run(tmp_pa
     # The provider booked the points once: the resume did not send them again.
     assert '"entry_id": "pt_1"' in out and '"entry_id": "pt_2"' not in out
     assert '"message_id": "msg_1"' in out and '"message_id": "msg_2"' not in out
+    assert "curl" not in "\n".join(walkthrough_commands())  # nothing beyond Python is assumed

@@ -31,6 +31,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+DEFAULT_PORT = 8300
+DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
 EMPTY_STATE: dict[str, Any] = {"cards": {}, "loads": {}, "points": [], "emails": {}}
 
 
@@ -175,7 +177,7 @@ def main(argv: list[str] | None = None) -> None:
         description="The giftdesk provider: gift-card loads, loyalty points, emails."
     )
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8300)
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     parser.add_argument(
         "--state", type=Path, required=True, help="the JSON file holding the provider's state"
     )

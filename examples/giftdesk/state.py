@@ -14,7 +14,7 @@ import time
 import urllib.error
 import urllib.request
 
-from .tools import DEFAULT_URL
+from .provider import DEFAULT_URL
 
 
 def fetch_state(url: str, *, wait: float = 0.0) -> dict[str, object]:

@@ -10,7 +10,8 @@ from journal.channels import CustomerChannel
 from tools.connectors import BusinessIdHttpConnector, HttpConnector
 from tools.registry import CustomerFacing, ToolSpec
 
-DEFAULT_URL = "http://127.0.0.1:8300"
+from .provider import DEFAULT_URL
+
 # The provider is local and answers in milliseconds: a call that has not been answered in three
 # seconds will not be (these bound how long reconciliation waits before asking about a call).
 CONNECT_TIMEOUT = 1.0

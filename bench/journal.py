@@ -144,6 +144,9 @@ def setup_django(database: str) -> str:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.test")
     # The floor is measured without debugging overheads, so the journal must be too.
     os.environ["DJANGO_DEBUG"] = "false"
+    # Every call of a round goes to one long run: no per-run intent limit (0), as the journal's
+    # hot path is measured, not the limit's check.
+    os.environ["SEAM_MAX_INTENTS_PER_RUN"] = "0"
     url = with_database(os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL), database)
     if urlsplit(url).scheme not in ("postgres", "postgresql", "pgsql"):
         raise BenchError("the benchmark measures PostgreSQL; DATABASE_URL names another database")
@@ -400,6 +403,7 @@ class JournalStatements:
             now=now,
             **self.ACTOR,
             compensation=False,
+            max_intents=0,
         )
         row = self.conn.execute(sql.INSERT_INTENT, params, prepare=True).fetchone()
         if row is None:

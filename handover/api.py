@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound as DRFNotFound
@@ -27,10 +29,17 @@ from .handover_schema import HandoverSerializer
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """Journal refusals become 4xx answers naming the offending field: {"<field>": ["why"]}."""
+    """Journal refusals become 4xx answers naming the offending field: {"<field>": ["why"]}; a
+    body over the upload limit is a 413 naming the limit (Django would answer a 400 page)."""
     if isinstance(exc, services.JournalError):
         body: dict[str, Any] = {exc.field: [exc.message]} if exc.field else {"detail": exc.message}
         return Response(body, status=exc.status_code)
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return Response(
+            {"detail": f"the request body is larger than {limit} bytes (DATA_UPLOAD_MAX_MEMORY_SIZE)"},
+            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
     return drf_exception_handler(exc, context)
 
 

@@ -1,4 +1,4 @@
-"""Every page at a phone's width (390 × 844) and a laptop's (1280 × 800), in Chromium: the page
+"""Every page at a phone's width (390 by 844) and a laptop's (1280 by 800), in Chromium: the page
 never scrolls sideways (a wide table scrolls in its own box), the header keeps the user's name
 on screen, and the confirmation dialogs are native modals that fit the screen, close on Escape,
 give focus back, and keep what was typed when the server refuses it.
@@ -21,7 +21,7 @@ from compensations.models import CompensationStatus, DeadLetter
 from compensations.services import compensation_execute, compensation_request
 from handover.models import AuditAction, AuditEntry
 from journal.models import Run
-from journal.services import Actor  # noqa: F401
+from journal.services import Actor
 from tests.handover.conftest import escalate_ticket
 from tests.support.processes import ROOT
 
@@ -171,7 +171,9 @@ def _assert_modal_on_screen(page: Page, viewport: dict[str, int]) -> None:
     box = dialog.bounding_box()
     assert box is not None
     assert box["x"] >= 0 and box["y"] >= 0, box
-    assert box["x"] + box["width"] <= viewport["width"] and box["y"] + box["height"] <= viewport["height"], box
+    assert box["x"] + box["width"] <= viewport["width"] and box["y"] + box["height"] <= viewport["height"], (
+        box
+    )
     for button in dialog.get_by_role("button").all():
         button_box = button.bounding_box()
         assert button_box is not None and button_box["x"] + button_box["width"] <= viewport["width"]
@@ -227,3 +229,24 @@ def test_dialogs_are_modal_fit_the_screen_close_on_escape_and_keep_what_was_type
     expect(_dialog(page)).to_be_hidden()
     expect(page.locator("#run-panel .flash")).to_be_visible()
     assert AuditEntry.objects.filter(action=AuditAction.RESOLVE, username="lena-lead").count() == 1
+
+
+@pytest.mark.parametrize("viewport", [pytest.param(PHONE, id="390")])
+def test_a_dead_letter_note_of_blanks_is_refused_and_what_was_typed_stays(
+    world: World, browser: Any, live_server: Any, viewport: dict[str, int]
+) -> None:
+    page = _open_as(browser, live_server, world.lead, viewport)
+    page.on("dialog", lambda question: question.accept())  # the browser's own "are you sure?"
+    page.goto(reverse("compensations:dead_letters"))
+    _assert_fits(page, "dead letters")
+    resolve = page.locator(f"#dl-{world.letter.pk} form[action$='/resolve/']")
+    resolve.locator("[name=note]").fill("   ")
+    entries = AuditEntry.objects.count()
+    with page.expect_response(lambda r: r.url.endswith("/resolve/")) as answer:
+        resolve.get_by_role("button").click()
+    assert answer.value.status == 400
+    expect(page.locator("#letters")).to_contain_text("note")
+    resolve = page.locator(f"#dl-{world.letter.pk} form[action$='/resolve/']")
+    assert resolve.locator("[name=note]").input_value() == "   "
+    world.letter.refresh_from_db()
+    assert world.letter.resolved_at is None and AuditEntry.objects.count() == entries

@@ -36,7 +36,7 @@ from tools import registry as tool_registry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-AGENTS = ["tests.clients.langgraph_agent"]
+AGENTS = ["tests.clients.langgraph_agent", "tests.clients.openai_agent"]
 
 
 @pytest.fixture

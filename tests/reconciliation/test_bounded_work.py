@@ -64,3 +64,22 @@ def test_a_plan_beyond_the_limit_goes_to_a_person_with_nothing_sent(
     assert "SEAM_MAX_PLAN_STEPS" in run.outcome_detail
     assert not run.intents.exists()
     assert Escalation.objects.filter(run=run, resolved_at__isnull=True).count() == 1
+
+
+def test_undoing_a_run_sends_at_most_its_share_and_leaves_the_rest_to_their_own_tasks(
+    sandbox_tools: str, tenant: Any, agent_actor: journal.Actor
+) -> None:
+    from compensations.models import Compensation, CompensationStatus
+    from compensations.services import run_compensate
+    from sandbox.catalogue import catalogue_seed_defaults
+
+    catalogue_seed_defaults()
+    run = factories.run_via_service(tenant=tenant, actor=agent_actor, plan=CREDITS)
+    assert decisions.run_resume(run=run, actor=SYSTEM).outcome == decisions.DecisionOutcome.COMPLETED
+    with override_settings(SEAM_STEPS_PER_PASS=3):
+        result = run_compensate(run=run, actor=SYSTEM)
+    assert len(result.undone) == 3
+    assert len(result.queued) == 4 and len(result.pending) == 4
+    queued = Compensation.objects.filter(pk__in=result.queued)
+    assert {c.status for c in queued} == {CompensationStatus.PENDING}
+    assert Compensation.objects.filter(status=CompensationStatus.DONE).count() == 3

@@ -24,7 +24,8 @@ from journal import selectors, services
 from journal.models import CustomerMessage, ErrorClass, Intent, Run, RunStatus, Tenant
 
 from .authentication import AgentPrincipal
-from .handover import handover_for
+from .forms import RunPageForm
+from .handover import HANDOVER_LIST_LIMIT, handover_cut, handover_for
 from .handover_schema import HandoverSerializer
 
 
@@ -316,14 +317,22 @@ class RunDetailApi(APIView):
 
 
 class HandoverApi(APIView):
-    """The handover object of a run (handover.handover), exactly as the run page shows it."""
+    """The handover object of a run (handover.handover), exactly as the run page shows it: each
+    list cut to its first HANDOVER_LIST_LIMIT items unless `?all=1` (`totals` says how many)."""
 
-    @extend_schema(responses={200: HandoverSerializer})
+    @extend_schema(
+        parameters=[OpenApiParameter("all", str, enum=["1"], description="every item of every list")],
+        responses={200: HandoverSerializer},
+    )
     def get(self, request: Request, run_id: str) -> Response:
+        cut = RunPageForm(request.query_params)
+        if not cut.is_valid():
+            return Response(cut.errors, status=status.HTTP_400_BAD_REQUEST)
         run = selectors.run_get(tenant=_tenant(request), run_id=run_id)
         if run is None:
             raise DRFNotFound(f"Run {run_id} not found.")
-        return Response(HandoverSerializer(handover_for(run)).data)
+        limit = None if cut.cleaned_data["all"] == "1" else HANDOVER_LIST_LIMIT
+        return Response(HandoverSerializer(handover_cut(handover_for(run), limit)).data)
 
 
 class IntentCreateApi(APIView):

@@ -7,7 +7,6 @@ translate forms and errors."""
 
 from __future__ import annotations
 
-import csv
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -30,6 +29,7 @@ from journal.services import JournalError
 
 from . import actions, selectors, staff_actions
 from .audit import state_json
+from .csv_export import csv_response
 from .handover import handover_build, handover_rows, run_state_token
 from .models import AuditAction
 from .staff import request_tenant, staff_context
@@ -292,11 +292,6 @@ def audit(request: HtmxHttpRequest) -> HttpResponse:
     return render(request, template, context)
 
 
-class _Echo:
-    def write(self, value: str) -> str:
-        return value
-
-
 AUDIT_COLUMNS = [
     "seq",
     "at",
@@ -319,28 +314,23 @@ AUDIT_COLUMNS = [
 def audit_csv(request: HttpRequest) -> StreamingHttpResponse:
     """The filtered audit trail as CSV, streamed so a long trail never sits in memory."""
     entries = selectors.audit_entries(tenant=request_tenant(request), filters=_audit_filters(request))
-    writer = csv.writer(_Echo())
-
-    def rows() -> Any:
-        yield writer.writerow(AUDIT_COLUMNS)
-        for e in entries.iterator(chunk_size=1000):
-            yield writer.writerow(
-                [
-                    e.seq,
-                    e.at.isoformat(),
-                    e.username,
-                    e.action,
-                    e.run_id or "",
-                    e.run.ticket_id if e.run else "",
-                    e.step_id,
-                    state_json(e.old_state),
-                    state_json(e.new_state),
-                    e.note,
-                    e.request_id,
-                    e.hash,
-                ]
-            )
-
-    response = StreamingHttpResponse(rows(), content_type="text/csv")
-    response["Content-Disposition"] = f'attachment; filename="seam-audit-{timezone.localdate():%Y%m%d}.csv"'
-    return response
+    rows = (
+        [
+            e.seq,
+            e.at.isoformat(),
+            e.username,
+            e.action,
+            e.run_id or "",
+            e.run.ticket_id if e.run else "",
+            e.step_id,
+            state_json(e.old_state),
+            state_json(e.new_state),
+            e.note,
+            e.request_id,
+            e.hash,
+        ]
+        for e in entries.iterator(chunk_size=1000)
+    )
+    return csv_response(
+        filename=f"seam-audit-{timezone.localdate():%Y%m%d}.csv", header=AUDIT_COLUMNS, rows=rows
+    )

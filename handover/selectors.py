@@ -33,7 +33,7 @@ from journal.models import (
 )
 from journal.selectors import stuck_runs_q
 
-from .models import AuditEntry
+from .models import AuditEntry, AuditVerification
 
 # --- the staff dashboard ----------------------------------------------------------------------
 
@@ -148,6 +148,24 @@ def audit_entries(*, tenant: Tenant, filters: AuditFilters) -> QuerySet[AuditEnt
     if filters.until:
         entries = entries.filter(at__date__lte=filters.until)
     return entries.order_by("-at", "-seq")
+
+
+@dataclass(frozen=True)
+class VerificationShown:
+    """What the audit page says of the chain's checks: the newest finished one, and whether a
+    newer one is still waiting for the worker."""
+
+    last: AuditVerification | None
+    pending: AuditVerification | None
+
+
+def audit_verification_shown() -> VerificationShown:
+    newest = AuditVerification.objects.first()
+    if newest is not None and newest.finished_at is None:
+        return VerificationShown(
+            last=AuditVerification.objects.filter(finished_at__isnull=False).first(), pending=newest
+        )
+    return VerificationShown(last=newest, pending=None)
 
 
 def dead_letters_for(*, tenant: Tenant, show: str = "open") -> QuerySet[DeadLetter]:

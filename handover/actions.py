@@ -697,5 +697,7 @@ def audit_verification_request(ctx: StaffContext) -> AuditVerification:
             request_id=ctx.request_id,
         )
         verification_id = verification.pk
-        transaction.on_commit(lambda: verify_audit_chain.delay(verification_id))
+        # robust: the request is kept either way; a check the broker never got stops being
+        # waited for on the page after a while (selectors.VERIFICATION_WAIT).
+        transaction.on_commit(lambda: verify_audit_chain.delay(verification_id), robust=True)
     return verification

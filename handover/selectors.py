@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -159,13 +159,19 @@ class VerificationShown:
     pending: AuditVerification | None
 
 
-def audit_verification_shown() -> VerificationShown:
-    newest = AuditVerification.objects.first()
-    if newest is not None and newest.finished_at is None:
-        return VerificationShown(
-            last=AuditVerification.objects.filter(finished_at__isnull=False).first(), pending=newest
-        )
-    return VerificationShown(last=newest, pending=None)
+# A check still unfinished this long after it was asked for was lost (the broker down when it was
+# queued, say): the page stops waiting for it and offers the button again.
+VERIFICATION_WAIT = timedelta(minutes=10)
+
+
+def audit_verification_shown(*, now: datetime) -> VerificationShown:
+    last = AuditVerification.objects.filter(finished_at__isnull=False).first()
+    pending = AuditVerification.objects.filter(
+        finished_at__isnull=True, requested_at__gt=now - VERIFICATION_WAIT
+    ).first()
+    if pending is not None and last is not None and last.requested_at > pending.requested_at:
+        pending = None
+    return VerificationShown(last=last, pending=pending)
 
 
 def dead_letters_for(*, tenant: Tenant, show: str = "open") -> QuerySet[DeadLetter]:

@@ -322,7 +322,7 @@ def audit(request: HtmxHttpRequest) -> HttpResponse:
         "query": request.GET.urlencode(),
         # The export takes the filters on the page, never its page number.
         "export_query": _without(request.GET.copy(), "page"),
-        "verification": selectors.audit_verification_shown(),
+        "verification": selectors.audit_verification_shown(now=timezone.now()),
     }
     template = "handover/audit.html"
     if request.htmx:
@@ -343,7 +343,7 @@ def audit_verify(request: HtmxHttpRequest) -> HttpResponse:
     then its result."""
     actions.audit_verification_request(staff_context(request))
     if request.htmx:
-        context = {"verification": selectors.audit_verification_shown()}
+        context = {"verification": selectors.audit_verification_shown(now=timezone.now())}
         return render(request, "handover/audit.html#verification", context)
     return redirect("handover:audit")
 

@@ -9,12 +9,14 @@ import csv
 import io
 import re
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.db import connection, transaction
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from handover import tasks
 from handover.audit import audit_record
@@ -144,3 +146,14 @@ def test_support_staff_get_the_styled_403_and_cannot_run_the_verification(people
     assert client.get(reverse("handover:audit_csv")).status_code == 403
     assert not AuditVerification.objects.exists()
     assert not AuditEntry.objects.filter(action=AuditAction.AUDIT_VERIFY).exists()
+
+
+def test_a_check_the_worker_never_got_stops_being_waited_for(people: dict[str, Any]) -> None:
+    client = _client(people["lead"])
+    lost = AuditVerification.objects.create(requested_at=timezone.now() - timedelta(minutes=11))
+    page = client.get(reverse("handover:audit")).content.decode()
+    assert "Checking the chain again" not in page and "every 2s" not in page
+    assert "Check the chain again</button>" in page
+    AuditVerification.objects.filter(pk=lost.pk).update(requested_at=timezone.now() - timedelta(minutes=1))
+    page = client.get(reverse("handover:audit")).content.decode()
+    assert "Checking the chain again" in page and "Check the chain again</button>" not in page

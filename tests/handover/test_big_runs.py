@@ -49,6 +49,8 @@ def test_a_long_run_page_draws_its_first_calls_and_a_link_to_all_of_them(
     assert body.count('data-step="') <= 3 * RUN_PAGE_LIST_LIMIT
     every = client.get(reverse("handover:run_detail", args=[run.pk]), {"all": "1"}).content.decode()
     assert _calls(every) == 300 and "show all" not in every
+    # Its poll keeps drawing every item; the collapsed page's poll does not.
+    assert "&amp;all=1" in every and "&amp;all=1" not in body
     assert client.get(reverse("handover:run_detail", args=[run.pk]), {"all": "yes"}).status_code == 400
 
 

@@ -472,7 +472,9 @@ def run_is_stuck(run: Run, now: datetime | None = None) -> bool:
 
 def _when(value: Any) -> str:
     """A receipt's date or datetime as a person reads it; anything else as it is."""
-    if isinstance(value, str):
+    # Only a value starting YYYY- is parsed: most receipt values are ids, and parsing each one
+    # cost a long run's page a third of its time.
+    if isinstance(value, str) and value[:4].isdigit() and value[4:5] == "-":
         # A plain date first: Python's ISO parser would read "2026-12-01" as a naive midnight.
         day = parse_date(value) if len(value) == 10 else None
         if day is not None:
@@ -545,6 +547,7 @@ def undo_unbuildable(entry: Any, intent: Intent) -> str:
 
 def _completed(rows: HandoverRows, plan_detail: dict[str, str], now: datetime) -> list[CompletedStep]:
     completed = []
+    zone = timezone.get_current_timezone()  # once: looking it up per step is slow
     for intent in rows.intents:
         if intent.status != IntentStatus.PERFORMED or intent.pk in rows.compensation_intent_ids:
             continue
@@ -559,7 +562,7 @@ def _completed(rows: HandoverRows, plan_detail: dict[str, str], now: datetime) -
             CompletedStep(
                 step_id=intent.step_id,
                 tool=intent.tool,
-                at=timezone.localtime(intent.settled_at or intent.intended_at).strftime("%H:%M:%S"),
+                at=timezone.localtime(intent.settled_at or intent.intended_at, zone).strftime("%H:%M:%S"),
                 settled_at=intent.settled_at or intent.intended_at,
                 detail=detail,
                 reversibility=reversible,

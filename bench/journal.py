@@ -144,9 +144,6 @@ def setup_django(database: str) -> str:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.test")
     # The floor is measured without debugging overheads, so the journal must be too.
     os.environ["DJANGO_DEBUG"] = "false"
-    # Every call of a round goes to one long run: no per-run intent limit (0), as the journal's
-    # hot path is measured, not the limit's check.
-    os.environ["SEAM_MAX_INTENTS_PER_RUN"] = "0"
     url = with_database(os.environ.get("DATABASE_URL", DEFAULT_DATABASE_URL), database)
     if urlsplit(url).scheme not in ("postgres", "postgresql", "pgsql"):
         raise BenchError("the benchmark measures PostgreSQL; DATABASE_URL names another database")
@@ -605,6 +602,9 @@ def truncate_bench_tables(database: str) -> None:
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
+    # Every call of a round goes to one long run: no per-run intent limit (0) here, or the rounds
+    # would stop at SEAM_MAX_INTENTS_PER_RUN.
+    os.environ["SEAM_MAX_INTENTS_PER_RUN"] = "0"
     database_url = setup_django(args.database)
 
     from django.db import connection

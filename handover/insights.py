@@ -48,6 +48,12 @@ class Row:
     key: str
     label: str
     values: tuple[Number, ...]
+    # The chart's name for the row under its bar, when the label is too long for it ("3 Nov").
+    short: str = ""
+
+
+def _day_name(day: date) -> str:
+    return f"{day.day} {day:%b}"
 
 
 @dataclass(frozen=True)
@@ -165,7 +171,12 @@ def escalations_per_day(*, tenant: Tenant, filters: InsightsFilters) -> Breakdow
     counts = _counts_by(escalations, "day", "reason")
     columns = _present(list(OutcomeReason.choices), {reason for _, reason in counts})
     rows = tuple(
-        Row(day.isoformat(), day.isoformat(), tuple(counts.get((day, c.key), 0) for c in columns))
+        Row(
+            day.isoformat(),
+            day.isoformat(),
+            tuple(counts.get((day, c.key), 0) for c in columns),
+            short=_day_name(day),
+        )
         for day in filters.days
     )
     return Breakdown(row_heading="Day", unit="escalations", columns=columns, rows=rows)
@@ -205,6 +216,7 @@ def time_to_resolve_per_week(*, tenant: Tenant, filters: InsightsFilters) -> Bre
                 monday.isoformat(),
                 f"week of {monday.isoformat()}",
                 (hours(found["median"]), hours(found["p90"]), found["n"]) if found else (None, None, 0),
+                short=_day_name(monday),
             )
         )
     return Breakdown(

@@ -241,6 +241,18 @@ def test_csv_cells_that_a_spreadsheet_would_evaluate_are_neutralised(
     assert {row[9] for row in audit[1:]} == {"'=1+1"}
 
 
+def test_names_in_the_charts_and_tables_are_escaped(
+    seen: dict[str, Run], tenant: Tenant, persona: Any
+) -> None:
+    person = persona("support_staff", tenant, username='<img src=x onerror="alert(1)">')
+    with transaction.atomic():
+        audit_record(user=person, tenant=tenant, action=AuditAction.ASSIGN, run=seen["returns"])
+    html = _client(persona("team_lead", tenant)).get(URL).content.decode()
+    actions = _section(html, "actions")
+    assert "<img" not in actions
+    assert actions.count("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;") >= 2  # the table and the bar
+
+
 # --- cost -------------------------------------------------------------------------------------
 
 

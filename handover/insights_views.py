@@ -21,7 +21,7 @@ from journal.models import Tenant
 
 from . import insights
 from .charts import Chart, chart_build
-from .csv_export import csv_response
+from .csv_export import csv_streaming_response
 from .staff import request_tenant
 from .views import HtmxHttpRequest
 
@@ -160,7 +160,7 @@ def insights_csv(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
         return HttpResponse("\n".join(refusals) + "\n", status=400, content_type="text/plain; charset=utf-8")
     filters = form.filters()
     breakdown = PANELS[key].select(tenant, filters)
-    return csv_response(
+    return csv_streaming_response(
         filename=f"seam-insights-{key}-{filters.since:%Y%m%d}-{filters.until:%Y%m%d}.csv",
         header=[breakdown.row_heading, *(column.label for column in breakdown.columns)],
         rows=([row.label, *row.values] for row in breakdown.rows),

@@ -32,17 +32,43 @@ class Bar:
     colour: str
     title: str  # the bar's tooltip: row, column and value
 
+    # The coordinates as the SVG writes them: text made here, because the template would pass
+    # every number through Django's localisation (number_format), most of the page's rendering.
+    @property
+    def svg_x(self) -> str:
+        return f"{self.x:g}"
+
+    @property
+    def svg_y(self) -> str:
+        return f"{self.y:g}"
+
+    @property
+    def svg_width(self) -> str:
+        return f"{self.width:g}"
+
+    @property
+    def svg_height(self) -> str:
+        return f"{self.height:g}"
+
 
 @dataclass(frozen=True)
 class Tick:
     y: float
     label: str
 
+    @property
+    def svg_y(self) -> str:
+        return f"{self.y:g}"
+
 
 @dataclass(frozen=True)
 class XLabel:
     x: float
     label: str
+
+    @property
+    def svg_x(self) -> str:
+        return f"{self.x:g}"
 
 
 @dataclass(frozen=True)
@@ -103,6 +129,10 @@ def _short(label: str) -> str:
     return label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…"
 
 
+def _bar(x: float, y: float, width: float, height: float, colour: str, title: str) -> Bar:
+    return Bar(round(x, 2), round(y, 2), round(width, 2), round(height, 2), colour, title)
+
+
 def chart_build(breakdown: Breakdown, *, key: str, title: str) -> Chart:
     """The geometry of a breakdown's bar chart, in a WIDTH x HEIGHT view box."""
     charted = breakdown.charted_columns
@@ -133,14 +163,16 @@ def chart_build(breakdown: Breakdown, *, key: str, title: str) -> Chart:
             tooltip = f"{row.label} · {column.label}: {_number(value)} {breakdown.unit}"
             if stacked:
                 base -= height
-                bars.append(Bar(x0, base, bar_width, height, colour, tooltip))
+                bars.append(_bar(x0, base, bar_width, height, colour, tooltip))
             else:
                 width = bar_width / len(charted)
-                bars.append(Bar(x0 + position * width, axis - height, width, height, colour, tooltip))
-    ticks = tuple(Tick(axis - plot_height * k / steps, _number(round(step * k, 6))) for k in range(steps + 1))
+                bars.append(_bar(x0 + position * width, axis - height, width, height, colour, tooltip))
+    ticks = tuple(
+        Tick(round(axis - plot_height * k / steps, 1), _number(round(step * k, 6))) for k in range(steps + 1)
+    )
     every = max(1, math.ceil(len(rows) / MAX_X_LABELS))
     x_labels = tuple(
-        XLabel(LEFT + n * slot + slot / 2, row.short or _short(row.label))
+        XLabel(round(LEFT + n * slot + slot / 2, 1), row.short or _short(row.label))
         for n, row in enumerate(rows)
         if n % every == 0
     )

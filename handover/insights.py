@@ -249,8 +249,8 @@ def time_to_resolve_per_week(*, tenant: Tenant, filters: InsightsFilters) -> Bre
         row_heading="Week",
         unit="hours",
         columns=(
-            Column("median", "Median"),
-            Column("p90", "90th percentile"),
+            Column("median", "Median (hours)"),
+            Column("p90", "90th percentile (hours)"),
             Column("resolved", "Resolved", charted=False),
         ),
         rows=tuple(rows),

@@ -190,3 +190,5 @@ def test_support_staff_have_no_insights_link_and_are_refused(
     expect(page.get_by_role("link", name="Insights")).to_have_count(0)
     answer = page.goto("/insights/")
     assert answer is not None and answer.status == 403
+    expect(page.get_by_role("heading", level=1)).to_have_text("Not allowed")
+    expect(page.get_by_role("link", name="Back to the queue")).to_be_visible()

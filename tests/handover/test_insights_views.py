@@ -94,7 +94,11 @@ def test_leads_and_admins_see_the_page_and_support_gets_403(tenant: Tenant, pers
     assert [key for key in PANELS if f'id="insight-{key}"' in html] == list(PANELS)
     assert html.count("<svg") == len(PANELS) and html.count('<table class="insight-table">') == len(PANELS)
     assert _client(admin).get(URL).status_code == 200
-    assert _client(support).get(URL).status_code == 403
+    refused = _client(support).get(URL)
+    assert refused.status_code == 403
+    # The console's own 403 page (templates/403.html), inside the header, not a bare "403 Forbidden".
+    assert "<h1>Not allowed</h1>" in refused.content.decode()
+    assert 'class="top"' in refused.content.decode()
     assert _client(support).get(CSV_URL, {"chart": "escalations"}).status_code == 403
     anonymous = Client().get(URL)
     assert anonymous.status_code == 302 and anonymous["Location"].startswith("/accounts/login/")

@@ -16,24 +16,24 @@ from typing import Any
 import pytest
 from django.db import transaction
 from django.utils import timezone
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from compensations.models import Compensation, CompensationStatus, DeadLetter
 from handover.audit import audit_record
 from handover.insights_views import PANELS
 from handover.models import AuditAction
-from journal import services, transitions
-from journal.models import Escalation, IntentStatus, JournalEvent, Tenant
+from journal import services
+from journal.models import Escalation, Tenant
 from tests import factories
+from tests.handover.test_insights_selectors import _went_unknown as went_unknown
 from tests.support.processes import ROOT
 
-from .conftest import PASSWORD, TIMEOUT_MS
+from .conftest import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SCREENSHOTS = ROOT / "docs" / "screenshots"
 AGENT = services.Actor.agent("returns-bot")
-RECONCILER = services.Actor.system("reconciliation")
 REASONS = ["unknown_outcome", "policy", "run_died_mid_sequence", "deadline_passed"]
 TOOLS = ["start_return", "issue_refund", "create_return_label"]
 
@@ -61,16 +61,7 @@ def _month_of_work(tenant: Tenant, people: list[Any]) -> None:
             for turn, tool in enumerate(TOOLS, start=1)
         ]
         if n % 2 == 0:
-            unknown = intents[1 + n // 2 % 2]
-            transitions.intent_transition(
-                intent=unknown,
-                source=IntentStatus.INTENDED,
-                target=IntentStatus.UNKNOWN,
-                actor=RECONCILER,
-                event=JournalEvent.Kind.INTENT_RECONCILED,
-                data={"status": IntentStatus.UNKNOWN, "how": "lookup", "tool": unknown.tool},
-                at=opened,
-            )
+            went_unknown(intents[1 + n // 2 % 2], opened)
         services.outcome_record(intent=intents[0], ok=True, receipt={"label": f"RL-{n}"}, actor=AGENT)
         status = [CompensationStatus.DONE, CompensationStatus.PARTIAL, CompensationStatus.DEAD_LETTERED][
             n // 3 % 3
@@ -97,14 +88,8 @@ def lead(persona: Callable[..., Any], tenant: Tenant) -> Any:
     return user
 
 
-def _open_insights(browser: Browser, live_server: Any, user: Any, width: int, height: int) -> Page:
-    context = browser.new_context(base_url=live_server.url, viewport={"width": width, "height": height})
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
-    page.goto("/accounts/login/?next=/")
-    page.get_by_label("Username").fill(user.get_username())
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
+def _open_insights(log_in: Callable[..., Page], user: Any, width: int, height: int) -> Page:
+    page = log_in(user, viewport={"width": width, "height": height})
     page.get_by_role("link", name="Insights").click()
     expect(page.get_by_role("heading", level=1)).to_contain_text("Insights")
     return page
@@ -137,8 +122,8 @@ def _screenshot(page: Page, name: str) -> None:
         page.screenshot(path=SCREENSHOTS / name, full_page=True)
 
 
-def test_a_lead_reads_the_insights_at_desktop_width(browser: Browser, live_server: Any, lead: Any) -> None:
-    page = _open_insights(browser, live_server, lead, 1280, 800)
+def test_a_lead_reads_the_insights_at_desktop_width(log_in: Callable[..., Page], lead: Any) -> None:
+    page = _open_insights(log_in, lead, 1280, 800)
 
     _charts_and_tables_render(page)
     assert _page_overflow(page) <= 0
@@ -160,8 +145,8 @@ def test_a_lead_reads_the_insights_at_desktop_width(browser: Browser, live_serve
     _charts_and_tables_render(page)
 
 
-def test_a_lead_reads_the_insights_on_a_phone(browser: Browser, live_server: Any, lead: Any) -> None:
-    page = _open_insights(browser, live_server, lead, 390, 844)
+def test_a_lead_reads_the_insights_on_a_phone(log_in: Callable[..., Page], lead: Any) -> None:
+    page = _open_insights(log_in, lead, 390, 844)
 
     _charts_and_tables_render(page)
     assert _page_overflow(page) <= 0
@@ -177,11 +162,7 @@ def test_a_lead_reads_the_insights_on_a_phone(browser: Browser, live_server: Any
 
 
 def test_support_staff_have_no_insights_link_and_are_refused(
-    browser: Browser,
-    live_server: Any,
-    persona: Callable[..., Any],
-    tenant: Tenant,
-    log_in: Callable[[Any], Page],
+    persona: Callable[..., Any], tenant: Tenant, log_in: Callable[..., Page]
 ) -> None:
     support = persona("support_staff", tenant, "sam")
     support.set_password(PASSWORD)

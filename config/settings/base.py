@@ -338,6 +338,8 @@ LOGGING: dict[str, Any] = {
         }
     },
     "root": {"handlers": ["console"], "level": env("DJANGO_LOG_LEVEL", default="INFO")},
+    # django-axes logs every login at INFO; its warnings (failures, lockouts) are what matter.
+    "loggers": {"axes": {"level": "WARNING"}},
 }
 
 # /metrics (observability): when set, a scrape must present it as `Authorization: Bearer ...`.

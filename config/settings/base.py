@@ -24,6 +24,9 @@ def _env_or_fail(read: Any, name: str, **kwargs: Any) -> Any:
 
 
 SECRET_KEY = env("DJANGO_SECRET_KEY", default="insecure-local-only-key-do-not-use-in-production")
+# The audit chain's HMAC key (handover.audit). Kept outside the database on purpose: someone who
+# can rewrite the audit table cannot recompute the chain without it. Production requires its own.
+SEAM_AUDIT_KEY = env("SEAM_AUDIT_KEY", default="insecure-local-only-audit-key-do-not-use-in-production")
 DEBUG = _env_or_fail(env.bool, "DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = _env_or_fail(env.list, "DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 

@@ -212,7 +212,16 @@ EXPECTED: dict[str, list[Call]] = {
     "insights/": [page(support=FORBIDDEN, outsider=FORBIDDEN)],
     "insights.csv": [
         # Past the role check, a CSV must name its chart: 400 without one, 200 with one.
-        Call("GET", page(support=FORBIDDEN, outsider=FORBIDDEN, lead=status(400), admin=status(400)).expect),
+        Call(
+            "GET",
+            page(
+                support=FORBIDDEN,
+                outsider=FORBIDDEN,
+                lead=status(400),
+                admin=status(400),
+                tenant_admin=status(400),
+            ).expect,
+        ),
         Call("GET", page(support=FORBIDDEN, outsider=FORBIDDEN).expect, {"chart": "escalations"}),
     ],
     "dead-letters/": [page()],

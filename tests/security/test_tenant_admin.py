@@ -151,6 +151,12 @@ def test_acme_admin_reads_the_global_returns_policy_but_cannot_change_it(
         client.post(_admin_url(TaskPolicy, "delete", default_returns_policy.pk), {"post": "yes"}).status_code
         == 403
     )
+    # Nor with the change list's bulk "delete selected" action.
+    bulk = client.post(
+        _admin_url(TaskPolicy, "changelist"),
+        {"action": "delete_selected", "_selected_action": [default_returns_policy.pk], "post": "yes"},
+    )
+    assert bulk.status_code == 403
     # Nor through django-simple-history's "revert to this version", which saves on POST.
     version = default_returns_policy.history.order_by("history_id").first()
     assert version is not None
@@ -161,7 +167,7 @@ def test_acme_admin_reads_the_global_returns_policy_but_cannot_change_it(
     reverted = client.post(revert, _policy_form(default_returns_policy, strategy=Strategy.RESUME))
     assert reverted.status_code == 403
 
-    default_returns_policy.refresh_from_db()
+    default_returns_policy.refresh_from_db()  # still there, unchanged
     assert (default_returns_policy.strategy, default_returns_policy.version) == before
 
 

@@ -44,7 +44,7 @@ def login_username(request: HttpRequest, credentials: dict[str, Any] | None = No
     username = source.get(field) if source else None
     if username is None:
         return None
-    limit = get_user_model()._meta.get_field(field).max_length or 150
+    limit = getattr(get_user_model()._meta.get_field(field), "max_length", None) or 150
     return str(username).replace("\x00", "")[:limit]
 
 

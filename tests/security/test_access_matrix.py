@@ -209,6 +209,18 @@ EXPECTED: dict[str, list[Call]] = {
     "runs/<uuid:run_id>/act/<slug:action>/": [RUN_ACT],
     "audit/": [page(support=FORBIDDEN, outsider=FORBIDDEN)],
     "audit.csv": [page(support=FORBIDDEN, outsider=FORBIDDEN)],
+    # A lead's re-run of the chain's verification: queued, then back to the audit page.
+    "audit/verify/": [
+        Call(
+            "POST",
+            page(
+                support=FORBIDDEN,
+                outsider=FORBIDDEN,
+                lead=Expect("302 to /audit/", _redirect_to("/audit/")),
+                admin=Expect("302 to /audit/", _redirect_to("/audit/")),
+            ).expect,
+        )
+    ],
     "insights/": [page(support=FORBIDDEN, outsider=FORBIDDEN)],
     "insights.csv": [
         # Past the role check, a CSV must name its chart: 400 without one, 200 with one.

@@ -218,6 +218,7 @@ EXPECTED: dict[str, list[Call]] = {
                 outsider=FORBIDDEN,
                 lead=Expect("302 to /audit/", _redirect_to("/audit/")),
                 admin=Expect("302 to /audit/", _redirect_to("/audit/")),
+                tenant_admin=Expect("302 to /audit/", _redirect_to("/audit/")),
             ).expect,
         )
     ],

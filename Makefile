@@ -72,9 +72,10 @@ pytest: install services chromium
 chaos: install services
 	$(BIN)/pytest -p no:cacheprovider -m chaos $(PYTEST_ARGS)
 
-# docs/screenshots/{queue,run}.png, taken by the browser test from T-40912 (died mid-sequence).
+# docs/screenshots/: queue.png and run.png from T-40912 (died mid-sequence), and every page at
+# 390 px and 1280 px (<page>-<width>.png), taken by the browser tests that check them.
 screenshots: install services chromium
-	SEAM_SCREENSHOTS=1 $(BIN)/pytest -p no:cacheprovider -q tests/browser -k test_staff_compensate_the_pickup
+	SEAM_SCREENSHOTS=1 $(BIN)/pytest -p no:cacheprovider -q tests/browser -k "test_staff_compensate_the_pickup or fits_the_screen or dialogs_are_modal or insights"
 
 test: lint typecheck pytest
 

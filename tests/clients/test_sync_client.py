@@ -301,7 +301,9 @@ def test_the_handover_shows_what_was_done_what_is_in_doubt_and_what_the_customer
     assert handover.next_action_code == "settle_uncertain"
 
 
-def test_a_refusal_names_the_field_and_writes_nothing(seam: SeamClient) -> None:
+def test_a_refusal_names_the_field_and_writes_nothing(seam: SeamClient, seam_server: str) -> None:
+    with pytest.raises(ValueError, match="token"):
+        SeamClient(seam_server, "")
     with pytest.raises(SeamRefused) as refused:
         seam.start_run(task_type="returns", versions={"schema": "1"})
     assert refused.value.status == 400 and "versions" in refused.value.fields

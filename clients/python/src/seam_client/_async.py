@@ -98,6 +98,20 @@ class AsyncSeamClient:
         )
         return AsyncRun(self, str(answer.body["id"]), data=answer.body, created=answer.status == 201)
 
+    async def runs(
+        self, *, ticket_id: str | None = None, order_id: str | None = None, status: str | None = None
+    ) -> list[AsyncRun]:
+        """The tenant's runs for a ticket or an order (and in a status), newest first, every page."""
+        found: list[AsyncRun] = []
+        page = 1
+        while True:
+            request = api.run_list(ticket_id=ticket_id, order_id=order_id, status=status, page=page)
+            body = (await self.send(request)).body
+            found += [AsyncRun(self, str(item["id"]), data=item) for item in body["results"]]
+            if not body.get("next"):
+                return found
+            page += 1
+
     def run(self, run_id: str) -> AsyncRun:
         """A handle on an existing run (no request is made: `await fetch()` reads it)."""
         return AsyncRun(self, str(run_id))

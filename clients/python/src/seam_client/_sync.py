@@ -100,6 +100,21 @@ class SeamClient:
         )
         return Run(self, str(answer.body["id"]), data=answer.body, created=answer.status == 201)
 
+    def runs(
+        self, *, ticket_id: str | None = None, order_id: str | None = None, status: str | None = None
+    ) -> list[Run]:
+        """The tenant's runs for a ticket or an order (and in a status), newest first, every page."""
+        found: list[Run] = []
+        page = 1
+        while True:
+            body = self.send(
+                api.run_list(ticket_id=ticket_id, order_id=order_id, status=status, page=page)
+            ).body
+            found += [Run(self, str(item["id"]), data=item) for item in body["results"]]
+            if not body.get("next"):
+                return found
+            page += 1
+
     def run(self, run_id: str) -> Run:
         """A handle on an existing run (no request is made: `fetch()` reads it)."""
         return Run(self, str(run_id))

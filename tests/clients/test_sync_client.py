@@ -198,6 +198,25 @@ def test_bad_gateways_and_unavailability_are_retried(breaking: tuple[SeamClient,
     assert Intent.objects.get().step_id == intent.step_id
 
 
+def test_a_gateway_timeout_after_the_commit_retries_an_outcome_but_not_a_counter(
+    breaking: tuple[SeamClient, Breaks],
+) -> None:
+    client, plan = breaking
+    run = client.start_run(task_type="returns", versions=VERSIONS)
+    intent = run.record_intent("issue_refund", REFUND, turn=3)
+    plan.when, plan.how, plan.status = posts_to("/outcome/"), "after", 504
+
+    settled = run.record_outcome(intent.step_id, ok=True, receipt={"refund_id": "re_1"})
+
+    assert plan.broken and settled.status == "performed"  # the repeat of the same outcome: 200
+    plan.broken.clear()
+    plan.when = posts_to("/counters/")
+    with pytest.raises(SeamUnavailable) as lost:
+        run.count("retry")
+    assert lost.value.maybe_applied is True and lost.value.status == 504
+    assert RunRow.objects.get(pk=run.id).retries == 1  # counted once, not again
+
+
 def test_a_customer_message_whose_answer_was_lost_is_not_sent_again(
     breaking: tuple[SeamClient, Breaks],
 ) -> None:

@@ -47,7 +47,12 @@ def calling_with(key: str) -> Iterator[None]:
 class Turns:
     """Numbers an agent's journaled calls 1, 2, … in the order they are made, across all its
     tools. An agent that is started again on the same run, and makes the same calls in the same
-    order, therefore meets its settled calls again and gets them replayed, not re-run."""
+    order, therefore meets its settled calls again and gets them replayed, not re-run.
+
+    Calls that a framework runs in parallel threads (several tool calls in one model message,
+    under LangGraph's sync ToolNode) are numbered in the order they start, which may differ on
+    a second start: Seam then refuses the differing intent (409) rather than guess, and the
+    agent stops. An agent that must be restartable there runs its tools one at a time."""
 
     def __init__(self, start: int = 1) -> None:
         self._count = itertools.count(start)

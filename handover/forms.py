@@ -13,10 +13,12 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from journal.models import CustomerMessage
+from journal.models import CustomerMessage, OutcomeReason, RunStatus
 from journal.services import MAX_MESSAGE_CHARS
 
+from . import selectors
 from .actions import MAX_NOTE_CHARS
+from .models import AuditAction
 
 # A step id is `run:turn:tool[:occurrence]`: printable ASCII, no spaces.
 STEP_ID = re.compile(r"[!-~]+")
@@ -51,17 +53,16 @@ class NoteField(forms.CharField):
 
 
 class StepIdField(forms.CharField):
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(
-            max_length=255, widget=forms.HiddenInput, error_messages=_messages("step_id"), **kwargs
-        )
+    def __init__(self, name: str = "step_id", **kwargs: Any) -> None:
+        self.name = name
+        super().__init__(max_length=255, widget=forms.HiddenInput, error_messages=_messages(name), **kwargs)
 
     def validate(self, value: Any) -> None:
         super().validate(value)
         if "\x00" in value:  # said as such, before the broader rule below
             raise ValidationError(self.error_messages["null_characters_not_allowed"], code="null")
         if value and not STEP_ID.fullmatch(value):
-            raise ValidationError("step_id must be printable ASCII without spaces", code="invalid")
+            raise ValidationError(f"{self.name} must be printable ASCII without spaces", code="invalid")
 
 
 class ObjectIdField(forms.Field):
@@ -199,3 +200,119 @@ class DeadLetterResolveForm(forms.Form):
         widget=forms.TextInput(attrs={"required": True, "placeholder": "how it was settled (required)"}),
         error_messages=_messages("note"),
     )
+
+
+# --- the pages' query parameters --------------------------------------------------------------
+# Every parameter a staff page reads is a field of one of these forms: a page binds its form to
+# the query string (or to the posted data that carries it), and answers 400 naming the field
+# when it is not valid, before reading or writing anything (handover.views.parameters).
+
+
+def text_parameter(name: str, max_length: int) -> forms.CharField:
+    """A free-text parameter: optional, at most `max_length` characters, no NUL (PostgreSQL text
+    cannot hold one: filtering on it would be a DataError)."""
+    return forms.CharField(required=False, max_length=max_length, error_messages=_messages(name))
+
+
+def choice_parameter(name: str, choices: Any) -> forms.ChoiceField:
+    """One of `choices` (their values), or empty."""
+    values = [value for value, _label in choices]
+    return forms.ChoiceField(
+        required=False,
+        choices=[("", ""), *choices],
+        error_messages={
+            **_messages(name),
+            "invalid_choice": f"{name} must be one of {', '.join(values)}",
+        },
+    )
+
+
+class PageNumberField(ObjectIdField):
+    """A page of a paged list: ASCII digits (a number past the last page is the last page)."""
+
+    def __init__(self) -> None:
+        super().__init__("page", required=False)
+
+
+def _date_parameter(name: str) -> forms.DateField:
+    return forms.DateField(
+        required=False,
+        input_formats=["%Y-%m-%d"],
+        error_messages={**_messages(name), "invalid": f"{name} must be a real date, as YYYY-MM-DD"},
+    )
+
+
+QUEUE_REASONS = [*OutcomeReason.choices, (selectors.STUCK, "Stuck: the agent went quiet")]
+
+
+class QueueFiltersForm(forms.Form):
+    """The queue's filters, from its query string, or from an action posted from the queue
+    (which carries them, to draw the queue again)."""
+
+    task_type = text_parameter("task_type", 64)
+    reason = choice_parameter("reason", QUEUE_REASONS)
+    status = choice_parameter("status", RunStatus.choices)
+    assignee = text_parameter("assignee", 150)
+    q = text_parameter("q", 100)
+    sort = choice_parameter("sort", [("deadline", "nearest deadline first"), ("oldest", "oldest first")])
+    page = PageNumberField()
+
+    def filters(self) -> selectors.QueueFilters:
+        data = self.cleaned_data
+        return selectors.QueueFilters(
+            task_type=data["task_type"],
+            reason=data["reason"],
+            status=data["status"],
+            assignee=data["assignee"],
+            q=data["q"],
+            sort=data["sort"] or "deadline",
+        )
+
+
+class AuditFiltersForm(forms.Form):
+    person = text_parameter("person", 150)
+    run = text_parameter("run", 100)
+    action = choice_parameter("action", AuditAction.choices)
+    since = _date_parameter("since")
+    until = _date_parameter("until")
+    page = PageNumberField()
+
+    def filters(self) -> selectors.AuditFilters:
+        data = self.cleaned_data
+        return selectors.AuditFilters(
+            person=data["person"],
+            run=data["run"],
+            action=data["action"],
+            since=data["since"],
+            until=data["until"],
+        )
+
+
+class RunListForm(forms.Form):
+    page = PageNumberField()
+
+
+class RunPanelForm(forms.Form):
+    """The poll of a run page: the state token of what the page shows."""
+
+    state = forms.CharField(required=False, max_length=100, strip=False, error_messages=_messages("state"))
+
+
+class RunConfirmForm(forms.Form):
+    """The confirmation of an action: the step it is about, if any."""
+
+    step = StepIdField("step", required=False)
+
+
+class RunActFromForm(forms.Form):
+    """Where an action was posted from: the queue wants the queue drawn again."""
+
+    from_ = choice_parameter("from", [("queue", "the queue")])
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["from"] = self.fields.pop("from_")
+
+
+class DeadLettersForm(forms.Form):
+    show = choice_parameter("show", [("open", "open"), ("resolved", "resolved"), ("all", "all")])

@@ -7,19 +7,20 @@ translate forms and errors."""
 
 from __future__ import annotations
 
-import csv
+import functools
 import uuid
 from collections.abc import Callable
 from typing import Any
 
+from django import forms as django_forms
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.dateparse import parse_date
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import reswap, retarget
 from django_htmx.middleware import HtmxDetails
@@ -28,8 +29,9 @@ from journal import selectors as journal_selectors
 from journal.models import OutcomeReason, Run, RunStatus
 from journal.services import JournalError
 
-from . import actions, selectors, staff_actions
+from . import actions, forms, selectors, staff_actions
 from .audit import state_json
+from .csv_export import csv_streaming_response
 from .handover import handover_build, handover_rows, run_state_token
 from .models import AuditAction
 from .staff import request_tenant, staff_context
@@ -51,26 +53,66 @@ class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
 
 
+# --- parameters -------------------------------------------------------------------------------
+
+
+class FormRefused:
+    """A form's refusal, shown where a service's refusal (JournalError) is: each message names
+    its field."""
+
+    status_code = 400
+
+    def __init__(self, form: Any) -> None:
+        self.messages = [message for errors in form.errors.values() for message in errors]
+        self.message = "; ".join(self.messages)
+
+
+class ParametersRefused(Exception):
+    """A page's parameters did not parse: answered 400 by `parameters_checked`, before anything
+    was read or written."""
+
+    def __init__(self, form: Any) -> None:
+        super().__init__(FormRefused(form).message)
+        self.refusal = FormRefused(form)
+
+
+def parameters[FormT: django_forms.Form](form_class: type[FormT], data: Any) -> FormT:
+    """The page's parameters, bound to `form_class` and valid, or ParametersRefused."""
+    form = form_class(data)
+    if not form.is_valid():
+        raise ParametersRefused(form)
+    return form
+
+
+def parameters_checked[ViewT: Callable[..., HttpResponseBase]](view: ViewT) -> ViewT:
+    """A staff page whose parameters were refused answers 400 with the refusal, each message
+    naming its parameter (htmx gets the messages alone, swapped where the answer was due)."""
+
+    @functools.wraps(view)
+    def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        try:
+            return view(request, *args, **kwargs)
+        except ParametersRefused as refused:
+            htmx = getattr(request, "htmx", None)
+            template = "handover/refused.html#messages" if htmx else "handover/refused.html"
+            return render(request, template, {"error": refused.refusal}, status=400)
+
+    return checked  # type: ignore[return-value]
+
+
 # --- the queue --------------------------------------------------------------------------------
 
 
-def _queue_filters(request: HttpRequest) -> selectors.QueueFilters:
+def _queue_parameters(request: HttpRequest) -> forms.QueueFiltersForm:
     # An action posted from the queue carries the queue's filters in its form (hx-include).
-    get = request.POST if request.method == "POST" else request.GET
-    return selectors.QueueFilters(
-        task_type=get.get("task_type", "")[:64],
-        reason=get.get("reason", "")[:40],
-        status=get.get("status", "")[:20],
-        assignee=get.get("assignee", "")[:150],
-        q=get.get("q", "")[:100],
-        sort="oldest" if get.get("sort") == "oldest" else "deadline",
-    )
+    return parameters(forms.QueueFiltersForm, request.POST if request.method == "POST" else request.GET)
 
 
 @login_required
 @require_GET
+@parameters_checked
 def queue(request: HtmxHttpRequest) -> HttpResponse:
-    return _queue(request)
+    return _queue(request, _queue_parameters(request))
 
 
 def _run_url(name: str, *args: Any) -> Callable[[Any], str]:
@@ -80,15 +122,15 @@ def _run_url(name: str, *args: Any) -> Callable[[Any], str]:
     return lambda run_id: f"{before}{run_id}{after}"
 
 
-def _queue(request: HtmxHttpRequest) -> HttpResponse:
+def _queue(request: HtmxHttpRequest, parameters: forms.QueueFiltersForm) -> HttpResponse:
     """Escalated and stuck runs, nearest deadline (or oldest) first, with counts per reason."""
     tenant = journal_selectors.tenant_for_user(request.user)
     context: dict[str, Any] = {"tenant": tenant}
     if tenant is not None:
         now = timezone.now()
-        filters = _queue_filters(request)
+        filters = parameters.filters()
         runs = selectors.queue_runs(tenant=tenant, user=request.user, filters=filters, now=now)
-        page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
+        page = Paginator(runs, RUNS_PER_PAGE).get_page(parameters.cleaned_data["page"])
         assign = staff_actions.action_get(staff_actions.Kind.RUN, "assign")
         detail_url, assign_url = _run_url("handover:run_detail"), _run_url("handover:run_act", "assign")
         context |= {
@@ -118,10 +160,12 @@ def _queue(request: HtmxHttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
+@parameters_checked
 def run_list(request: HtmxHttpRequest) -> HttpResponse:
+    number = parameters(forms.RunListForm, request.GET).cleaned_data["page"]
     tenant = journal_selectors.tenant_for_user(request.user)
     runs = journal_selectors.runs_with_counts(tenant=tenant) if tenant else None
-    page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page")) if runs is not None else None
+    page = Paginator(runs, RUNS_PER_PAGE).get_page(number) if runs is not None else None
     template = "handover/run_list.html#runs" if request.htmx else "handover/run_list.html"
     return render(request, template, {"tenant": tenant, "page": page, "RunStatus": RunStatus})
 
@@ -167,11 +211,13 @@ def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
 
 @login_required
 @require_GET
+@parameters_checked
 def run_panel(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     """The live part of the run page, polled while it is open: 204 (nothing to swap) when the
     run is as the page shows it, so an idle page costs three small queries."""
+    state = parameters(forms.RunPanelForm, request.GET).cleaned_data["state"]
     run = _run_or_404(request, run_id)
-    if request.GET.get("state") and request.GET["state"] == run_state_token(run):
+    if state and state == run_state_token(run):
         return HttpResponse(status=204)
     return render(request, "handover/run_detail.html#panel", _run_context(run, request))
 
@@ -203,34 +249,30 @@ def _dialog(
 
 @login_required
 @require_GET
+@parameters_checked
 def run_confirm(request: HtmxHttpRequest, run_id: str, action: str) -> HttpResponse:
     """The confirmation of an action: exactly what will happen, what cannot be taken back."""
     entry = permitted_action(staff_actions.Kind.RUN, action, request.user)
     run = _run_or_404(request, run_id)
+    step_id = parameters(forms.RunConfirmForm, request.GET).cleaned_data["step"]
     context = _run_context(run, request)
-    step_id = request.GET.get("step", "")
     form = entry.form(initial={"state": context["state"], "step_id": step_id})
     context |= _dialog(entry, context, step_id, form)
     return render(request, "handover/run_detail.html#confirm", context)
 
 
-class FormRefused:
-    """A form's refusal, shown where a service's refusal (JournalError) is: each message names
-    its field."""
-
-    status_code = 400
-
-    def __init__(self, form: Any) -> None:
-        self.messages = [message for errors in form.errors.values() for message in errors]
-        self.message = "; ".join(self.messages)
-
-
 @login_required
 @require_POST
+@parameters_checked
 def run_act(request: HtmxHttpRequest, run_id: str, action: str) -> HttpResponse:
     entry = permitted_action(staff_actions.Kind.RUN, action, request.user)
     ctx = staff_context(request)
     run = _run_or_404(request, run_id)
+    # Everything posted is parsed before anything is written: an action from the queue draws the
+    # queue again afterwards, so the queue's filters it carries are checked first, not after the
+    # action committed.
+    from_queue = parameters(forms.RunActFromForm, request.POST).cleaned_data["from"] == "queue"
+    queue_parameters = _queue_parameters(request) if from_queue else None
     form = entry.form(request.POST)
     if not form.is_valid():
         # 400 with the form kept: the dialog again, the refused fields marked; nothing written.
@@ -250,8 +292,8 @@ def run_act(request: HtmxHttpRequest, run_id: str, action: str) -> HttpResponse:
             response = render(request, "handover/run_detail.html#refused", context, status=error.status_code)
             return reswap(retarget(response, "#dialog"), "innerHTML")
         return render(request, "handover/run_detail.html", context, status=error.status_code)
-    if request.htmx and request.POST.get("from") == "queue":
-        return _queue(request)
+    if request.htmx and queue_parameters is not None:
+        return _queue(request, queue_parameters)
     if request.htmx:
         run = _run_or_404(request, run_id)
         context = _run_context(run, request, flash=entry.done_message)
@@ -262,25 +304,16 @@ def run_act(request: HtmxHttpRequest, run_id: str, action: str) -> HttpResponse:
 # --- the audit trail --------------------------------------------------------------------------
 
 
-def _audit_filters(request: HttpRequest) -> selectors.AuditFilters:
-    get = request.GET
-    return selectors.AuditFilters(
-        person=get.get("person", "")[:150],
-        run=get.get("run", "")[:100],
-        action=get.get("action", "")[:40],
-        since=parse_date(get.get("since", "")) if get.get("since") else None,
-        until=parse_date(get.get("until", "")) if get.get("until") else None,
-    )
-
-
 @login_required
 @permission_required("handover.view_audit_trail", raise_exception=True)
 @require_GET
+@parameters_checked
 def audit(request: HtmxHttpRequest) -> HttpResponse:
     tenant = request_tenant(request)
-    filters = _audit_filters(request)
+    form = parameters(forms.AuditFiltersForm, request.GET)
+    filters = form.filters()
     entries = selectors.audit_entries(tenant=tenant, filters=filters)
-    page = Paginator(entries, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(entries, AUDIT_PER_PAGE).get_page(form.cleaned_data["page"])
     context = {
         "page": page,
         "filters": filters,
@@ -290,11 +323,6 @@ def audit(request: HtmxHttpRequest) -> HttpResponse:
     }
     template = "handover/audit.html#entries" if request.htmx else "handover/audit.html"
     return render(request, template, context)
-
-
-class _Echo:
-    def write(self, value: str) -> str:
-        return value
 
 
 AUDIT_COLUMNS = [
@@ -316,31 +344,28 @@ AUDIT_COLUMNS = [
 @login_required
 @permission_required("handover.view_audit_trail", raise_exception=True)
 @require_GET
+@parameters_checked
 def audit_csv(request: HttpRequest) -> StreamingHttpResponse:
     """The filtered audit trail as CSV, streamed so a long trail never sits in memory."""
-    entries = selectors.audit_entries(tenant=request_tenant(request), filters=_audit_filters(request))
-    writer = csv.writer(_Echo())
-
-    def rows() -> Any:
-        yield writer.writerow(AUDIT_COLUMNS)
-        for e in entries.iterator(chunk_size=1000):
-            yield writer.writerow(
-                [
-                    e.seq,
-                    e.at.isoformat(),
-                    e.username,
-                    e.action,
-                    e.run_id or "",
-                    e.run.ticket_id if e.run else "",
-                    e.step_id,
-                    state_json(e.old_state),
-                    state_json(e.new_state),
-                    e.note,
-                    e.request_id,
-                    e.hash,
-                ]
-            )
-
-    response = StreamingHttpResponse(rows(), content_type="text/csv")
-    response["Content-Disposition"] = f'attachment; filename="seam-audit-{timezone.localdate():%Y%m%d}.csv"'
-    return response
+    filters = parameters(forms.AuditFiltersForm, request.GET).filters()
+    entries = selectors.audit_entries(tenant=request_tenant(request), filters=filters)
+    rows = (
+        [
+            e.seq,
+            e.at.isoformat(),
+            e.username,
+            e.action,
+            e.run_id or "",
+            e.run.ticket_id if e.run else "",
+            e.step_id,
+            state_json(e.old_state),
+            state_json(e.new_state),
+            e.note,
+            e.request_id,
+            e.hash,
+        ]
+        for e in entries.iterator(chunk_size=1000)
+    )
+    return csv_streaming_response(
+        filename=f"seam-audit-{timezone.localdate():%Y%m%d}.csv", header=AUDIT_COLUMNS, rows=rows
+    )

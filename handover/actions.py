@@ -561,7 +561,7 @@ def _undo_words(intent: Intent) -> tuple[str, list[str]]:
     warnings = [reversible.sentence] if reversible.loses else []
     warnings += _high_value(intent.args)
     when = f" (reversible {reversible.sentence})" if reversible.conditional else ""
-    return f"send {entry.compensating_tool}({words}) with a new key to undo {intent.tool}{when}", warnings
+    return f"send {entry.compensating_tool}({words}) to undo {intent.tool}{when}", warnings
 
 
 def confirmation(
@@ -637,7 +637,7 @@ def confirmation(
         return Confirmation(
             action,
             f"Ask again whether {intent.tool} happened",
-            [f"the downstream is asked about key {intent.idempotency_key}; nothing is sent to it"],
+            [f"the downstream is asked whether {intent.tool} happened; nothing is sent to it"],
             step_id=step_id,
             button="Ask again",
         )

@@ -87,6 +87,9 @@ class StepCompensation:
             "empty while it is open (or when the undo did not fail)."
         ),
     ] = ""
+    undone_at: Annotated[
+        datetime | None, described("When the undo went through (wholly or partly); null otherwise.")
+    ] = None
     dead_letter_resolved: Annotated[
         bool, described("A person (or a retry) answered the failed undo's dead letter.")
     ] = False
@@ -98,7 +101,7 @@ class CompletedStep:
 
     step_id: str
     tool: str
-    at: Annotated[str, described("Local time of day it settled, HH:MM:SS, as the run page shows it.")]
+    at: Annotated[str, described("Local time of day it settled, HH:MM:SS (settled_at is the moment itself).")]
     settled_at: datetime
     detail: Annotated[str, described("The receipt in words.")]
     reversibility: Annotated[ReversibilityNow, described("How far it can still be taken back, now.")]
@@ -533,6 +536,9 @@ def _step_compensation(compensation: Any) -> StepCompensation | None:
         dead_letter=dead_letter.pk if dead_letter is not None else None,
         settled_by_hand=settled,
         dead_letter_resolved=dead_letter is not None and dead_letter.resolved_at is not None,
+        undone_at=compensation.intent.settled_at
+        if compensation.status in UNDONE and compensation.intent is not None
+        else None,
     )
 
 

@@ -86,7 +86,7 @@ def test_a_forbidden_page_is_styled_and_the_favicon_is_served(
 
     response = page.goto("/audit/")
     assert response is not None and response.status == 403
-    expect(page.get_by_role("heading", level=1)).to_have_text("You cannot open this page")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Not allowed")
     expect(page.locator("header.top")).to_be_visible()
     expect(page.get_by_role("link", name="Back to the queue")).to_be_visible()
     icon = page.evaluate("document.querySelector('link[rel=icon]').href")

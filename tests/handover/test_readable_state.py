@@ -190,3 +190,24 @@ def test_the_favicon_is_served(client: Client) -> None:
     response = client.get("/static/favicon.svg")
     assert response.status_code == 200
     assert b"<svg" in b"".join(response.streaming_content)  # type: ignore[attr-defined]
+
+
+def test_the_queue_run_list_and_audit_pages_write_times_one_way_and_steps_in_words(
+    t41207: Run, persona: Any
+) -> None:
+    lead = persona("team_lead", t41207.tenant, "lead")
+    client = _client(lead)
+    letter = t41207.intents.get(tool="issue_credit").compensations.get().dead_letter
+    client.post(
+        reverse("compensations:dead_letter_act", args=[letter.pk, "take"]), {}, headers=HTMX
+    )  # an audit row naming the step
+
+    for name in ("handover:queue", "handover:run_list", "handover:audit"):
+        body = client.get(reverse(name)).content.decode()
+        times = re.findall(r"<time\b([^>]*)>(.*?)</time>", body)
+        assert times, name
+        for attrs, text in times:
+            pattern = COUNTDOWN if "countdown" in attrs else ONE_FORMAT
+            assert pattern.match(text), (name, text)
+    audit = _words_people_read(client.get(reverse("handover:audit")).content.decode())
+    assert "step 3, issue credit" in audit and f"{t41207.pk}:" not in audit

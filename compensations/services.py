@@ -21,7 +21,7 @@ from journal import services as journal
 from journal.models import Intent, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
 from journal.selectors import compensation_intent_ids
 from journal.tool_errors import ToolError
-from journal.transitions import run_transition
+from journal.transitions import run_touch, run_transition
 from observability import counters as metrics
 from observability.context import log_context
 from tools import services as tools
@@ -64,9 +64,11 @@ def compensation_request(*, original: Intent, actor: journal.Actor) -> Compensat
     entry = catalogue_entry_for(tenant_id=original.run.tenant_id, tool=original.tool)
     if entry is None or entry.reversibility == Reversibility.NONE or not entry.compensating_tool:
         why = entry.staff_notes if entry and entry.staff_notes else f"nothing undoes {original.tool}"
-        return Compensation.objects.create(
-            original=original, status=CompensationStatus.NOT_POSSIBLE, not_undone=why
-        )
+        with transaction.atomic():
+            run_touch(run_id=original.run_id)
+            return Compensation.objects.create(
+                original=original, status=CompensationStatus.NOT_POSSIBLE, not_undone=why
+            )
     try:
         with transaction.atomic():
             return Compensation.objects.create(original=original)
@@ -179,6 +181,8 @@ def _execute(*, compensation: Compensation, actor: journal.Actor) -> Compensatio
         DeadLetter.objects.filter(compensation=compensation, resolved_at__isnull=True).update(
             resolved_at=timezone.now(), resolution_note=f"retry round {compensation.retry_round} succeeded"
         )
+        # The run's page shows the undo's status: its state token must move with it.
+        run_touch(run_id=run.pk)
     return Compensation.objects.get(pk=compensation.pk)
 
 
@@ -280,6 +284,7 @@ def _dead_letter(
             resolved_by=None,
             resolution_note="",
         )
+        run_touch(run_id=run.pk, at=now)
         if not reopened:
             DeadLetter.objects.create(
                 compensation=compensation,

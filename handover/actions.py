@@ -43,6 +43,7 @@ from journal.models import (
 from journal.selectors import compensation_intent_ids, plan_with_keys
 from reconciliation.tasks import reconcile_intent, resume_run
 
+from . import words
 from .audit import audit_record
 from .handover import (
     UNDONE,
@@ -104,16 +105,17 @@ def changes_since(run: Run, seen_state: str) -> list[str]:
         _version, last_event, last_audit = (int(part) for part in seen_state.split("."))
     except ValueError:
         return ["the page did not say which state it showed; reload it"]
+    # In the pages' words: a step by its tool, a moment in the one date format with its zone.
     changes = [
         f"{event.get_kind_display().lower()}"
-        + (f" ({event.intent.step_id})" if event.intent_id and event.intent else "")
-        + f" by {event.actor_name} at {timezone.localtime(event.at):%H:%M:%S}"
+        + (f" ({event.intent.tool.replace('_', ' ')})" if event.intent_id and event.intent else "")
+        + f" by {words.who(event.actor_name)} at {timezone.localtime(event.at):%Y-%m-%d %H:%M %Z}"
         for event in run.events.filter(id__gt=last_event).select_related("intent").order_by("id")[:10]
     ]
     changes += [
         f"{entry.username} {entry.get_action_display().lower()}"
-        + (f" ({entry.step_id})" if entry.step_id else "")
-        + f" at {timezone.localtime(entry.at):%H:%M:%S}"
+        + (f" ({words.step_words(entry.step_id)})" if entry.step_id else "")
+        + f" at {timezone.localtime(entry.at):%Y-%m-%d %H:%M %Z}"
         for entry in AuditEntry.objects.filter(run=run, seq__gt=last_audit).order_by("seq")[:10]
     ]
     if not changes:
@@ -564,7 +566,7 @@ def _undo_words(intent: Intent) -> tuple[str, list[str]]:
     warnings = [reversible.sentence] if reversible.loses else []
     warnings += _high_value(intent.args)
     when = f" (reversible {reversible.sentence})" if reversible.conditional else ""
-    return f"send {entry.compensating_tool}({words}) with a new key to undo {intent.tool}{when}", warnings
+    return f"send {entry.compensating_tool}({words}) to undo {intent.tool}{when}", warnings
 
 
 def confirmation(
@@ -640,7 +642,7 @@ def confirmation(
         return Confirmation(
             action,
             f"Ask again whether {intent.tool} happened",
-            [f"the downstream is asked about key {intent.idempotency_key}; nothing is sent to it"],
+            [f"the downstream is asked whether {intent.tool} happened; nothing is sent to it"],
             step_id=step_id,
             button="Ask again",
         )

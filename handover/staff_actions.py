@@ -311,7 +311,7 @@ def offer_on_open_letter(when: Callable[[LetterPage], bool] = lambda page: True)
 
 def _retry_prompt(letter: DeadLetter) -> Confirmation:
     tool = letter.compensation.intent.tool if letter.compensation.intent else "the compensation"
-    return Confirmation("retry", f"Send {tool} again, with a new key? It may act on the world.")
+    return Confirmation("retry", f"Send {tool} again? It is a new attempt, and it may act on the world.")
 
 
 def _register_all() -> None:

@@ -186,6 +186,9 @@ def _run_context(run: Run, request: HttpRequest, **extra: Any) -> dict[str, Any]
         "handover": handover,
         "resume": resume,
         "state": handover.state,
+        # What the run did, apart: what still stands, and what was undone (wholly or partly) since.
+        "standing": [step for step in handover.completed if not step.undone],
+        "undone": [step for step in handover.completed if step.undone],
         "reason_label": _reason_label(handover.reason),
         "events": rows.events,
         "audit": rows.audit,

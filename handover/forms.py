@@ -13,7 +13,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from journal.models import CustomerMessage
+from journal.models import CustomerMessage, RunStatus
 from journal.services import MAX_MESSAGE_CHARS
 
 from .actions import MAX_NOTE_CHARS
@@ -199,3 +199,58 @@ class DeadLetterResolveForm(forms.Form):
         widget=forms.TextInput(attrs={"required": True, "placeholder": "how it was settled (required)"}),
         error_messages=_messages("note"),
     )
+
+
+# --- the pages' query parameters --------------------------------------------------------------
+
+# A task type or reason as the queue's links spell them: a slug.
+SLUG = re.compile(r"[-a-zA-Z0-9_]*")
+
+
+class _QueryCharField(forms.CharField):
+    """A text query parameter: its length and characters checked, its message naming it."""
+
+    def __init__(self, name: str, *, max_length: int, pattern: re.Pattern[str] | None = None) -> None:
+        self.name, self.pattern = name, pattern
+        super().__init__(required=False, max_length=max_length, strip=True, error_messages=_messages(name))
+
+    def validate(self, value: Any) -> None:
+        super().validate(value)
+        if "\x00" in value:  # said as such, before the broader rule below
+            raise ValidationError(self.error_messages["null_characters_not_allowed"], code="null")
+        if self.pattern is not None and not self.pattern.fullmatch(value):
+            raise ValidationError(f"{self.name} may hold only letters, digits, '-' and '_'", code="invalid")
+
+
+class RunSearchForm(forms.Form):
+    """`q`: any part of a ticket or order id (handover.selectors.search_q)."""
+
+    q = _QueryCharField("q", max_length=100)
+
+    def clean_q(self) -> str:
+        q: str = self.cleaned_data["q"]
+        if any(ord(c) < 32 or ord(c) == 127 for c in q):
+            raise ValidationError("q contains a control character", code="invalid")
+        return q
+
+
+class QueueQueryForm(RunSearchForm):
+    """The queue's filters, as its form and links put them in the URL. A bad value is a 400
+    naming the parameter, never silently read as "all"."""
+
+    task_type = _QueryCharField("task_type", max_length=64, pattern=SLUG)
+    reason = _QueryCharField("reason", max_length=40, pattern=SLUG)
+    status = forms.ChoiceField(
+        required=False, choices=[("", "all"), *RunStatus.choices], error_messages=_messages("status")
+    )
+    assignee = _QueryCharField("assignee", max_length=150)
+    sort = forms.ChoiceField(
+        required=False,
+        choices=[("deadline", "nearest deadline first"), ("oldest", "oldest first")],
+        error_messages=_messages("sort"),
+    )
+    # When the open page was first drawn: the poll counts the escalations that arrived since.
+    since = forms.DateTimeField(required=False, error_messages=_messages("since"))
+
+    def clean_sort(self) -> str:
+        return self.cleaned_data["sort"] or "deadline"

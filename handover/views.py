@@ -28,7 +28,7 @@ from journal import selectors as journal_selectors
 from journal.models import OutcomeReason, Run, RunStatus
 from journal.services import JournalError
 
-from . import actions, selectors, staff_actions
+from . import actions, forms, selectors, staff_actions
 from .audit import state_json
 from .handover import handover_build, handover_rows, run_state_token
 from .models import AuditAction
@@ -54,17 +54,30 @@ class HtmxHttpRequest(HttpRequest):
 # --- the queue --------------------------------------------------------------------------------
 
 
-def _queue_filters(request: HttpRequest) -> selectors.QueueFilters:
+def _queue_query(request: HttpRequest) -> forms.QueueQueryForm:
     # An action posted from the queue carries the queue's filters in its form (hx-include).
-    get = request.POST if request.method == "POST" else request.GET
+    return forms.QueueQueryForm(request.POST if request.method == "POST" else request.GET)
+
+
+def _queue_filters(form: forms.QueueQueryForm) -> selectors.QueueFilters:
+    """The filters of a valid query; after an action posted from the queue with filters that are
+    not, the queue as it stands unfiltered (the action itself was done)."""
+    if not form.is_valid():
+        return selectors.QueueFilters()
+    data = form.cleaned_data
     return selectors.QueueFilters(
-        task_type=get.get("task_type", "")[:64],
-        reason=get.get("reason", "")[:40],
-        status=get.get("status", "")[:20],
-        assignee=get.get("assignee", "")[:150],
-        q=get.get("q", "")[:100],
-        sort="oldest" if get.get("sort") == "oldest" else "deadline",
+        task_type=data["task_type"],
+        reason=data["reason"],
+        status=data["status"],
+        assignee=data["assignee"],
+        q=data["q"],
+        sort=data["sort"],
     )
+
+
+def _refused_query(form: Any) -> list[str]:
+    """What is wrong with a page's query parameters, each message naming its parameter."""
+    return [message for errors in form.errors.values() for message in errors]
 
 
 @login_required
@@ -81,49 +94,74 @@ def _run_url(name: str, *args: Any) -> Callable[[Any], str]:
 
 
 def _queue(request: HtmxHttpRequest) -> HttpResponse:
-    """Escalated and stuck runs, nearest deadline (or oldest) first, with counts per reason."""
+    """Escalated and stuck runs, nearest deadline (or oldest) first, with counts per reason; with
+    a search, every run of the tenant whose ticket or order id matches."""
     tenant = journal_selectors.tenant_for_user(request.user)
     context: dict[str, Any] = {"tenant": tenant}
-    if tenant is not None:
+    status = 200
+    query = _queue_query(request)
+    if request.method == "GET" and not query.is_valid():
+        # 400 naming the parameter; the page is drawn without runs rather than guessing a filter.
+        context |= {"refused": _refused_query(query), "filters": selectors.QueueFilters()}
+        status = 400
+    elif tenant is not None:
         now = timezone.now()
-        filters = _queue_filters(request)
+        filters = _queue_filters(query)
         runs = selectors.queue_runs(tenant=tenant, user=request.user, filters=filters, now=now)
         page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
         assign = staff_actions.action_get(staff_actions.Kind.RUN, "assign")
         detail_url, assign_url = _run_url("handover:run_detail"), _run_url("handover:run_act", "assign")
+        counts = selectors.queue_counts(tenant=tenant, user_id=request.user.pk, now=now)
+        since = query.cleaned_data.get("since") if query.is_valid() else None
         context |= {
             "page": page,
             "rows": [(run, detail_url(run.pk), assign_url(run.pk)) for run in page.object_list],
             # The queue offers the registry's assign, to those its permission allows.
             "assign": assign if assign and request.user.has_perm(assign.permission) else None,
             "filters": filters,
-            "counts": [
-                (reason, _reason_label(reason), n)
-                for reason, n in selectors.queue_reason_counts(tenant=tenant, now=now).items()
-            ],
+            "counts": [(reason, _reason_label(reason), n) for reason, n in counts.by_reason.items()],
+            "mine_count": counts.mine,
             "reasons": list(REASON_LABELS.items()),
             "statuses": RunStatus.choices,
             # The queue's own task types (plus the one filtered on, so the filter stays shown).
             "task_types": sorted(
                 {*selectors.queue_task_types(tenant=tenant, now=now), filters.task_type} - {""}
             ),
-            "query": request.GET.urlencode(),
+            "query": _query_without(request, "page", "since"),
             "now": now,
+            # The open page's first draw; each poll counts the escalations that arrived since.
+            "since": since or now,
+            "new_escalations": selectors.escalations_since(tenant=tenant, since=since) if since else 0,
         }
     template = (
         "handover/queue.html#results" if request.htmx and not request.htmx.boosted else "handover/queue.html"
     )
-    return render(request, template, context)
+    return render(request, template, context, status=status)
+
+
+def _query_without(request: HttpRequest, *names: str) -> str:
+    """The page's query string without `names` (for links that set them again)."""
+    query = request.GET.copy()
+    for name in names:
+        query.pop(name, None)
+    return query.urlencode()
 
 
 @login_required
 @require_GET
 def run_list(request: HtmxHttpRequest) -> HttpResponse:
+    """Every run of the tenant, newest first; with `q`, those whose ticket or order id matches."""
     tenant = journal_selectors.tenant_for_user(request.user)
-    runs = journal_selectors.runs_with_counts(tenant=tenant) if tenant else None
-    page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page")) if runs is not None else None
+    search = forms.RunSearchForm(request.GET)
     template = "handover/run_list.html#runs" if request.htmx else "handover/run_list.html"
-    return render(request, template, {"tenant": tenant, "page": page, "RunStatus": RunStatus})
+    if not search.is_valid():
+        context: dict[str, Any] = {"tenant": tenant, "page": None, "refused": _refused_query(search), "q": ""}
+        return render(request, template, context, status=400)
+    q = search.cleaned_data["q"]
+    runs = selectors.runs_listed(tenant=tenant, q=q) if tenant else None
+    page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page")) if runs is not None else None
+    context = {"tenant": tenant, "page": page, "q": q, "query": _query_without(request, "page")}
+    return render(request, template, context)
 
 
 # --- one run ----------------------------------------------------------------------------------

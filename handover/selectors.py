@@ -227,6 +227,16 @@ def tenant_staff(*, tenant: Tenant) -> QuerySet[Any]:
     return get_user_model().objects.filter(membership__tenant=tenant, is_active=True).order_by("username")
 
 
+def assignable_staff(*, tenant: Tenant) -> QuerySet[Any]:
+    """The people of the tenant a run may be handed to: active, with a role that acts on runs
+    (handover.actions.staff_member checks the same of whoever is posted)."""
+    acts = Q(
+        groups__permissions__codename="act_on_run", groups__permissions__content_type__app_label="handover"
+    )
+    acts |= Q(user_permissions__codename="act_on_run", user_permissions__content_type__app_label="handover")
+    return tenant_staff(tenant=tenant).filter(acts | Q(is_superuser=True)).distinct().order_by("username")
+
+
 def run_get_for_page(*, tenant: Tenant, run_id: Any) -> Run | None:
     try:
         pk = uuid.UUID(str(run_id))

@@ -93,12 +93,11 @@ def _run_url(name: str, *args: Any) -> Callable[[Any], str]:
     return lambda run_id: f"{before}{run_id}{after}"
 
 
-def _queue(request: HtmxHttpRequest) -> HttpResponse:
+def _queue(request: HtmxHttpRequest, *, status: int = 200, **extra: Any) -> HttpResponse:
     """Escalated and stuck runs, nearest deadline (or oldest) first, with counts per reason; with
     a search, every run of the tenant whose ticket or order id matches."""
     tenant = journal_selectors.tenant_for_user(request.user)
-    context: dict[str, Any] = {"tenant": tenant}
-    status = 200
+    context: dict[str, Any] = {"tenant": tenant, **extra}
     query = _queue_query(request)
     if request.method == "GET" and not query.is_valid():
         # 400 naming the parameter; the page is drawn without runs rather than guessing a filter.
@@ -133,6 +132,9 @@ def _queue(request: HtmxHttpRequest) -> HttpResponse:
             "since": since or now,
             "new_escalations": selectors.escalations_since(tenant=tenant, since=since) if since else 0,
         }
+        if not (request.htmx and not request.htmx.boosted) and context["assign"]:
+            # The bulk controls sit outside the polled results: only the full page draws them.
+            context["colleagues"] = selectors.assignable_staff(tenant=tenant)
     template = (
         "handover/queue.html#results" if request.htmx and not request.htmx.boosted else "handover/queue.html"
     )
@@ -162,6 +164,27 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
     page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page")) if runs is not None else None
     context = {"tenant": tenant, "page": page, "q": q, "query": _query_without(request, "page")}
     return render(request, template, context)
+
+
+@login_required
+@require_POST
+def run_bulk(request: HtmxHttpRequest) -> HttpResponse:
+    """Assign or resolve the runs ticked in the queue (handover.actions.runs_bulk): the queue
+    comes back with what became of each run, the refused ones with their reason."""
+    if not request.user.has_perm(actions.ACT):
+        raise PermissionDenied("Your role does not allow this action.")
+    ctx = staff_context(request)
+    form = forms.BulkRunsForm(request.POST)
+    if not form.is_valid():
+        return _queue(request, status=400, bulk_refused=_refused_query(form))
+    data = form.cleaned_data
+    try:
+        outcomes = actions.runs_bulk(
+            ctx, action=data["action"], runs=data["run"], assignee_id=data["assignee"], note=data["note"]
+        )
+    except JournalError as error:
+        return _queue(request, status=error.status_code, bulk_refused=[error.message])
+    return _queue(request, bulk_report=outcomes)
 
 
 # --- one run ----------------------------------------------------------------------------------
@@ -239,6 +262,10 @@ def _dialog(
     }
 
 
+def _form_kwargs(entry: staff_actions.StaffAction, run: Run) -> dict[str, Any]:
+    return entry.form_kwargs(run) if entry.form_kwargs else {}
+
+
 @login_required
 @require_GET
 def run_confirm(request: HtmxHttpRequest, run_id: str, action: str) -> HttpResponse:
@@ -247,7 +274,7 @@ def run_confirm(request: HtmxHttpRequest, run_id: str, action: str) -> HttpRespo
     run = _run_or_404(request, run_id)
     context = _run_context(run, request)
     step_id = request.GET.get("step", "")
-    form = entry.form(initial={"state": context["state"], "step_id": step_id})
+    form = entry.form(initial={"state": context["state"], "step_id": step_id}, **_form_kwargs(entry, run))
     context |= _dialog(entry, context, step_id, form)
     return render(request, "handover/run_detail.html#confirm", context)
 
@@ -269,7 +296,7 @@ def run_act(request: HtmxHttpRequest, run_id: str, action: str) -> HttpResponse:
     entry = permitted_action(staff_actions.Kind.RUN, action, request.user)
     ctx = staff_context(request)
     run = _run_or_404(request, run_id)
-    form = entry.form(request.POST)
+    form = entry.form(request.POST, **_form_kwargs(entry, run))
     if not form.is_valid():
         # 400 with the form kept: the dialog again, the refused fields marked; nothing written.
         context = _run_context(run, request, error=FormRefused(form))

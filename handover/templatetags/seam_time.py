@@ -21,3 +21,26 @@ def elapsed(value: datetime | None, now: datetime | None = None) -> str:
     if now - value < timedelta(minutes=1):
         return "under a minute"
     return timesince(value, now)
+
+
+def _span(seconds: float) -> str:
+    """A span in the two largest units staff read at a glance: "2 d 3 h", "3 h 05 min", "12 min"."""
+    minutes = int(seconds // 60)
+    days, rest = divmod(minutes, 24 * 60)
+    hours, minutes = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    return f"{minutes} min"
+
+
+@register.filter
+def countdown(deadline: datetime | None, now: datetime | None = None) -> str:
+    """What is left before a deadline ("in 3 h 05 min"), or how long ago it passed ("passed
+    12 min ago"); "none" for no deadline."""
+    if deadline is None:
+        return "none"
+    left = (deadline - (now or timezone.now())).total_seconds()
+    words = "under a minute" if abs(left) < 60 else _span(abs(left))
+    return f"in {words}" if left >= 0 else f"passed {words} ago"

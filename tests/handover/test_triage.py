@@ -5,6 +5,7 @@ and the number of queries a search costs."""
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -17,6 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from handover.handover import run_state_token
+from handover.models import AuditAction, AuditEntry
 from handover.selectors import search_q
 from journal import services
 from journal.models import Run
@@ -192,3 +194,230 @@ def test_the_queue_with_a_search_makes_the_same_number_of_queries_for_1_and_30_m
     assert len(thirty) == len(one), [q["sql"] for q in thirty.captured_queries]
     # session, user, membership, permissions, count, rows, counts, task types, new escalations
     assert len(one) <= 11, [q["sql"] for q in one.captured_queries]
+
+
+# --- assigning to a colleague -----------------------------------------------------------------
+
+
+def _state_of(run: Run) -> str:
+    return run_state_token(Run.objects.get(pk=run.pk))
+
+
+def test_assign_to_a_colleague_makes_them_assignee_and_the_audit_says_who_assigned_whom(
+    runs: dict[str, Run], persona: Any
+) -> None:
+    run = runs["bench"]
+    lead = persona("team_lead", run.tenant, "lee")
+    kim = persona("support_staff", run.tenant, "kim")
+    client = _client(lead)
+
+    dialog = client.get(reverse("handover:run_confirm", args=[run.pk, "assign-to"]), headers=HTMX)
+    assert dialog.status_code == 200
+    body = dialog.content.decode()
+    assert f'<option value="{kim.pk}">kim</option>' in body
+    assert f'<option value="{lead.pk}">lee</option>' in body
+
+    done = client.post(
+        reverse("handover:run_act", args=[run.pk, "assign-to"]),
+        {"state": _state_of(run), "assignee": str(kim.pk)},
+        headers=HTMX,
+    )
+    assert done.status_code == 200, done.content[:400]
+    assert Run.objects.get(pk=run.pk).assignee == kim
+    entry = AuditEntry.objects.get(run=run)
+    assert (entry.action, entry.username, entry.user_id) == (AuditAction.ASSIGN, "lee", lead.pk)
+    assert (entry.old_state, entry.new_state) == ({"assignee": None}, {"assignee": "kim"})
+
+
+def test_a_run_is_assigned_only_to_staff_of_the_same_tenant_and_nothing_is_written_otherwise(
+    runs: dict[str, Run], persona: Any
+) -> None:
+    run = runs["bench"]
+    lead = persona("team_lead", run.tenant, "lee")
+    outsider = persona("support_staff", runs["foreign"].tenant, "ola")
+    roleless: Any = factories.StaffUserFactory(username="noor", membership__tenant=run.tenant)
+    client = _client(lead)
+    dialog = client.get(reverse("handover:run_confirm", args=[run.pk, "assign-to"]), headers=HTMX)
+    assert "ola" not in dialog.content.decode() and "noor" not in dialog.content.decode()
+
+    for assignee, status in ((outsider.pk, 400), (roleless.pk, 400), ("٣", 400), ("", 400), ("1\x00", 400)):
+        response = client.post(
+            reverse("handover:run_act", args=[run.pk, "assign-to"]),
+            {"state": _state_of(run), "assignee": str(assignee)},
+            headers=HTMX,
+        )
+        assert response.status_code == status, (assignee, response.content[:300])
+        assert "assignee" in response.content.decode()
+    assert Run.objects.get(pk=run.pk).assignee is None
+    assert not AuditEntry.objects.exists()
+
+
+# --- bulk actions from the queue --------------------------------------------------------------
+
+
+def _ticked(*runs: Run) -> list[str]:
+    return [f"{run.pk}:{_state_of(run)}" for run in runs]
+
+
+def _report(response: Any) -> dict[str, str]:
+    """The bulk report: ticket → what became of it."""
+    body = response.content.decode()
+    return dict(
+        re.findall(r'<li class="[^"]*" data-run="[^"]*"><strong>([^<]*)</strong>: ([^<]*)</li>', body)
+    )
+
+
+def test_bulk_assign_hands_each_ticked_run_to_the_colleague_with_one_audit_row_each(
+    runs: dict[str, Run], persona: Any
+) -> None:
+    lead = persona("team_lead", runs["bench"].tenant, "lee")
+    kim = persona("support_staff", runs["bench"].tenant, "kim")
+    client = _client(lead)
+
+    response = client.post(
+        reverse("handover:run_bulk"),
+        {"action": "assign", "assignee": str(kim.pk), "run": _ticked(runs["bench"], runs["lamp"])},
+        headers=HTMX,
+    )
+    assert response.status_code == 200, response.content[:400]
+    assert response.content.decode().lstrip().startswith('<div id="queue-results"')
+    assert _report(response) == {"T-40912": "assigned", "T-41402": "assigned"}
+    assert set(Run.objects.filter(assignee=kim).values_list("ticket_id", flat=True)) == {"T-40912", "T-41402"}
+    entries = AuditEntry.objects.order_by("seq")
+    assert [(e.run_id, e.action, e.username, e.new_state) for e in entries] == [
+        (runs["bench"].pk, AuditAction.ASSIGN, "lee", {"assignee": "kim"}),
+        (runs["lamp"].pk, AuditAction.ASSIGN, "lee", {"assignee": "kim"}),
+    ]
+
+
+def test_bulk_resolve_reports_the_run_it_cannot_resolve_and_resolves_the_others(
+    runs: dict[str, Run], persona: Any
+) -> None:
+    support = persona("support_staff", runs["bench"].tenant, "sam")
+    client = _client(support)
+    ticked = _ticked(runs["bench"], runs["done"], runs["lamp"])
+
+    response = client.post(
+        reverse("handover:run_bulk"),
+        {"action": "resolve", "note": "refunded by hand", "run": ticked},
+        headers=HTMX,
+    )
+    assert response.status_code == 200
+    assert _report(response) == {
+        "T-40912": "resolved",
+        "T-41207": "not done — this run has no open escalation to resolve",
+        "T-41402": "resolved",
+    }
+    resolved = AuditEntry.objects.filter(action=AuditAction.RESOLVE).order_by("seq")
+    assert [(e.run_id, e.note) for e in resolved] == [
+        (runs["bench"].pk, "refunded by hand"),
+        (runs["lamp"].pk, "refunded by hand"),
+    ]
+    assert not Run.objects.filter(pk__in=[runs["bench"].pk, runs["lamp"].pk], awaiting_person=True).exists()
+
+    # The same submit again (a double click, a resent form): every run has changed since, so
+    # nothing is done twice and each is reported.
+    again = client.post(
+        reverse("handover:run_bulk"),
+        {"action": "resolve", "note": "refunded by hand", "run": ticked},
+        headers=HTMX,
+    )
+    assert again.status_code == 200
+    report = _report(again)
+    assert report["T-40912"].startswith("not done — this run changed since you loaded it")
+    assert report["T-41402"].startswith("not done — this run changed since you loaded it")
+    assert AuditEntry.objects.filter(action=AuditAction.RESOLVE).count() == 2
+
+
+@pytest.mark.parametrize(
+    ("data", "named"),
+    [
+        ({"action": "resolve", "note": "  "}, "note is required to resolve"),
+        ({"action": "delete"}, "action must be assign or resolve"),
+        ({"action": "assign", "run": []}, "run: choose at least one run"),
+        ({"action": "assign", "run": ["not-a-run:1.1.1"]}, "is not a run id"),
+        ({"action": "assign", "run": ["{bench}"]}, "does not say the state the page showed"),
+        ({"action": "assign", "run": ["{bench}:1.1.1\x00"]}, "run contains a NUL character"),
+        ({"action": "assign", "assignee": "٣"}, "assignee must be a number in ASCII digits"),
+        ({"action": "assign", "assignee": "{outsider}"}, "assignee must be an active staff member"),
+        ({"action": "resolve", "note": "x\x00"}, "note contains a NUL character"),
+    ],
+)
+def test_a_bad_bulk_request_is_a_400_naming_the_field_and_writes_nothing(
+    runs: dict[str, Run], persona: Any, data: dict[str, Any], named: str
+) -> None:
+    support = persona("support_staff", runs["bench"].tenant, "sam")
+    outsider = persona("support_staff", runs["foreign"].tenant, "ola")
+    post = {"run": _ticked(runs["bench"]), **data}
+    post["run"] = [r.format(bench=runs["bench"].pk) for r in post["run"]]
+    if "assignee" in post:
+        post["assignee"] = post["assignee"].format(outsider=outsider.pk)
+    response = _client(support).post(reverse("handover:run_bulk"), post, headers=HTMX)
+    assert response.status_code == 400, response.content[:400]
+    assert named in response.content.decode()
+    assert not AuditEntry.objects.exists()
+    assert Run.objects.filter(assignee__isnull=False).count() == 0
+
+
+def test_another_tenants_run_in_a_bulk_request_is_reported_not_found_and_left_alone(
+    runs: dict[str, Run], persona: Any
+) -> None:
+    support = persona("support_staff", runs["bench"].tenant, "sam")
+    foreign = runs["foreign"]
+    response = _client(support).post(
+        reverse("handover:run_bulk"),
+        {"action": "assign", "run": _ticked(runs["bench"], foreign)},
+        headers=HTMX,
+    )
+    assert response.status_code == 200
+    assert _report(response) == {"T-40912": "assigned", str(foreign.pk): "not done — no such run"}
+    assert Run.objects.get(pk=foreign.pk).assignee is None
+    assert AuditEntry.objects.filter(run=foreign).count() == 0
+
+
+def test_bulk_actions_need_a_role_that_acts_on_runs(runs: dict[str, Run]) -> None:
+    roleless = factories.StaffUserFactory(username="noor", membership__tenant=runs["bench"].tenant)
+    response = _client(roleless).post(
+        reverse("handover:run_bulk"), {"action": "assign", "run": _ticked(runs["bench"])}, headers=HTMX
+    )
+    assert response.status_code == 403
+    assert not AuditEntry.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_people_sending_the_same_bulk_resolve_at_once_resolve_each_run_once(
+    make_run: Callable[..., Run], persona: Any
+) -> None:
+    """Each run is locked and its state compared inside its own transaction: of two requests
+    racing over the same runs, one resolves each run and the other reports it changed."""
+    ticked_runs = [_escalated(make_run, ticket_id=f"T-7{n}") for n in range(4)]
+    sam = persona("support_staff", ticked_runs[0].tenant, "sam")
+    kim = persona("support_staff", ticked_runs[0].tenant, "kim")
+    post = {"action": "resolve", "note": "refunded by hand", "run": _ticked(*ticked_runs)}
+    start = threading.Barrier(2)
+    reports: dict[str, dict[str, str]] = {}
+
+    def send(user: Any) -> None:
+        try:
+            client = _client(user)
+            start.wait(timeout=10)
+            response = client.post(reverse("handover:run_bulk"), post, headers=HTMX)
+            assert response.status_code == 200
+            reports[user.username] = _report(response)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=send, args=(user,)) for user in (sam, kim)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert set(reports) == {"sam", "kim"}
+    for run in ticked_runs:
+        outcomes = sorted(reports[name][run.ticket_id] for name in reports)
+        assert outcomes[0].startswith("not done — this run changed since you loaded it"), outcomes
+        assert outcomes[1] == "resolved", outcomes
+    entries = AuditEntry.objects.filter(action=AuditAction.RESOLVE)
+    assert sorted(e.run.ticket_id for e in entries if e.run) == ["T-70", "T-71", "T-72", "T-73"]
+    assert not Run.objects.filter(awaiting_person=True).exists()

@@ -571,7 +571,7 @@ def runs_bulk(
         raise journal.InvalidInput(f"run: at most {MAX_BULK_RUNS} runs at once", field="run")
     # Checked once, before any run: a bad colleague or a missing note refuses the whole request.
     if action == "assign" and assignee_id is not None:
-        staff_member(ctx.tenant, assignee_id, field="assignee")
+        staff_member(ctx.tenant, assignee_id, field="colleague")
     if action == "resolve":
         note = _note(note, required=True)
     tickets = dict(

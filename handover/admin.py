@@ -11,12 +11,26 @@ from journal.models import (
     Tenant,
 )
 
-from .models import NotificationRule
+from .models import NotificationRule, TenantSettings
+
+
+class TenantSettingsInline(admin.StackedInline):
+    model = TenantSettings
+    can_delete = False
 
 
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "created_at"]
+    inlines = [TenantSettingsInline]
+
+
+@admin.register(TenantSettings)
+class TenantSettingsAdmin(admin.ModelAdmin):
+    """Per tenant: the helpdesk link of a ticket id (validated: http(s), {ticket_id} once)."""
+
+    list_display = ["tenant", "helpdesk_ticket_url"]
+    list_select_related = ["tenant"]
 
 
 @admin.register(Membership)

@@ -226,7 +226,8 @@ class BulkRunsForm(forms.Form):
         error_messages={**_messages("action"), "invalid_choice": "action must be assign or resolve"},
     )
     run = BulkRunField(widget=BulkMultipleWidget)
-    assignee = ObjectIdField("assignee", required=False, label="to", widget=forms.Select)
+    # Not `assignee`: the queue's filter of that name is posted alongside (hx-include).
+    colleague = ObjectIdField("colleague", required=False, label="to", widget=forms.Select)
     note = NoteField(
         label="Note (needed to resolve)",
         required=False,
@@ -238,8 +239,8 @@ class BulkRunsForm(forms.Form):
 
     def __init__(self, *args: Any, staff: Any = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        _staff_choices(self.fields["assignee"], staff)
-        widget = self.fields["assignee"].widget
+        _staff_choices(self.fields["colleague"], staff)
+        widget = self.fields["colleague"].widget
         assert isinstance(widget, forms.Select)
         widget.choices = [("", "me"), *list(widget.choices)[1:]]
 

@@ -29,6 +29,7 @@ from journal.models import (
     Intent,
     IntentStatus,
     JournalEvent,
+    Membership,
     Run,
     Tenant,
 )
@@ -237,12 +238,27 @@ def assignable_staff(*, tenant: Tenant) -> QuerySet[Any]:
     return tenant_staff(tenant=tenant).filter(acts | Q(is_superuser=True)).distinct().order_by("username")
 
 
+def staff_tenant(*, user: Any) -> Tenant | None:
+    """The person's tenant with its console settings (handover.models.TenantSettings) joined:
+    what journal.selectors.tenant_for_user reads, in the same one query."""
+    if not getattr(user, "is_authenticated", False):
+        return None
+    membership = (
+        Membership.objects.select_related("tenant", "tenant__console_settings").filter(user=user).first()
+    )
+    return membership.tenant if membership else None
+
+
 def run_get_for_page(*, tenant: Tenant, run_id: Any) -> Run | None:
     try:
         pk = uuid.UUID(str(run_id))
     except ValueError:
         return None
-    return Run.objects.select_related("tenant", "assignee").filter(tenant=tenant, pk=pk).first()
+    return (
+        Run.objects.select_related("tenant", "tenant__console_settings", "assignee")
+        .filter(tenant=tenant, pk=pk)
+        .first()
+    )
 
 
 # --- compensation intents ---------------------------------------------------------------------

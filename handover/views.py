@@ -24,15 +24,15 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import reswap, retarget
 from django_htmx.middleware import HtmxDetails
 
-from journal import selectors as journal_selectors
 from journal.models import OutcomeReason, Run, RunStatus
 from journal.services import JournalError
 
 from . import actions, forms, selectors, staff_actions
 from .audit import state_json
 from .handover import handover_build, handover_rows, run_state_token
-from .models import AuditAction
+from .models import AuditAction, tenant_helpdesk_template
 from .staff import request_tenant, staff_context
+from .timeline import timeline_of
 
 RUNS_PER_PAGE = 50
 REASON_LABELS = {**dict(OutcomeReason.choices), "run_stuck": "Stuck: the agent went quiet"}
@@ -96,8 +96,8 @@ def _run_url(name: str, *args: Any) -> Callable[[Any], str]:
 def _queue(request: HtmxHttpRequest, *, status: int = 200, **extra: Any) -> HttpResponse:
     """Escalated and stuck runs, nearest deadline (or oldest) first, with counts per reason; with
     a search, every run of the tenant whose ticket or order id matches."""
-    tenant = journal_selectors.tenant_for_user(request.user)
-    context: dict[str, Any] = {"tenant": tenant, **extra}
+    tenant = selectors.staff_tenant(user=request.user)
+    context: dict[str, Any] = {"tenant": tenant, "helpdesk": tenant_helpdesk_template(tenant), **extra}
     query = _queue_query(request)
     if request.method == "GET" and not query.is_valid():
         # 400 naming the parameter; the page is drawn without runs rather than guessing a filter.
@@ -153,7 +153,7 @@ def _query_without(request: HttpRequest, *names: str) -> str:
 @require_GET
 def run_list(request: HtmxHttpRequest) -> HttpResponse:
     """Every run of the tenant, newest first; with `q`, those whose ticket or order id matches."""
-    tenant = journal_selectors.tenant_for_user(request.user)
+    tenant = selectors.staff_tenant(user=request.user)
     search = forms.RunSearchForm(request.GET)
     template = "handover/run_list.html#runs" if request.htmx else "handover/run_list.html"
     if not search.is_valid():
@@ -162,7 +162,13 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
     q = search.cleaned_data["q"]
     runs = selectors.runs_listed(tenant=tenant, q=q) if tenant else None
     page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page")) if runs is not None else None
-    context = {"tenant": tenant, "page": page, "q": q, "query": _query_without(request, "page")}
+    context = {
+        "tenant": tenant,
+        "page": page,
+        "q": q,
+        "query": _query_without(request, "page"),
+        "helpdesk": tenant_helpdesk_template(tenant),
+    }
     return render(request, template, context)
 
 
@@ -180,7 +186,7 @@ def run_bulk(request: HtmxHttpRequest) -> HttpResponse:
     data = form.cleaned_data
     try:
         outcomes = actions.runs_bulk(
-            ctx, action=data["action"], runs=data["run"], assignee_id=data["assignee"], note=data["note"]
+            ctx, action=data["action"], runs=data["run"], assignee_id=data["colleague"], note=data["note"]
         )
     except JournalError as error:
         return _queue(request, status=error.status_code, bulk_refused=[error.message])
@@ -208,6 +214,8 @@ def _run_context(run: Run, request: HttpRequest, **extra: Any) -> dict[str, Any]
         "audit": rows.audit,
         "intents": rows.intents,
         "offers": staff_actions.run_offers(page),
+        "helpdesk": tenant_helpdesk_template(run.tenant),
+        "timeline": timeline_of(rows),
         **extra,
     }
 

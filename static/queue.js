@@ -122,9 +122,33 @@
     action();
   });
 
-  // After every swap of the results (a poll, a filter, an action): the keyboard's row again, and
-  // the count of escalations that arrived since the page opened in the tab title.
-  document.addEventListener("htmx:afterSettle", function () {
+  // Runs ticked for a bulk action stay ticked when the results are drawn again (a filter, a
+  // refresh), as long as the run is as it was: its value carries the state its row showed.
+  var ticked = [];
+  document.addEventListener("htmx:beforeSwap", function () {
+    var box = results();
+    ticked = box
+      ? Array.prototype.map.call(box.querySelectorAll('input[name="run"]:checked'), function (input) {
+          return input.value;
+        })
+      : [];
+  });
+
+  function restoreTicked() {
+    var box = results();
+    if (!box || !ticked.length) return;
+    Array.prototype.forEach.call(box.querySelectorAll('input[name="run"]'), function (input) {
+      if (ticked.indexOf(input.value) >= 0) input.checked = true;
+    });
+  }
+
+  // After every swap of the results (a poll, a filter, an action): the ticks and the keyboard's
+  // row again, and the count of escalations that arrived since the page opened in the title.
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var source = event.detail && event.detail.requestConfig && event.detail.requestConfig.elt;
+    // A bulk action's answer is the runs after the action: nothing stays ticked.
+    if (!(source && source.id === "bulk-form")) restoreTicked();
+    ticked = [];
     restoreCurrent();
     showNewEscalations();
   });

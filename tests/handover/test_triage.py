@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -18,13 +19,13 @@ from django.urls import reverse
 from django.utils import timezone
 
 from handover.handover import run_state_token
-from handover.models import AuditAction, AuditEntry
+from handover.models import AuditAction, AuditEntry, TenantSettings
 from handover.selectors import search_q
 from journal import services
 from journal.models import Run
 from journal.services import Actor
-from reconciliation.decisions import run_decide
 from tests import factories
+from tests.handover.conftest import escalated_run
 
 pytestmark = pytest.mark.django_db
 
@@ -42,12 +43,7 @@ def _tickets(response: Any) -> list[str]:
     return sorted(re.findall(r'data-ticket="([^"]*)"', response.content.decode()))
 
 
-def _escalated(make_run: Callable[..., Run], **fields: Any) -> Run:
-    run = make_run(**fields)
-    Run.objects.filter(pk=run.pk).update(last_heartbeat_at=timezone.now() - timedelta(minutes=5))
-    decision = run_decide(run=run, actor=RECONCILER, quiet_for=timedelta(0))
-    assert decision.outcome == "escalated", decision
-    return Run.objects.select_related("tenant").get(pk=run.pk)
+_escalated = escalated_run
 
 
 @pytest.fixture
@@ -182,7 +178,7 @@ def test_the_queue_with_a_search_makes_the_same_number_of_queries_for_1_and_30_m
     client.get(reverse("handover:queue"), query)  # warm the session and permission caches
 
     with CaptureQueriesContext(connection) as one:
-        assert client.get(reverse("handover:queue"), query).status_code == 200
+        assert client.get(reverse("handover:queue"), query, headers=HTMX).status_code == 200
     for n in range(1, 30):
         run = make_run(ticket_id=f"T-5{n:04d}")
         if n % 2:
@@ -192,8 +188,14 @@ def test_the_queue_with_a_search_makes_the_same_number_of_queries_for_1_and_30_m
     assert len(_tickets(response)) == 30
 
     assert len(thirty) == len(one), [q["sql"] for q in thirty.captured_queries]
-    # session, user, membership, permissions, count, rows, counts, task types, new escalations
-    assert len(one) <= 11, [q["sql"] for q in one.captured_queries]
+    # The poll's: session, user, membership (with the console settings), permissions, the
+    # page's count and rows, counts per reason and mine, task types, new escalations.
+    assert len(one) <= 10, [q["sql"] for q in one.captured_queries]
+
+    # The whole page adds the colleagues of the bulk form, whatever the number of runs.
+    with CaptureQueriesContext(connection) as page:
+        assert len(_tickets(client.get(reverse("handover:queue"), query))) == 30
+    assert len(page) == len(thirty) + 1, [q["sql"] for q in page.captured_queries]
 
 
 # --- assigning to a colleague -----------------------------------------------------------------
@@ -276,7 +278,7 @@ def test_bulk_assign_hands_each_ticked_run_to_the_colleague_with_one_audit_row_e
 
     response = client.post(
         reverse("handover:run_bulk"),
-        {"action": "assign", "assignee": str(kim.pk), "run": _ticked(runs["bench"], runs["lamp"])},
+        {"action": "assign", "colleague": str(kim.pk), "run": _ticked(runs["bench"], runs["lamp"])},
         headers=HTMX,
     )
     assert response.status_code == 200, response.content[:400]
@@ -338,8 +340,8 @@ def test_bulk_resolve_reports_the_run_it_cannot_resolve_and_resolves_the_others(
         ({"action": "assign", "run": ["not-a-run:1.1.1"]}, "is not a run id"),
         ({"action": "assign", "run": ["{bench}"]}, "does not say the state the page showed"),
         ({"action": "assign", "run": ["{bench}:1.1.1\x00"]}, "run contains a NUL character"),
-        ({"action": "assign", "assignee": "٣"}, "assignee must be a number in ASCII digits"),
-        ({"action": "assign", "assignee": "{outsider}"}, "assignee must be an active staff member"),
+        ({"action": "assign", "colleague": "٣"}, "colleague must be a number in ASCII digits"),
+        ({"action": "assign", "colleague": "{outsider}"}, "colleague must be an active staff member"),
         ({"action": "resolve", "note": "x\x00"}, "note contains a NUL character"),
     ],
 )
@@ -350,8 +352,8 @@ def test_a_bad_bulk_request_is_a_400_naming_the_field_and_writes_nothing(
     outsider = persona("support_staff", runs["foreign"].tenant, "ola")
     post = {"run": _ticked(runs["bench"]), **data}
     post["run"] = [r.format(bench=runs["bench"].pk) for r in post["run"]]
-    if "assignee" in post:
-        post["assignee"] = post["assignee"].format(outsider=outsider.pk)
+    if "colleague" in post:
+        post["colleague"] = post["colleague"].format(outsider=outsider.pk)
     response = _client(support).post(reverse("handover:run_bulk"), post, headers=HTMX)
     assert response.status_code == 400, response.content[:400]
     assert named in response.content.decode()
@@ -421,3 +423,104 @@ def test_two_people_sending_the_same_bulk_resolve_at_once_resolve_each_run_once(
     entries = AuditEntry.objects.filter(action=AuditAction.RESOLVE)
     assert sorted(e.run.ticket_id for e in entries if e.run) == ["T-70", "T-71", "T-72", "T-73"]
     assert not Run.objects.filter(awaiting_person=True).exists()
+
+
+# --- the helpdesk link ------------------------------------------------------------------------
+
+
+def test_ticket_ids_link_to_the_tenants_helpdesk_with_the_id_url_escaped(
+    make_run: Callable[..., Run], persona: Any
+) -> None:
+    run = _escalated(make_run, ticket_id='T-1/2?x=1&"a"', order_id="SU-1")
+    support = persona("support_staff", run.tenant)
+    client = _client(support)
+    assert "helpdesk" not in client.get(reverse("handover:queue")).content.decode().split("<main>", 1)[1]
+
+    TenantSettings.objects.create(
+        tenant=run.tenant, helpdesk_ticket_url="https://help.example.com/tickets/{ticket_id}?src=seam"
+    )
+    escaped = "https://help.example.com/tickets/T-1%2F2%3Fx%3D1%26%22a%22?src=seam"
+    for url in (
+        reverse("handover:queue"),
+        reverse("handover:run_list"),
+        reverse("handover:run_detail", args=[run.pk]),
+    ):
+        body = client.get(url).content.decode()
+        assert f'class="helpdesk" href="{escaped.replace("&", "&amp;")}"' in body, url
+
+    # Another tenant's template never applies.
+    other = _escalated(make_run, ticket_id="T-9", tenant=factories.TenantFactory(slug="acme"))
+    outsider = _client(persona("support_staff", other.tenant))
+    assert (
+        "help.example.com"
+        not in outsider.get(reverse("handover:run_detail", args=[other.pk])).content.decode()
+    )
+
+
+@pytest.mark.parametrize(
+    ("template", "valid"),
+    [
+        ("https://help.example.com/tickets/{ticket_id}", True),
+        ("http://desk.local/t?id={ticket_id}", True),
+        ("javascript:alert(1)//{ticket_id}", False),
+        ("https://help.example.com/tickets/", False),
+        ("https://help.example.com/{ticket_id}/{ticket_id}", False),
+        ("https://help.example.com/{order_id}/{ticket_id}", False),
+        ("https://help.example.com/ {ticket_id}", False),
+    ],
+)
+def test_the_helpdesk_template_is_validated_in_the_admin_form(
+    runs: dict[str, Run], template: str, valid: bool
+) -> None:
+    row = TenantSettings(tenant=runs["bench"].tenant, helpdesk_ticket_url=template)
+    if valid:
+        row.full_clean()
+    else:
+        with pytest.raises(ValidationError) as refused:
+            row.full_clean()
+        assert "helpdesk_ticket_url" in refused.value.message_dict
+
+
+def test_the_admin_edits_a_tenants_helpdesk_link(runs: dict[str, Run], persona: Any) -> None:
+    admin = _client(persona("admin", runs["bench"].tenant))
+    tenant = runs["bench"].tenant
+    response = admin.post(
+        reverse("admin:handover_tenantsettings_add"),
+        {"tenant": tenant.pk, "helpdesk_ticket_url": "https://help.example.com/tickets/{ticket_id}"},
+    )
+    assert response.status_code == 302, response.content[:500]
+    assert TenantSettings.objects.get(tenant=tenant).helpdesk_ticket_url.endswith("/{ticket_id}")
+
+
+# --- the timeline -----------------------------------------------------------------------------
+
+
+def test_the_timeline_says_each_outcome_and_shows_a_failure_in_red(
+    make_run: Callable[..., Run], persona: Any, agent_actor: Actor
+) -> None:
+    run = make_run(ticket_id="T-41402")
+    done = services.intent_record(
+        run=run, tool="start_return", args={"order_id": "SU-1"}, turn=1, actor=agent_actor
+    ).intent
+    services.outcome_record(intent=done, ok=True, receipt={"label": "RL-1"}, actor=agent_actor)
+    failed = services.intent_record(
+        run=run, tool="issue_refund", args={"order_id": "SU-1", "amount": "9.00"}, turn=2, actor=agent_actor
+    ).intent
+    services.outcome_record(
+        intent=failed,
+        ok=False,
+        summary="card refused by the bank",
+        error_class="permanent",
+        actor=agent_actor,
+    )
+    body = _client(persona("support_staff", run.tenant)).get(reverse("handover:run_detail", args=[run.pk]))
+    timeline = body.content.decode().split('<section class="timeline">', 1)[1].split("</section>", 1)[0]
+    items = re.findall(r'<li class="event([^"]*)"[^>]*>.*?<span class="what">([^<]*)</span>', timeline, re.S)
+    assert [(css.strip(), what) for css, what in items] == [
+        ("", "Run created"),
+        ("", "start_return: about to be sent"),
+        ("outcome-done", "start_return done"),
+        ("", "issue_refund: about to be sent"),
+        ("outcome-failed", "issue_refund failed: card refused by the bank"),
+    ]
+    assert "Outcome recorded" not in timeline

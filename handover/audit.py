@@ -1,20 +1,29 @@
 """The audit trail of human actions: written in the same transaction as the change it records,
 append only, and hash-chained so that an altered, removed or smuggled-in row is found.
 
-Each row's hash is SHA-256 over the previous row's hash and this row's canonical content. The
+Each row's hash is HMAC-SHA256, under the key in settings.SEAM_AUDIT_KEY (from the environment,
+never stored in the database), over the previous row's hash and this row's canonical content: a
+database owner who rewrites a row cannot compute the hash that would make it link again. The
 chain is extended one link at a time: every writer locks the single AuditChainHead row, reads
 the last link from it and moves it forward in the same transaction, so two concurrent actions
-never produce two rows claiming the same predecessor."""
+never produce two rows claiming the same predecessor. The head carries a seal (an HMAC of its
+position) so that it cannot be moved back over removed rows either.
+
+On PostgreSQL, triggers refuse UPDATE, DELETE and TRUNCATE of the audit rows, and let the head
+only move forward onto the newest row (never delete it): to tamper at all, an owner must first
+disable them, and what they then change, `audit_verify` finds."""
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
 
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
@@ -50,8 +59,19 @@ def _canonical(entry: AuditEntry) -> str:
     )
 
 
+def _mac(message: str) -> str:
+    return hmac.new(str(settings.SEAM_AUDIT_KEY).encode(), message.encode(), hashlib.sha256).hexdigest()
+
+
 def link_hash(prev_hash: str, entry: AuditEntry) -> str:
-    return hashlib.sha256(f"{prev_hash}\n{_canonical(entry)}".encode()).hexdigest()
+    return _mac(f"{prev_hash}\n{_canonical(entry)}")
+
+
+def head_seal(seq: int, hash_: str) -> str:
+    """The head's seal: which row it names, under the key. Without it, someone who removed the
+    newest rows could move the head back to the row that is now last, and the chain would end
+    cleanly there."""
+    return _mac(f"head\n{seq}\n{hash_}")
 
 
 def audit_record(
@@ -70,7 +90,9 @@ def audit_record(
     the change and its record commit together or not at all."""
     if not connection.in_atomic_block:
         raise RuntimeError("audit_record must run inside the transaction of the change it records")
-    head, _ = AuditChainHead.objects.select_for_update().get_or_create(pk=1)
+    head, _ = AuditChainHead.objects.select_for_update().get_or_create(
+        pk=1, defaults={"seal": head_seal(0, GENESIS)}
+    )
     # Round-trip old/new through JSON now, so the hash covers what the database will return.
     entry = AuditEntry(
         seq=head.seq + 1,
@@ -89,7 +111,9 @@ def audit_record(
     )
     entry.hash = link_hash(head.hash, entry)
     entry.save(force_insert=True)
-    AuditChainHead.objects.filter(pk=1).update(seq=entry.seq, hash=entry.hash)
+    AuditChainHead.objects.filter(pk=1).update(
+        seq=entry.seq, hash=entry.hash, seal=head_seal(entry.seq, entry.hash)
+    )
     return entry
 
 
@@ -111,8 +135,9 @@ def _entries() -> Iterator[AuditEntry]:
 def audit_verify() -> ChainReport:
     """Walk the chain from the first row and report the first broken link: a gap in `seq` (a
     row removed), a `prev_hash` that is not its predecessor's hash (a row inserted or removed),
-    or a hash that does not match the row's content (a row altered); and a head that does not
-    point at the last row (the newest rows removed)."""
+    or a hash that does not match the row's content under the key (a row altered, even with the
+    chain recomputed by someone without the key); and a head that is missing, does not point at
+    the last row, or whose seal does not match (the newest rows removed)."""
     previous_hash, expected_seq, checked = GENESIS, 1, 0
     for entry in _entries():
         if entry.seq != expected_seq:
@@ -127,9 +152,17 @@ def audit_verify() -> ChainReport:
             )
         previous_hash, expected_seq, checked = entry.hash, expected_seq + 1, checked + 1
     head = AuditChainHead.objects.filter(pk=1).first()
-    if head is not None and (head.seq, head.hash) != (checked, previous_hash):
+    if head is None:
+        return ChainReport(checked, checked + 1, "the chain head is missing")
+    if (head.seq, head.hash) != (checked, previous_hash):
         return ChainReport(
             checked, checked + 1, f"the chain head names row #{head.seq}, but the last row is #{checked}"
+        )
+    if not hmac.compare_digest(head.seal, head_seal(head.seq, head.hash)):
+        return ChainReport(
+            checked,
+            checked + 1,
+            f"the chain head's seal does not match row #{head.seq}: rows after it were removed",
         )
     return ChainReport(checked)
 

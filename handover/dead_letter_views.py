@@ -16,9 +16,9 @@ from django.views.decorators.http import require_GET, require_POST
 from compensations.models import CatalogueEntry, DeadLetter
 from journal.services import JournalError
 
-from . import selectors, staff_actions
+from . import forms, selectors, staff_actions
 from .staff import request_tenant, staff_context
-from .views import FormRefused, HtmxHttpRequest, permitted_action
+from .views import FormRefused, HtmxHttpRequest, parameters, parameters_checked, permitted_action
 
 
 def _dead_letters_context(
@@ -27,7 +27,8 @@ def _dead_letters_context(
     """The page's letters, each with the actions the person may take on it (from the registry);
     `refused` is (letter id, action) of a refused form, drawn again as it was posted."""
     tenant = request_tenant(request)
-    show = request.GET.get("show", "open") if request.method == "GET" else request.POST.get("show", "open")
+    data = request.GET if request.method == "GET" else request.POST
+    show = parameters(forms.DeadLettersForm, data).cleaned_data["show"] or "open"
     letters = list(selectors.dead_letters_for(tenant=tenant, show=show)[:200])
     history = selectors.dead_letter_history(tenant=tenant, letter_ids=[letter.pk for letter in letters])
     assign = staff_actions.action_get(staff_actions.Kind.DEAD_LETTER, "assign")
@@ -50,6 +51,7 @@ def _dead_letters_context(
 
 @login_required
 @require_GET
+@parameters_checked
 def dead_letters(request: HtmxHttpRequest) -> HttpResponse:
     template = (
         "compensations/dead_letters.html#letters" if request.htmx else "compensations/dead_letters.html"
@@ -59,9 +61,12 @@ def dead_letters(request: HtmxHttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
+@parameters_checked
 def dead_letter_act(request: HtmxHttpRequest, dead_letter_id: int, action: str) -> HttpResponse:
     entry = permitted_action(staff_actions.Kind.DEAD_LETTER, action, request.user)
     ctx = staff_context(request)
+    # The page drawn afterwards reads `show` from the post: checked before the action is done.
+    parameters(forms.DeadLettersForm, request.POST)
     template = (
         "compensations/dead_letters.html#letters" if request.htmx else "compensations/dead_letters.html"
     )

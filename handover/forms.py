@@ -14,10 +14,12 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from journal.models import CustomerMessage, RunStatus
+from journal.models import CustomerMessage, OutcomeReason, RunStatus
 from journal.services import MAX_MESSAGE_CHARS
 
+from . import selectors
 from .actions import MAX_NOTE_CHARS
+from .models import AuditAction
 
 # A step id is `run:turn:tool[:occurrence]`: printable ASCII, no spaces.
 STEP_ID = re.compile(r"[!-~]+")
@@ -54,17 +56,16 @@ class NoteField(forms.CharField):
 
 
 class StepIdField(forms.CharField):
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(
-            max_length=255, widget=forms.HiddenInput, error_messages=_messages("step_id"), **kwargs
-        )
+    def __init__(self, name: str = "step_id", **kwargs: Any) -> None:
+        self.name = name
+        super().__init__(max_length=255, widget=forms.HiddenInput, error_messages=_messages(name), **kwargs)
 
     def validate(self, value: Any) -> None:
         super().validate(value)
         if "\x00" in value:  # said as such, before the broader rule below
             raise ValidationError(self.error_messages["null_characters_not_allowed"], code="null")
         if value and not STEP_ID.fullmatch(value):
-            raise ValidationError("step_id must be printable ASCII without spaces", code="invalid")
+            raise ValidationError(f"{self.name} must be printable ASCII without spaces", code="invalid")
 
 
 class ObjectIdField(forms.Field):
@@ -286,55 +287,147 @@ class DeadLetterResolveForm(forms.Form):
 
 
 # --- the pages' query parameters --------------------------------------------------------------
+# Every parameter a staff page reads is a field of one of these forms: a page binds its form to
+# the query string (or to the posted data that carries it), and answers 400 naming the field
+# when it is not valid, before reading or writing anything (handover.views.parameters).
 
-# A task type or reason as the queue's links spell them: a slug.
-SLUG = re.compile(r"[-a-zA-Z0-9_]*")
+
+def text_parameter(name: str, max_length: int) -> forms.CharField:
+    """A free-text parameter: optional, at most `max_length` characters, no NUL (PostgreSQL text
+    cannot hold one: filtering on it would be a DataError)."""
+    return forms.CharField(required=False, max_length=max_length, error_messages=_messages(name))
 
 
-class _QueryCharField(forms.CharField):
-    """A text query parameter: its length and characters checked, its message naming it."""
+def choice_parameter(name: str, choices: Any) -> forms.ChoiceField:
+    """One of `choices` (their values), or empty."""
+    values = [value for value, _label in choices]
+    return forms.ChoiceField(
+        required=False,
+        choices=[("", ""), *choices],
+        error_messages={
+            **_messages(name),
+            "invalid_choice": f"{name} must be one of {', '.join(values)}",
+        },
+    )
 
-    def __init__(self, name: str, *, max_length: int, pattern: re.Pattern[str] | None = None) -> None:
-        self.name, self.pattern = name, pattern
-        super().__init__(required=False, max_length=max_length, strip=True, error_messages=_messages(name))
+
+class PageNumberField(ObjectIdField):
+    """A page of a paged list: ASCII digits (a number past the last page is the last page)."""
+
+    def __init__(self) -> None:
+        super().__init__("page", required=False)
+
+
+def _date_parameter(name: str) -> forms.DateField:
+    return forms.DateField(
+        required=False,
+        input_formats=["%Y-%m-%d"],
+        error_messages={**_messages(name), "invalid": f"{name} must be a real date, as YYYY-MM-DD"},
+    )
+
+
+class SearchField(forms.CharField):
+    """`q`: any part of a ticket or order id (handover.selectors.search_q), without NUL or other
+    control characters (no id holds one)."""
+
+    def __init__(self) -> None:
+        super().__init__(required=False, max_length=100, error_messages=_messages("q"))
 
     def validate(self, value: Any) -> None:
         super().validate(value)
-        if "\x00" in value:  # said as such, before the broader rule below
-            raise ValidationError(self.error_messages["null_characters_not_allowed"], code="null")
-        if self.pattern is not None and not self.pattern.fullmatch(value):
-            raise ValidationError(f"{self.name} may hold only letters, digits, '-' and '_'", code="invalid")
-
-
-class RunSearchForm(forms.Form):
-    """`q`: any part of a ticket or order id (handover.selectors.search_q)."""
-
-    q = _QueryCharField("q", max_length=100)
-
-    def clean_q(self) -> str:
-        q: str = self.cleaned_data["q"]
-        if any(ord(c) < 32 or ord(c) == 127 for c in q):
+        if "\x00" not in value and any(ord(c) < 32 or ord(c) == 127 for c in value):
             raise ValidationError("q contains a control character", code="invalid")
-        return q
 
 
-class QueueQueryForm(RunSearchForm):
-    """The queue's filters, as its form and links put them in the URL. A bad value is a 400
-    naming the parameter, never silently read as "all"."""
+class SinceField(forms.DateTimeField):
+    """A date and time as ISO 8601 (what the page itself sends), nothing else."""
 
-    task_type = _QueryCharField("task_type", max_length=64, pattern=SLUG)
-    reason = _QueryCharField("reason", max_length=40, pattern=SLUG)
-    status = forms.ChoiceField(
-        required=False, choices=[("", "all"), *RunStatus.choices], error_messages=_messages("status")
-    )
-    assignee = _QueryCharField("assignee", max_length=150)
-    sort = forms.ChoiceField(
-        required=False,
-        choices=[("deadline", "nearest deadline first"), ("oldest", "oldest first")],
-        error_messages=_messages("sort"),
-    )
-    # When the open page was first drawn: the poll counts the escalations that arrived since.
-    since = forms.DateTimeField(required=False, error_messages=_messages("since"))
+    def __init__(self) -> None:
+        super().__init__(
+            required=False,
+            error_messages={**_messages("since"), "invalid": "since must be a date and time, as ISO 8601"},
+        )
 
-    def clean_sort(self) -> str:
-        return self.cleaned_data["sort"] or "deadline"
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, str) and any(ord(c) < 32 for c in value):
+            raise ValidationError(self.error_messages["invalid"], code="invalid")
+        return super().to_python(value)
+
+
+QUEUE_REASONS = [*OutcomeReason.choices, (selectors.STUCK, "Stuck: the agent went quiet")]
+
+
+class QueueFiltersForm(forms.Form):
+    """The queue's filters, from its query string, or from an action posted from the queue
+    (which carries them, to draw the queue again)."""
+
+    task_type = text_parameter("task_type", 64)
+    reason = choice_parameter("reason", QUEUE_REASONS)
+    status = choice_parameter("status", RunStatus.choices)
+    assignee = text_parameter("assignee", 150)
+    q = SearchField()
+    sort = choice_parameter("sort", [("deadline", "nearest deadline first"), ("oldest", "oldest first")])
+    page = PageNumberField()
+    # When the open page was first drawn: each poll counts the escalations that arrived since.
+    since = SinceField()
+
+    def filters(self) -> selectors.QueueFilters:
+        data = self.cleaned_data
+        return selectors.QueueFilters(
+            task_type=data["task_type"],
+            reason=data["reason"],
+            status=data["status"],
+            assignee=data["assignee"],
+            q=data["q"],
+            sort=data["sort"] or "deadline",
+        )
+
+
+class AuditFiltersForm(forms.Form):
+    person = text_parameter("person", 150)
+    run = text_parameter("run", 100)
+    action = choice_parameter("action", AuditAction.choices)
+    since = _date_parameter("since")
+    until = _date_parameter("until")
+    page = PageNumberField()
+
+    def filters(self) -> selectors.AuditFilters:
+        data = self.cleaned_data
+        return selectors.AuditFilters(
+            person=data["person"],
+            run=data["run"],
+            action=data["action"],
+            since=data["since"],
+            until=data["until"],
+        )
+
+
+class RunListForm(forms.Form):
+    q = SearchField()
+    page = PageNumberField()
+
+
+class RunPanelForm(forms.Form):
+    """The poll of a run page: the state token of what the page shows."""
+
+    state = forms.CharField(required=False, max_length=100, strip=False, error_messages=_messages("state"))
+
+
+class RunConfirmForm(forms.Form):
+    """The confirmation of an action: the step it is about, if any."""
+
+    step = StepIdField("step", required=False)
+
+
+class RunActFromForm(forms.Form):
+    """Where an action was posted from: the queue wants the queue drawn again."""
+
+    from_ = choice_parameter("from", [("queue", "the queue")])
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["from"] = self.fields.pop("from_")
+
+
+class DeadLettersForm(forms.Form):
+    show = choice_parameter("show", [("open", "open"), ("resolved", "resolved"), ("all", "all")])

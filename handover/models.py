@@ -14,7 +14,8 @@ from journal.models import Run, Tenant
 
 
 class AuditAction(models.TextChoices):
-    """Every action a person can take from the dashboard."""
+    """Every action a person can take from the dashboard, and the lockout of a person's login
+    (handover.login_throttle)."""
 
     ASSIGN = "assign", "Assigned the run"
     COMPENSATE_STEP = "compensate_step", "Compensated one step"
@@ -29,13 +30,16 @@ class AuditAction(models.TextChoices):
     DEAD_LETTER_ASSIGN = "dead_letter_assign", "Assigned a dead letter"
     DEAD_LETTER_RETRY = "dead_letter_retry", "Retried a dead letter"
     DEAD_LETTER_RESOLVE = "dead_letter_resolve", "Resolved a dead letter"
+    LOGIN_LOCKED_OUT = "login_locked_out", "Locked out after too many failed logins"
+    AUDIT_VERIFY = "audit_verify", "Re-ran the audit chain's verification"
 
 
 class AuditEntry(models.Model):
     """One action a person took, written by handover.actions in the same transaction as the change
     it records: who, when, what, on which run and step, the state before and after, their note
-    and the request it came from. Append only (a PostgreSQL trigger refuses UPDATE and DELETE),
-    and chained: `hash` covers this row's content and the previous row's hash, so
+    and the request it came from. Append only (PostgreSQL triggers refuse UPDATE, DELETE and
+    TRUNCATE), and chained: `hash`, an HMAC under a key kept outside the database, covers this
+    row's content and the previous row's hash, so
     `manage.py verify_audit` finds the first row that was altered, removed or inserted out of
     band. `seq` numbers the chain without gaps."""
 
@@ -74,14 +78,44 @@ class AuditEntry(models.Model):
 
 class AuditChainHead(models.Model):
     """The last link of the audit chain: one row, locked by every audit write so that links are
-    made one at a time and never fork."""
+    made one at a time and never fork. `seal` is an HMAC of (seq, hash) under the audit key, so
+    the head cannot be moved back without the key; on PostgreSQL a trigger lets it move only
+    forward onto the newest audit row and refuses to delete it."""
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)
     seq = models.PositiveBigIntegerField(default=0)
     hash = models.CharField(max_length=64, default="0" * 64)
+    seal = models.CharField(max_length=64, blank=True)
 
     def __str__(self) -> str:
         return f"audit chain at #{self.seq}"
+
+
+class AuditVerification(models.Model):
+    """One check of the audit chain (handover.audit.audit_verify): asked for by a team lead from
+    the audit page (`requested_by`) or by `manage.py verify_audit` (none), and filled in by the
+    worker when it has walked the chain. The audit page shows the newest finished one."""
+
+    requested_at = models.DateTimeField()
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    finished_at = models.DateTimeField(null=True, blank=True)
+    checked = models.PositiveBigIntegerField(null=True, blank=True, help_text="Rows verified.")
+    broken_at = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="The seq of the first row that does not link."
+    )
+    problem = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-requested_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"audit verification {self.pk} ({'pending' if self.finished_at is None else self.problem or 'intact'})"
+
+    @property
+    def ok(self) -> bool:
+        return self.finished_at is not None and self.broken_at is None
 
 
 class NotificationRule(models.Model):

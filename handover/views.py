@@ -7,19 +7,20 @@ translate forms and errors."""
 
 from __future__ import annotations
 
-import csv
+import functools
 import uuid
 from collections.abc import Callable
 from typing import Any
 
+from django import forms as django_forms
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.dateparse import parse_date
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import reswap, retarget
 from django_htmx.middleware import HtmxDetails
@@ -29,6 +30,7 @@ from journal.services import JournalError
 
 from . import actions, forms, selectors, staff_actions
 from .audit import state_json
+from .csv_export import csv_streaming_response
 from .handover import handover_build, handover_rows, run_state_token
 from .models import AuditAction, tenant_helpdesk_template
 from .staff import request_tenant, staff_context
@@ -51,39 +53,66 @@ class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
 
 
+# --- parameters -------------------------------------------------------------------------------
+
+
+class FormRefused:
+    """A form's refusal, shown where a service's refusal (JournalError) is: each message names
+    its field."""
+
+    status_code = 400
+
+    def __init__(self, form: Any) -> None:
+        self.messages = [message for errors in form.errors.values() for message in errors]
+        self.message = "; ".join(self.messages)
+
+
+class ParametersRefused(Exception):
+    """A page's parameters did not parse: answered 400 by `parameters_checked`, before anything
+    was read or written."""
+
+    def __init__(self, form: Any) -> None:
+        super().__init__(FormRefused(form).message)
+        self.refusal = FormRefused(form)
+
+
+def parameters[FormT: django_forms.Form](form_class: type[FormT], data: Any) -> FormT:
+    """The page's parameters, bound to `form_class` and valid, or ParametersRefused."""
+    form = form_class(data)
+    if not form.is_valid():
+        raise ParametersRefused(form)
+    return form
+
+
+def parameters_checked[ViewT: Callable[..., HttpResponseBase]](view: ViewT) -> ViewT:
+    """A staff page whose parameters were refused answers 400 with the refusal, each message
+    naming its parameter (htmx gets the messages alone, swapped where the answer was due)."""
+
+    @functools.wraps(view)
+    def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        try:
+            return view(request, *args, **kwargs)
+        except ParametersRefused as refused:
+            htmx = getattr(request, "htmx", None)
+            template = "handover/refused.html#messages" if htmx else "handover/refused.html"
+            return render(request, template, {"error": refused.refusal}, status=400)
+
+    return checked  # type: ignore[return-value]
+
+
 # --- the queue --------------------------------------------------------------------------------
 
 
-def _queue_query(request: HttpRequest) -> forms.QueueQueryForm:
+def _queue_parameters(request: HttpRequest) -> forms.QueueFiltersForm:
     # An action posted from the queue carries the queue's filters in its form (hx-include).
-    return forms.QueueQueryForm(request.POST if request.method == "POST" else request.GET)
-
-
-def _queue_filters(form: forms.QueueQueryForm) -> selectors.QueueFilters:
-    """The filters of a valid query; after an action posted from the queue with filters that are
-    not, the queue as it stands unfiltered (the action itself was done)."""
-    if not form.is_valid():
-        return selectors.QueueFilters()
-    data = form.cleaned_data
-    return selectors.QueueFilters(
-        task_type=data["task_type"],
-        reason=data["reason"],
-        status=data["status"],
-        assignee=data["assignee"],
-        q=data["q"],
-        sort=data["sort"],
-    )
-
-
-def _refused_query(form: Any) -> list[str]:
-    """What is wrong with a page's query parameters, each message naming its parameter."""
-    return [message for errors in form.errors.values() for message in errors]
+    return parameters(forms.QueueFiltersForm, request.POST if request.method == "POST" else request.GET)
 
 
 @login_required
 @require_GET
+@parameters_checked
 def queue(request: HtmxHttpRequest) -> HttpResponse:
-    return _queue(request)
+    return _queue(request, _queue_parameters(request))
 
 
 def _run_url(name: str, *args: Any) -> Callable[[Any], str]:
@@ -93,25 +122,22 @@ def _run_url(name: str, *args: Any) -> Callable[[Any], str]:
     return lambda run_id: f"{before}{run_id}{after}"
 
 
-def _queue(request: HtmxHttpRequest, *, status: int = 200, **extra: Any) -> HttpResponse:
-    """Escalated and stuck runs, nearest deadline (or oldest) first, with counts per reason; with
-    a search, every run of the tenant whose ticket or order id matches."""
+def _queue(
+    request: HtmxHttpRequest, parameters: forms.QueueFiltersForm, *, status: int = 200, **extra: Any
+) -> HttpResponse:
+    """Escalated and stuck runs, nearest deadline (or oldest) first, with counts per reason and
+    the person's own; with a search, every run of the tenant whose ticket or order id matches."""
     tenant = selectors.staff_tenant(user=request.user)
     context: dict[str, Any] = {"tenant": tenant, "helpdesk": tenant_helpdesk_template(tenant), **extra}
-    query = _queue_query(request)
-    if request.method == "GET" and not query.is_valid():
-        # 400 naming the parameter; the page is drawn without runs rather than guessing a filter.
-        context |= {"refused": _refused_query(query), "filters": selectors.QueueFilters()}
-        status = 400
-    elif tenant is not None:
+    if tenant is not None:
         now = timezone.now()
-        filters = _queue_filters(query)
+        filters = parameters.filters()
         runs = selectors.queue_runs(tenant=tenant, user=request.user, filters=filters, now=now)
-        page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
+        page = Paginator(runs, RUNS_PER_PAGE).get_page(parameters.cleaned_data["page"])
         assign = staff_actions.action_get(staff_actions.Kind.RUN, "assign")
         detail_url, assign_url = _run_url("handover:run_detail"), _run_url("handover:run_act", "assign")
         counts = selectors.queue_counts(tenant=tenant, user_id=request.user.pk, now=now)
-        since = query.cleaned_data.get("since") if query.is_valid() else None
+        since = parameters.cleaned_data["since"]
         context |= {
             "page": page,
             "rows": [(run, detail_url(run.pk), assign_url(run.pk)) for run in page.object_list],
@@ -151,21 +177,18 @@ def _query_without(request: HttpRequest, *names: str) -> str:
 
 @login_required
 @require_GET
+@parameters_checked
 def run_list(request: HtmxHttpRequest) -> HttpResponse:
     """Every run of the tenant, newest first; with `q`, those whose ticket or order id matches."""
+    data = parameters(forms.RunListForm, request.GET).cleaned_data
     tenant = selectors.staff_tenant(user=request.user)
-    search = forms.RunSearchForm(request.GET)
+    runs = selectors.runs_listed(tenant=tenant, q=data["q"]) if tenant else None
+    page = Paginator(runs, RUNS_PER_PAGE).get_page(data["page"]) if runs is not None else None
     template = "handover/run_list.html#runs" if request.htmx else "handover/run_list.html"
-    if not search.is_valid():
-        context: dict[str, Any] = {"tenant": tenant, "page": None, "refused": _refused_query(search), "q": ""}
-        return render(request, template, context, status=400)
-    q = search.cleaned_data["q"]
-    runs = selectors.runs_listed(tenant=tenant, q=q) if tenant else None
-    page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page")) if runs is not None else None
     context = {
         "tenant": tenant,
         "page": page,
-        "q": q,
+        "q": data["q"],
         "query": _query_without(request, "page"),
         "helpdesk": tenant_helpdesk_template(tenant),
     }
@@ -174,23 +197,27 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
+@parameters_checked
 def run_bulk(request: HtmxHttpRequest) -> HttpResponse:
     """Assign or resolve the runs ticked in the queue (handover.actions.runs_bulk): the queue
-    comes back with what became of each run, the refused ones with their reason."""
+    comes back with what became of each run, the refused ones with their reason. The queue's
+    filters it carries are checked before anything is written."""
     if not request.user.has_perm(actions.ACT):
         raise PermissionDenied("Your role does not allow this action.")
+    queue_parameters = _queue_parameters(request)
     ctx = staff_context(request)
     form = forms.BulkRunsForm(request.POST)
     if not form.is_valid():
-        return _queue(request, status=400, bulk_refused=_refused_query(form))
+        # The queue again with the refusal above it (its results stay, and keep refreshing).
+        return _queue(request, queue_parameters, status=400, bulk_refused=FormRefused(form).messages)
     data = form.cleaned_data
     try:
         outcomes = actions.runs_bulk(
             ctx, action=data["action"], runs=data["run"], assignee_id=data["colleague"], note=data["note"]
         )
     except JournalError as error:
-        return _queue(request, status=error.status_code, bulk_refused=[error.message])
-    return _queue(request, bulk_report=outcomes)
+        return _queue(request, queue_parameters, status=error.status_code, bulk_refused=[error.message])
+    return _queue(request, queue_parameters, bulk_report=outcomes)
 
 
 # --- one run ----------------------------------------------------------------------------------
@@ -236,11 +263,13 @@ def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
 
 @login_required
 @require_GET
+@parameters_checked
 def run_panel(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     """The live part of the run page, polled while it is open: 204 (nothing to swap) when the
     run is as the page shows it, so an idle page costs three small queries."""
+    state = parameters(forms.RunPanelForm, request.GET).cleaned_data["state"]
     run = _run_or_404(request, run_id)
-    if request.GET.get("state") and request.GET["state"] == run_state_token(run):
+    if state and state == run_state_token(run):
         return HttpResponse(status=204)
     return render(request, "handover/run_detail.html#panel", _run_context(run, request))
 
@@ -276,34 +305,30 @@ def _form_kwargs(entry: staff_actions.StaffAction, run: Run) -> dict[str, Any]:
 
 @login_required
 @require_GET
+@parameters_checked
 def run_confirm(request: HtmxHttpRequest, run_id: str, action: str) -> HttpResponse:
     """The confirmation of an action: exactly what will happen, what cannot be taken back."""
     entry = permitted_action(staff_actions.Kind.RUN, action, request.user)
     run = _run_or_404(request, run_id)
+    step_id = parameters(forms.RunConfirmForm, request.GET).cleaned_data["step"]
     context = _run_context(run, request)
-    step_id = request.GET.get("step", "")
     form = entry.form(initial={"state": context["state"], "step_id": step_id}, **_form_kwargs(entry, run))
     context |= _dialog(entry, context, step_id, form)
     return render(request, "handover/run_detail.html#confirm", context)
 
 
-class FormRefused:
-    """A form's refusal, shown where a service's refusal (JournalError) is: each message names
-    its field."""
-
-    status_code = 400
-
-    def __init__(self, form: Any) -> None:
-        self.messages = [message for errors in form.errors.values() for message in errors]
-        self.message = "; ".join(self.messages)
-
-
 @login_required
 @require_POST
+@parameters_checked
 def run_act(request: HtmxHttpRequest, run_id: str, action: str) -> HttpResponse:
     entry = permitted_action(staff_actions.Kind.RUN, action, request.user)
     ctx = staff_context(request)
     run = _run_or_404(request, run_id)
+    # Everything posted is parsed before anything is written: an action from the queue draws the
+    # queue again afterwards, so the queue's filters it carries are checked first, not after the
+    # action committed.
+    from_queue = parameters(forms.RunActFromForm, request.POST).cleaned_data["from"] == "queue"
+    queue_parameters = _queue_parameters(request) if from_queue else None
     form = entry.form(request.POST, **_form_kwargs(entry, run))
     if not form.is_valid():
         # 400 with the form kept: the dialog again, the refused fields marked; nothing written.
@@ -323,8 +348,8 @@ def run_act(request: HtmxHttpRequest, run_id: str, action: str) -> HttpResponse:
             response = render(request, "handover/run_detail.html#refused", context, status=error.status_code)
             return reswap(retarget(response, "#dialog"), "innerHTML")
         return render(request, "handover/run_detail.html", context, status=error.status_code)
-    if request.htmx and request.POST.get("from") == "queue":
-        return _queue(request)
+    if request.htmx and queue_parameters is not None:
+        return _queue(request, queue_parameters)
     if request.htmx:
         run = _run_or_404(request, run_id)
         context = _run_context(run, request, flash=entry.done_message)
@@ -335,25 +360,16 @@ def run_act(request: HtmxHttpRequest, run_id: str, action: str) -> HttpResponse:
 # --- the audit trail --------------------------------------------------------------------------
 
 
-def _audit_filters(request: HttpRequest) -> selectors.AuditFilters:
-    get = request.GET
-    return selectors.AuditFilters(
-        person=get.get("person", "")[:150],
-        run=get.get("run", "")[:100],
-        action=get.get("action", "")[:40],
-        since=parse_date(get.get("since", "")) if get.get("since") else None,
-        until=parse_date(get.get("until", "")) if get.get("until") else None,
-    )
-
-
 @login_required
 @permission_required("handover.view_audit_trail", raise_exception=True)
 @require_GET
+@parameters_checked
 def audit(request: HtmxHttpRequest) -> HttpResponse:
     tenant = request_tenant(request)
-    filters = _audit_filters(request)
+    form = parameters(forms.AuditFiltersForm, request.GET)
+    filters = form.filters()
     entries = selectors.audit_entries(tenant=tenant, filters=filters)
-    page = Paginator(entries, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(entries, AUDIT_PER_PAGE).get_page(form.cleaned_data["page"])
     context = {
         "page": page,
         "filters": filters,
@@ -363,11 +379,6 @@ def audit(request: HtmxHttpRequest) -> HttpResponse:
     }
     template = "handover/audit.html#entries" if request.htmx else "handover/audit.html"
     return render(request, template, context)
-
-
-class _Echo:
-    def write(self, value: str) -> str:
-        return value
 
 
 AUDIT_COLUMNS = [
@@ -389,31 +400,28 @@ AUDIT_COLUMNS = [
 @login_required
 @permission_required("handover.view_audit_trail", raise_exception=True)
 @require_GET
+@parameters_checked
 def audit_csv(request: HttpRequest) -> StreamingHttpResponse:
     """The filtered audit trail as CSV, streamed so a long trail never sits in memory."""
-    entries = selectors.audit_entries(tenant=request_tenant(request), filters=_audit_filters(request))
-    writer = csv.writer(_Echo())
-
-    def rows() -> Any:
-        yield writer.writerow(AUDIT_COLUMNS)
-        for e in entries.iterator(chunk_size=1000):
-            yield writer.writerow(
-                [
-                    e.seq,
-                    e.at.isoformat(),
-                    e.username,
-                    e.action,
-                    e.run_id or "",
-                    e.run.ticket_id if e.run else "",
-                    e.step_id,
-                    state_json(e.old_state),
-                    state_json(e.new_state),
-                    e.note,
-                    e.request_id,
-                    e.hash,
-                ]
-            )
-
-    response = StreamingHttpResponse(rows(), content_type="text/csv")
-    response["Content-Disposition"] = f'attachment; filename="seam-audit-{timezone.localdate():%Y%m%d}.csv"'
-    return response
+    filters = parameters(forms.AuditFiltersForm, request.GET).filters()
+    entries = selectors.audit_entries(tenant=request_tenant(request), filters=filters)
+    rows = (
+        [
+            e.seq,
+            e.at.isoformat(),
+            e.username,
+            e.action,
+            e.run_id or "",
+            e.run.ticket_id if e.run else "",
+            e.step_id,
+            state_json(e.old_state),
+            state_json(e.new_state),
+            e.note,
+            e.request_id,
+            e.hash,
+        ]
+        for e in entries.iterator(chunk_size=1000)
+    )
+    return csv_streaming_response(
+        filename=f"seam-audit-{timezone.localdate():%Y%m%d}.csv", header=AUDIT_COLUMNS, rows=rows
+    )

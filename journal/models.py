@@ -393,6 +393,13 @@ class JournalEvent(models.Model):
         indexes = [
             models.Index(fields=["run", "at"], name="journal_run_at_idx"),
             models.Index(fields=["user"], condition=Q(user__isnull=False), name="journal_user_idx"),
+            # The calls reconciliation gave up on (the insights page's unknown outcomes per tool):
+            # rare, so the index is small and the journal's hot inserts skip it.
+            models.Index(
+                fields=["at"],
+                condition=Q(kind="intent_reconciled", data__status="unknown"),
+                name="journal_unknown_outcome_idx",
+            ),
         ]
 
     def __str__(self) -> str:

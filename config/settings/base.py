@@ -2,6 +2,7 @@
 the environment (or a `.env` file beside manage.py) through django-environ; a malformed value
 stops start-up with a message naming the variable."""
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,9 @@ def _env_or_fail(read: Any, name: str, **kwargs: Any) -> Any:
 
 
 SECRET_KEY = env("DJANGO_SECRET_KEY", default="insecure-local-only-key-do-not-use-in-production")
+# The audit chain's HMAC key (handover.audit). Kept outside the database on purpose: someone who
+# can rewrite the audit table cannot recompute the chain without it. Production requires its own.
+SEAM_AUDIT_KEY = env("SEAM_AUDIT_KEY", default="insecure-local-only-audit-key-do-not-use-in-production")
 DEBUG = _env_or_fail(env.bool, "DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = _env_or_fail(env.list, "DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 
@@ -47,6 +51,7 @@ INSTALLED_APPS = [
     "fanout",
     "tools",
     "observability",
+    "axes",
 ]
 # The demo (the sandbox of downstream systems, the scripted flows and tickets) is no part of the
 # product: local and test settings add these apps, production never does.
@@ -65,6 +70,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
+    # Last, as django-axes requires: it turns a lockout raised during authentication into the
+    # lockout page (AXES_LOCKOUT_CALLABLE).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -124,6 +132,26 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+
+# Login throttling (django-axes): after SEAM_LOGIN_FAILURE_LIMIT wrong passwords for one username
+# from one address, that pair is refused (429, the lockout page) for SEAM_LOGIN_COOLOFF_MINUTES,
+# counted again from each further failure; the admin's login is covered too. The right password
+# does not help while locked out. handover.login_throttle writes a `login_locked_out` audit row.
+# A superuser unlocks early in the admin (Axes → Access attempts) or with `manage.py axes_reset`.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = _env_or_fail(env.int, "SEAM_LOGIN_FAILURE_LIMIT", default=10)
+SEAM_LOGIN_COOLOFF_MINUTES = _env_or_fail(env.int, "SEAM_LOGIN_COOLOFF_MINUTES", default=15)
+AXES_COOLOFF_TIME = timedelta(minutes=SEAM_LOGIN_COOLOFF_MINUTES)
+if AXES_FAILURE_LIMIT < 1 or SEAM_LOGIN_COOLOFF_MINUTES < 1:
+    raise ImproperlyConfigured("SEAM_LOGIN_FAILURE_LIMIT and SEAM_LOGIN_COOLOFF_MINUTES must be at least 1.")
+# One person mistyping from the office does not lock out a colleague, and one address cannot guess
+# one account's password past the limit.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "handover.login_throttle.login_locked_out_response"
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "handover:run_list"

@@ -8,6 +8,11 @@ from .base import DEMO_APPS, INSTALLED_APPS, LOGGING, _env_or_fail, database_fro
 SECRET_KEY = env("DJANGO_SECRET_KEY")
 if SECRET_KEY.startswith("insecure") or len(SECRET_KEY) < 50:
     raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set to a long random value in production.")
+SEAM_AUDIT_KEY = env("SEAM_AUDIT_KEY")
+if SEAM_AUDIT_KEY.startswith("insecure") or len(SEAM_AUDIT_KEY) < 32:
+    raise ImproperlyConfigured(
+        "SEAM_AUDIT_KEY must be set to a random value of 32+ characters in production."
+    )
 DEBUG = False
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS")
 DATABASES = {"default": database_from_env(env("DATABASE_URL"))}

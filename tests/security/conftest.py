@@ -24,3 +24,14 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             f"{figures.MATRIX['urls']} URL patterns x {figures.MATRIX['personas']} personas: "
             f"{figures.MATRIX['requests']} requests"
         )
+    if figures.PAGE_FUZZ:
+        fuzz = figures.PAGE_FUZZ
+        terminalreporter.section("Staff console fuzzing")
+        terminalreporter.write_line(
+            f"{fuzz['urls']} URLs ({fuzz['routes']} routes) x {fuzz['personas']} personas x GET/POST, "
+            f"{fuzz['parameters']} parameters x {fuzz['values']} hostile values and seeded mixes: "
+            f"{fuzz['requests']} requests"
+        )
+        terminalreporter.write_line(
+            "responses by status: " + ", ".join(f"{code}: {n}" for code, n in fuzz["statuses"].items())
+        )

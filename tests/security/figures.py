@@ -4,9 +4,13 @@ tests/security/conftest.py) for docs/reliability.md."""
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 # API fuzzing: operation label → requests sent, and of those, refused with a status >= 400.
 FUZZ_TRIED: Counter[str] = Counter()
 FUZZ_REFUSED: Counter[str] = Counter()
 # The access matrix: (URL patterns, personas, requests made).
 MATRIX: dict[str, int] = {}
+# The console's fuzzing (test_page_fuzz): URLs, routes, personas, parameters, hostile values,
+# requests made, and the responses by status.
+PAGE_FUZZ: dict[str, Any] = {}

@@ -208,6 +208,12 @@ EXPECTED: dict[str, list[Call]] = {
     "runs/<uuid:run_id>/act/<slug:action>/": [RUN_ACT],
     "audit/": [page(support=FORBIDDEN, outsider=FORBIDDEN)],
     "audit.csv": [page(support=FORBIDDEN, outsider=FORBIDDEN)],
+    "insights/": [page(support=FORBIDDEN, outsider=FORBIDDEN)],
+    "insights.csv": [
+        # Past the role check, a CSV must name its chart: 400 without one, 200 with one.
+        Call("GET", page(support=FORBIDDEN, outsider=FORBIDDEN, lead=status(400), admin=status(400)).expect),
+        Call("GET", page(support=FORBIDDEN, outsider=FORBIDDEN).expect, {"chart": "escalations"}),
+    ],
     "dead-letters/": [page()],
     "dead-letters/<int:dead_letter_id>/<slug:action>/": [
         # The letter is resolved, so every action that passes the role and tenant checks is

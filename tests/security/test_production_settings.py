@@ -36,6 +36,7 @@ def deployment_env(**changes: str | None) -> dict[str, str]:
         "DATABASE_URL": "postgres://seam@127.0.0.1:5432/seam",
         "CELERY_BROKER_URL": "redis://127.0.0.1:6379/0",
         "SEAM_METRICS_TOKEN": secrets.token_urlsafe(32),
+        "SEAM_AUDIT_KEY": secrets.token_urlsafe(32),
     }
     for name, value in changes.items():
         if value is None:
@@ -88,6 +89,9 @@ def test_production_settings_start_with_a_deployments_environment() -> None:
         ({"DJANGO_ALLOWED_HOSTS": None}, "DJANGO_ALLOWED_HOSTS"),
         ({"SEAM_SANDBOX_ENABLED": "true"}, "SEAM_SANDBOX_ENABLED"),
         ({"SEAM_METRICS_TOKEN": None}, "SEAM_METRICS_TOKEN"),
+        ({"SEAM_AUDIT_KEY": None}, "SEAM_AUDIT_KEY"),
+        ({"SEAM_AUDIT_KEY": "too-short"}, "SEAM_AUDIT_KEY"),
+        ({"SEAM_AUDIT_KEY": "insecure-local-only-audit-key-do-not-use-in-production"}, "SEAM_AUDIT_KEY"),
     ],
     ids=lambda value: next(iter(value)) if isinstance(value, dict) else None,
 )

@@ -6,7 +6,7 @@ from django.db import migrations
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("journal", "0004_intent_already_so"),
+        ("journal", "0005_unknown_outcome_index"),
     ]
 
     operations = [

@@ -8,8 +8,8 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('handover', '0012_journal_app'),
-        ('journal', '0005_run_search_trigram_indexes'),
+        ('handover', '0015_audit_actions_lockout_and_verify'),
+        ('journal', '0006_run_search_trigram_indexes'),
     ]
 
     operations = [

@@ -1,0 +1,284 @@
+"""The asynchronous client: the same names and rules as seam_client._sync, as coroutines, over
+httpx.AsyncClient; the heartbeat is an asyncio task (`async with run.heartbeat(...)`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from . import _protocol as api
+from ._errors import ErrorClass, IntentInDoubt, OutcomeNotRecorded, SeamError, SeamRefused, ToolError
+from ._types import AsyncCall, Handover, Intent, Outcome
+
+logger = logging.getLogger("seam_client")
+
+
+class AsyncSeamClient:
+    """SeamClient for asyncio: one per process (it keeps its HTTP connections)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        timeout: float = 10.0,
+        retries: int = 5,
+        *,
+        backoff: float = 0.2,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.retries = retries
+        self.backoff = backoff
+        self._http = httpx.AsyncClient(
+            base_url=api.api_base(base_url),
+            headers=api.headers_for(token),
+            timeout=timeout,
+            transport=transport,
+        )
+
+    async def __aenter__(self) -> AsyncSeamClient:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def send(self, request: api.Request, *, retries: int | None = None) -> api.Answer:
+        """Send one request, retrying as its Request allows; the final answer, or the error."""
+        attempts = api.Attempts(
+            request, retries=self.retries if retries is None else retries, backoff=self.backoff
+        )
+        while True:
+            try:
+                response = await self._http.request(
+                    request.method, request.path.lstrip("/"), json=request.json, params=request.params
+                )
+            except httpx.TransportError as exc:
+                delay = attempts.transport_failed(exc)
+            else:
+                wait = attempts.retry_after(response)
+                if wait is None:
+                    return attempts.answer(response)
+                delay = wait
+            await asyncio.sleep(delay)
+
+    async def start_run(
+        self,
+        *,
+        task_type: str,
+        versions: Mapping[str, str],
+        plan: Sequence[Mapping[str, Any]] = (),
+        ticket_id: str | None = None,
+        order_id: str | None = None,
+        external_id: str | None = None,
+        deadline: datetime | str | None = None,
+    ) -> AsyncRun:
+        """Open a run (idempotent on `external_id`; without one, the client makes one)."""
+        answer = await self.send(
+            api.start_run(
+                task_type=task_type,
+                versions=versions,
+                plan=plan,
+                ticket_id=ticket_id,
+                order_id=order_id,
+                external_id=external_id,
+                deadline=deadline,
+            )
+        )
+        return AsyncRun(self, str(answer.body["id"]), data=answer.body, created=answer.status == 201)
+
+    def run(self, run_id: str) -> AsyncRun:
+        """A handle on an existing run (no request is made: `await fetch()` reads it)."""
+        return AsyncRun(self, str(run_id))
+
+
+class AsyncRun:
+    """One run, as Run, with coroutines."""
+
+    def __init__(
+        self,
+        client: AsyncSeamClient,
+        run_id: str,
+        *,
+        data: dict[str, Any] | None = None,
+        created: bool = False,
+    ) -> None:
+        self.client = client
+        self.id = run_id
+        self.data: dict[str, Any] = data or {}
+        self.created = created
+
+    def __repr__(self) -> str:
+        return f"<AsyncRun {self.id}>"
+
+    async def fetch(self) -> dict[str, Any]:
+        self.data = dict((await self.client.send(api.run_get(self.id))).body)
+        return self.data
+
+    async def _record_intent(
+        self, tool: str, args: Mapping[str, Any], *, turn: int, occurrence: int
+    ) -> tuple[Intent, bool]:
+        answer = await self.client.send(api.intent(self.id, tool, args, turn=turn, occurrence=occurrence))
+        return Intent.from_json(answer.body, replayed=answer.status != 201), answer.after_lost_answer
+
+    async def record_intent(
+        self, tool: str, args: Mapping[str, Any], *, turn: int, occurrence: int | None = None
+    ) -> Intent:
+        return (await self._record_intent(tool, args, turn=turn, occurrence=occurrence or 0))[0]
+
+    async def record_outcome(
+        self,
+        step_id: str,
+        *,
+        ok: bool = True,
+        summary: str = "",
+        receipt: Mapping[str, Any] | None = None,
+        error_class: ErrorClass | str | None = None,
+        request_id: str = "",
+    ) -> Intent:
+        answer = await self.client.send(
+            api.outcome(
+                self.id,
+                step_id,
+                ok=ok,
+                summary=summary,
+                receipt=receipt,
+                error_class=error_class,
+                request_id=request_id,
+            )
+        )
+        return Intent.from_json(answer.body, replayed=False)
+
+    async def perform(
+        self,
+        tool: str,
+        args: Mapping[str, Any],
+        call: AsyncCall,
+        *,
+        turn: int,
+        occurrence: int | None = None,
+    ) -> Intent:
+        """Run.perform's rules; `call` may be a coroutine function or a plain one."""
+        intent, after_lost_answer = await self._record_intent(
+            tool, args, turn=turn, occurrence=occurrence or 0
+        )
+        if intent.settled:
+            return intent
+        if intent.replayed:
+            raise IntentInDoubt(intent, own_retry=after_lost_answer)
+        try:
+            returned = call(dict(intent.args), intent.idempotency_key)
+            result = (await returned if inspect.isawaitable(returned) else returned) or Outcome()
+        except ToolError as exc:
+            if exc.error_class is not ErrorClass.AMBIGUOUS:
+                try:
+                    await self.record_outcome(
+                        intent.step_id,
+                        ok=False,
+                        summary=exc.message,
+                        error_class=exc.error_class,
+                        request_id=exc.request_id,
+                    )
+                except SeamError as lost:
+                    exc.add_note(f"its outcome was not recorded ({lost}); reconciliation settles it")
+            raise
+        try:
+            return await self.record_outcome(
+                intent.step_id,
+                ok=True,
+                summary=result.summary,
+                receipt=result.receipt,
+                request_id=result.request_id,
+            )
+        except SeamRefused:
+            raise
+        except SeamError as exc:
+            raise OutcomeNotRecorded(intent, result, exc) from exc
+
+    async def tell_customer(
+        self,
+        channel: str,
+        body: str,
+        about_steps: Sequence[str] = (),
+        told_at: datetime | str | None = None,
+    ) -> dict[str, Any]:
+        answer = await self.client.send(
+            api.customer_message(
+                self.id, channel=channel, body=body, about_steps=about_steps, told_at=told_at
+            )
+        )
+        return dict(answer.body)
+
+    async def beat(self) -> dict[str, Any]:
+        return dict((await self.client.send(api.heartbeat(self.id))).body)
+
+    def heartbeat(self, every: float = 15.0) -> AsyncHeartbeat:
+        """`async with run.heartbeat(every=15.0):` beats now and every `every` seconds."""
+        return AsyncHeartbeat(self, every)
+
+    async def count(self, kind: str) -> dict[str, Any]:
+        self.data = dict((await self.client.send(api.count(self.id, kind))).body)
+        return self.data
+
+    async def complete(self) -> dict[str, Any]:
+        self.data = dict((await self.client.send(api.complete(self.id))).body)
+        return self.data
+
+    async def cancel(self, reason: str) -> dict[str, Any]:
+        cancelled = dict((await self.client.send(api.cancel(self.id, reason))).body)
+        self.data = dict(cancelled["run"])
+        return cancelled
+
+    async def handover(self) -> Handover:
+        return Handover.from_json((await self.client.send(api.handover(self.id))).body)
+
+
+class AsyncHeartbeat:
+    """An asyncio task that beats for a run while the `async with` block runs. A failed beat is
+    logged and counted, never raised."""
+
+    def __init__(self, run: AsyncRun, every: float) -> None:
+        if every <= 0:
+            raise ValueError("every must be positive")
+        self.run = run
+        self.every = every
+        self.beats = 0
+        self.failures = 0
+        self.last_error: SeamError | None = None
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> AsyncHeartbeat:
+        self._task = asyncio.create_task(self._loop(), name=f"seam-heartbeat-{self.run.id}")
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        if self._task is not None:
+            await self._task
+
+    async def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                await self.run.client.send(api.heartbeat(self.run.id), retries=0)
+            except SeamError as exc:
+                self.failures += 1
+                self.last_error = exc
+                logger.warning("heartbeat for run %s failed: %s", self.run.id, exc)
+            else:
+                self.beats += 1
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), timeout=self.every)

@@ -1,0 +1,292 @@
+"""The synchronous client: one SeamClient per process (it keeps its HTTP connections), a Run
+handle per run, and a heartbeat thread while a run is being worked."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from . import _protocol as api
+from ._errors import ErrorClass, IntentInDoubt, OutcomeNotRecorded, SeamError, SeamRefused, ToolError
+from ._types import Call, Handover, Intent, Outcome
+
+logger = logging.getLogger("seam_client")
+
+
+class SeamClient:
+    """Seam's REST API with an agent token. Every write is retried by the rules of
+    seam_client._protocol.Attempts; a refusal raises SeamRefused naming the fields."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        timeout: float = 10.0,
+        retries: int = 5,
+        *,
+        backoff: float = 0.2,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.retries = retries
+        self.backoff = backoff
+        self._http = httpx.Client(
+            base_url=api.api_base(base_url),
+            headers=api.headers_for(token),
+            timeout=timeout,
+            transport=transport,
+        )
+
+    def __enter__(self) -> SeamClient:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def send(self, request: api.Request, *, retries: int | None = None) -> api.Answer:
+        """Send one request, retrying as its Request allows; the final answer, or the error."""
+        attempts = api.Attempts(
+            request, retries=self.retries if retries is None else retries, backoff=self.backoff
+        )
+        while True:
+            try:
+                response = self._http.request(
+                    request.method, request.path.lstrip("/"), json=request.json, params=request.params
+                )
+            except httpx.TransportError as exc:
+                delay = attempts.transport_failed(exc)
+            else:
+                wait = attempts.retry_after(response)
+                if wait is None:
+                    return attempts.answer(response)
+                delay = wait
+            time.sleep(delay)
+
+    def start_run(
+        self,
+        *,
+        task_type: str,
+        versions: Mapping[str, str],
+        plan: Sequence[Mapping[str, Any]] = (),
+        ticket_id: str | None = None,
+        order_id: str | None = None,
+        external_id: str | None = None,
+        deadline: datetime | str | None = None,
+    ) -> Run:
+        """Open a run (idempotent on `external_id`: the same one again returns the first run,
+        `created` false). Without one, the client makes one, so its own retries are safe."""
+        answer = self.send(
+            api.start_run(
+                task_type=task_type,
+                versions=versions,
+                plan=plan,
+                ticket_id=ticket_id,
+                order_id=order_id,
+                external_id=external_id,
+                deadline=deadline,
+            )
+        )
+        return Run(self, str(answer.body["id"]), data=answer.body, created=answer.status == 201)
+
+    def run(self, run_id: str) -> Run:
+        """A handle on an existing run (no request is made: `fetch()` reads it)."""
+        return Run(self, str(run_id))
+
+
+class Run:
+    """One run: record its intents and outcomes, tell the customer, keep it alive, end it."""
+
+    def __init__(
+        self, client: SeamClient, run_id: str, *, data: dict[str, Any] | None = None, created: bool = False
+    ) -> None:
+        self.client = client
+        self.id = run_id
+        self.data: dict[str, Any] = data or {}
+        self.created = created
+
+    def __repr__(self) -> str:
+        return f"<Run {self.id}>"
+
+    def fetch(self) -> dict[str, Any]:
+        """GET /runs/{id}/: the run with its intents and customer messages."""
+        self.data = dict(self.client.send(api.run_get(self.id)).body)
+        return self.data
+
+    def _record_intent(
+        self, tool: str, args: Mapping[str, Any], *, turn: int, occurrence: int
+    ) -> tuple[Intent, bool]:
+        answer = self.client.send(api.intent(self.id, tool, args, turn=turn, occurrence=occurrence))
+        return Intent.from_json(answer.body, replayed=answer.status != 201), answer.after_lost_answer
+
+    def record_intent(
+        self, tool: str, args: Mapping[str, Any], *, turn: int, occurrence: int | None = None
+    ) -> Intent:
+        """Record the intent; committed when this returns. The same intent again returns the same
+        row (`replayed`); a different one in a taken step is refused (SeamRefused, 409)."""
+        return self._record_intent(tool, args, turn=turn, occurrence=occurrence or 0)[0]
+
+    def record_outcome(
+        self,
+        step_id: str,
+        *,
+        ok: bool = True,
+        summary: str = "",
+        receipt: Mapping[str, Any] | None = None,
+        error_class: ErrorClass | str | None = None,
+        request_id: str = "",
+    ) -> Intent:
+        """Settle an intent: performed (`ok`), or failed with its error class (not `ambiguous`,
+        which Seam refuses: leave the intent open instead). The same outcome again is harmless."""
+        answer = self.client.send(
+            api.outcome(
+                self.id,
+                step_id,
+                ok=ok,
+                summary=summary,
+                receipt=receipt,
+                error_class=error_class,
+                request_id=request_id,
+            )
+        )
+        return Intent.from_json(answer.body, replayed=False)
+
+    def perform(
+        self, tool: str, args: Mapping[str, Any], call: Call, *, turn: int, occurrence: int | None = None
+    ) -> Intent:
+        """Record the intent (committed), then `call(args, idempotency_key)`, then its outcome.
+
+        A settled intent is returned as it is, `replayed`, and `call` is not made. An open one
+        (another process is on it or died on it, or this client's answer was lost) raises
+        IntentInDoubt and `call` is not made. A ToolError is recorded with its class and raised
+        (an `ambiguous` one, or any other exception, leaves the intent open). If the outcome
+        cannot be recorded after the call, OutcomeNotRecorded: do not call again."""
+        intent, after_lost_answer = self._record_intent(tool, args, turn=turn, occurrence=occurrence or 0)
+        if intent.settled:
+            return intent
+        if intent.replayed:
+            raise IntentInDoubt(intent, own_retry=after_lost_answer)
+        try:
+            result = call(dict(intent.args), intent.idempotency_key) or Outcome()
+        except ToolError as exc:
+            if exc.error_class is not ErrorClass.AMBIGUOUS:
+                try:
+                    self.record_outcome(
+                        intent.step_id,
+                        ok=False,
+                        summary=exc.message,
+                        error_class=exc.error_class,
+                        request_id=exc.request_id,
+                    )
+                except SeamError as lost:
+                    exc.add_note(f"its outcome was not recorded ({lost}); reconciliation settles it")
+            raise
+        try:
+            return self.record_outcome(
+                intent.step_id,
+                ok=True,
+                summary=result.summary,
+                receipt=result.receipt,
+                request_id=result.request_id,
+            )
+        except SeamRefused:
+            raise  # settled meanwhile, differently (reconciliation, a person): Seam says so
+        except SeamError as exc:
+            raise OutcomeNotRecorded(intent, result, exc) from exc
+
+    def tell_customer(
+        self,
+        channel: str,
+        body: str,
+        about_steps: Sequence[str] = (),
+        told_at: datetime | str | None = None,
+    ) -> dict[str, Any]:
+        """Record what the customer was told (channel: email, chat, sms, phone, portal);
+        `about_steps` names the steps whose effects it reports. Not idempotent: a request whose
+        answer was lost is not sent again (SeamUnavailable with `maybe_applied`)."""
+        answer = self.client.send(
+            api.customer_message(
+                self.id, channel=channel, body=body, about_steps=about_steps, told_at=told_at
+            )
+        )
+        return dict(answer.body)
+
+    def beat(self) -> dict[str, Any]:
+        """One heartbeat: the runtime is alive and working this run."""
+        return dict(self.client.send(api.heartbeat(self.id)).body)
+
+    @contextmanager
+    def heartbeat(self, every: float = 15.0) -> Iterator[Heartbeat]:
+        """Beat now and every `every` seconds from a background thread until the block ends."""
+        beating = Heartbeat(self, every)
+        beating.start()
+        try:
+            yield beating
+        finally:
+            beating.stop()
+
+    def count(self, kind: str) -> dict[str, Any]:
+        """Raise the run's retry, repair, replan or reflection counter by one; the run."""
+        self.data = dict(self.client.send(api.count(self.id, kind)).body)
+        return self.data
+
+    def complete(self) -> dict[str, Any]:
+        """The run is finished (refused, 409, while an intent has no outcome)."""
+        self.data = dict(self.client.send(api.complete(self.id)).body)
+        return self.data
+
+    def cancel(self, reason: str) -> dict[str, Any]:
+        """Admit no more steps: {run, completed, uncertain, cleanup_scheduled}. Nothing is undone."""
+        cancelled = dict(self.client.send(api.cancel(self.id, reason)).body)
+        self.data = dict(cancelled["run"])
+        return cancelled
+
+    def handover(self) -> Handover:
+        """What a person needs to finish the run (GET /runs/{id}/handover/)."""
+        return Handover.from_json(self.client.send(api.handover(self.id)).body)
+
+
+class Heartbeat:
+    """A daemon thread that beats for a run. A failed beat is logged and counted, never raised:
+    the next one tries again."""
+
+    def __init__(self, run: Run, every: float) -> None:
+        if every <= 0:
+            raise ValueError("every must be positive")
+        self.run = run
+        self.every = every
+        self.beats = 0
+        self.failures = 0
+        self.last_error: SeamError | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"seam-heartbeat-{run.id}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.run.client.send(api.heartbeat(self.run.id), retries=0)
+            except SeamError as exc:
+                self.failures += 1
+                self.last_error = exc
+                logger.warning("heartbeat for run %s failed: %s", self.run.id, exc)
+            else:
+                self.beats += 1
+            self._stop.wait(self.every)

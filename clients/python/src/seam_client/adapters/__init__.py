@@ -1,0 +1,94 @@
+"""Adapters that journal an agent framework's tools in Seam without changing the tools' code:
+`seam_client.adapters.langchain` (LangGraph and LangChain) and
+`seam_client.adapters.openai_agents` (the OpenAI Agents SDK). Each wraps a tool so that its call
+goes through `Run.perform`: the intent is committed before the tool runs, its outcome recorded
+after, a settled call is replayed without running the tool again, and a call left in doubt is
+never re-run.
+
+A tool that can pass an idempotency key to its downstream system reads the current call's key
+with `current_idempotency_key()`; one that cannot is still journaled, and Seam's reconciliation
+finds its effect the way its registered connector says (by a business reference, say)."""
+
+from __future__ import annotations
+
+import contextvars
+import itertools
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .._errors import ErrorClass, ToolError
+
+__all__ = ["Turns", "current_idempotency_key"]
+
+SUMMARY_LIMIT = 4000
+
+_current_key: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "seam_idempotency_key", default=None
+)
+
+
+def current_idempotency_key() -> str | None:
+    """The idempotency key of the journaled call being made now (None outside one)."""
+    return _current_key.get()
+
+
+@contextmanager
+def calling_with(key: str) -> Iterator[None]:
+    token = _current_key.set(key)
+    try:
+        yield
+    finally:
+        _current_key.reset(token)
+
+
+class Turns:
+    """Numbers an agent's journaled calls 1, 2, … in the order they are made, across all its
+    tools. An agent that is started again on the same run, and makes the same calls in the same
+    order, therefore meets its settled calls again and gets them replayed, not re-run."""
+
+    def __init__(self, start: int = 1) -> None:
+        self._count = itertools.count(start)
+        self._lock = threading.Lock()
+
+    def next(self) -> int:
+        with self._lock:
+            return next(self._count)
+
+
+def receipt_of(value: Any) -> dict[str, Any]:
+    """A tool's answer as a receipt: a JSON object it returned (or wrote as JSON text), else
+    nothing (its text is the outcome's summary)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    if isinstance(value, dict):
+        try:
+            return json.loads(json.dumps(value))  # type: ignore[no-any-return]
+        except (TypeError, ValueError):
+            return {}
+    return {}
+
+
+def summary_of(value: Any) -> str:
+    text = (
+        value
+        if isinstance(value, str)
+        else json.dumps(value, default=str)
+        if isinstance(value, dict | list)
+        else str(value)
+    )
+    return text[:SUMMARY_LIMIT]
+
+
+def classify(exc: BaseException) -> ToolError:
+    """A tool's exception as Seam's error class. A ToolError keeps its own; an exception from
+    code that did not classify it may have come after the downstream acted, so it is
+    `ambiguous`: the intent stays open and reconciliation asks the downstream."""
+    if isinstance(exc, ToolError):
+        return exc
+    return ToolError(ErrorClass.AMBIGUOUS, f"{type(exc).__name__}: {exc}"[:SUMMARY_LIMIT])

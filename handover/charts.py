@@ -1,0 +1,177 @@
+"""Bar charts drawn on the server as SVG (templates/handover/_chart.html), from the same Breakdown
+as the table beside them: no JavaScript, no library, prints as it shows. This module only does
+the geometry (where each bar, tick and label goes, in the SVG's own coordinates); the template
+writes the elements, escaping every label.
+
+A stacked chart piles a row's charted columns into one bar (counts of kinds that add up); a
+grouped chart sets them side by side (a median beside a 90th percentile)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .insights import Breakdown
+
+WIDTH, HEIGHT = 640, 260
+LEFT, RIGHT, TOP, BOTTOM = 44, 8, 10, 40
+MAX_X_LABELS = 8
+LABEL_CHARS = 14
+# Okabe and Ito's palette: told apart by people with the common colour-vision deficiencies.
+PALETTE = ("#0072b2", "#e69f00", "#009e73", "#d55e00", "#cc79a7", "#56b4e9", "#7f6d00", "#404040")
+
+
+@dataclass(frozen=True)
+class Bar:
+    x: float
+    y: float
+    width: float
+    height: float
+    colour: str
+    title: str  # the bar's tooltip: row, column and value
+
+
+@dataclass(frozen=True)
+class Tick:
+    y: float
+    label: str
+
+
+@dataclass(frozen=True)
+class XLabel:
+    x: float
+    label: str
+
+
+@dataclass(frozen=True)
+class LegendItem:
+    colour: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Chart:
+    key: str
+    title: str
+    desc: str
+    width: int
+    height: int
+    left: int
+    bottom: float  # the y of the x axis
+    right: float
+    bars: tuple[Bar, ...]
+    ticks: tuple[Tick, ...]
+    x_labels: tuple[XLabel, ...]
+    legend: tuple[LegendItem, ...]
+    empty: bool
+
+    @property
+    def tick_x(self) -> int:
+        """Where the y axis's labels end (right-aligned, left of the plot)."""
+        return self.left - 6
+
+    @property
+    def label_y(self) -> float:
+        """The baseline of the x axis's labels, under the axis."""
+        return self.bottom + 16
+
+
+def nice_ceiling(value: float) -> float:
+    """The smallest of 1, 2, 2.5, 5 x 10^k at or above value (1 for nothing to show)."""
+    if value <= 0:
+        return 1.0
+    magnitude = 10 ** math.floor(math.log10(value))
+    for step in (1, 2, 2.5, 5, 10):
+        if step * magnitude >= value:
+            return float(step * magnitude)
+    return float(10 * magnitude)  # pragma: no cover - the loop ends at 10
+
+
+def _number(value: float) -> str:
+    return f"{value:g}" if value != int(value) else str(int(value))
+
+
+def _short(label: str) -> str:
+    return label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…"
+
+
+def chart_build(breakdown: Breakdown, *, key: str, title: str) -> Chart:
+    """The geometry of a breakdown's bar chart, in a WIDTH x HEIGHT view box."""
+    charted = breakdown.charted_columns
+    stacked = breakdown.stacking == "stacked"
+    rows = breakdown.rows
+    if stacked:
+        peak = max((sum(row.values[i] or 0 for i in charted) for row in rows), default=0)
+    else:
+        peak = max((row.values[i] or 0 for row in rows for i in charted), default=0)
+    top = nice_ceiling(float(peak))
+    plot_width = WIDTH - LEFT - RIGHT
+    plot_height = HEIGHT - TOP - BOTTOM
+    axis = float(HEIGHT - BOTTOM)
+    slot = plot_width / max(len(rows), 1)
+    bar_width = slot * 0.8
+    bars: list[Bar] = []
+    for n, row in enumerate(rows):
+        x0 = LEFT + n * slot + (slot - bar_width) / 2
+        base = axis
+        for position, i in enumerate(charted):
+            value = row.values[i]
+            if not value:
+                continue
+            column = breakdown.columns[i]
+            height = value / top * plot_height
+            colour = PALETTE[position % len(PALETTE)]
+            tooltip = f"{row.label} · {column.label}: {_number(value)} {breakdown.unit}"
+            if stacked:
+                base -= height
+                bars.append(Bar(x0, base, bar_width, height, colour, tooltip))
+            else:
+                width = bar_width / len(charted)
+                bars.append(Bar(x0 + position * width, axis - height, width, height, colour, tooltip))
+    ticks = tuple(Tick(axis - plot_height * k / 4, _number(top * k / 4)) for k in range(5))
+    every = max(1, math.ceil(len(rows) / MAX_X_LABELS))
+    x_labels = tuple(
+        XLabel(LEFT + n * slot + slot / 2, _short(row.label)) for n, row in enumerate(rows) if n % every == 0
+    )
+    legend = tuple(
+        LegendItem(PALETTE[position % len(PALETTE)], breakdown.columns[i].label)
+        for position, i in enumerate(charted)
+    )
+    return Chart(
+        key=key,
+        title=title,
+        desc=_describe(breakdown, stacked=stacked),
+        width=WIDTH,
+        height=HEIGHT,
+        left=LEFT,
+        bottom=axis,
+        right=float(WIDTH - RIGHT),
+        bars=tuple(bars),
+        ticks=ticks,
+        x_labels=x_labels,
+        legend=legend,
+        empty=breakdown.is_empty,
+    )
+
+
+def _describe(breakdown: Breakdown, *, stacked: bool) -> str:
+    """What the chart shows, in a sentence a screen reader can say (the table has the numbers)."""
+    charted = breakdown.charted_columns
+    columns = ", ".join(breakdown.columns[i].label for i in charted)
+    what = (
+        f"{'Stacked' if stacked else 'Grouped'} bars of {breakdown.unit} per "
+        f"{breakdown.row_heading.lower()}, {len(breakdown.rows)} in all ({columns})."
+    )
+    if breakdown.is_empty:
+        return what + " Nothing in this period."
+    if stacked:
+        total = sum(row.values[i] or 0 for row in breakdown.rows for i in charted)
+        busiest = max(breakdown.rows, key=lambda row: sum(row.values[i] or 0 for i in charted))
+        most = sum(busiest.values[i] or 0 for i in charted)
+        return what + f" {_number(total)} in all; the most, {_number(most)}, for {busiest.label}."
+    first = charted[0]
+    highest = max(breakdown.rows, key=lambda row: row.values[first] or 0)
+    return what + (
+        f" The highest {breakdown.columns[first].label.lower()}, "
+        f"{_number(highest.values[first] or 0)}, for {highest.label}."
+    )

@@ -1,0 +1,167 @@
+"""Seam's MCP proxy under test: the mcpdesk example server (examples/mcpdesk, built with the
+official SDK) as a real process behind a real proxy process, driven by the SDK's own client, and
+the settings pointed at the example's tools, catalogue and policy."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.core.management import call_command
+from django.test import override_settings
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from journal.models import AgentToken, Tenant
+from tests.support.processes import ROOT
+from tools import registry as tool_registry
+
+MODULES = {
+    "SEAM_TOOL_MODULES": ["examples.mcpdesk.tools"],
+    "SEAM_CATALOGUE_MODULES": ["examples.mcpdesk.catalogue"],
+    "SEAM_POLICY_MODULES": ["examples.mcpdesk.policies"],
+}
+CLIENT_SRC = ROOT / "clients" / "python" / "src"
+
+
+@dataclass(frozen=True)
+class Desk:
+    state_file: Path
+
+    def state(self) -> dict[str, Any]:
+        """The desk's own record of what it did."""
+        state: dict[str, Any] = json.loads(self.state_file.read_text())
+        return state
+
+
+@contextlib.contextmanager
+def desk_registered(tmp_path: Path) -> Iterator[Desk]:
+    """The example's modules in settings (seeded), its state file where its lookups look."""
+    desk = Desk(tmp_path / "mcpdesk.json")
+    previous = os.environ.get("MCPDESK_STATE")
+    os.environ["MCPDESK_STATE"] = str(desk.state_file)
+    try:
+        with override_settings(**MODULES):
+            tool_registry.reset_registry()
+            call_command("seam_seed", stdout=io.StringIO())
+            yield desk
+    finally:
+        tool_registry.reset_registry()
+        if previous is None:
+            os.environ.pop("MCPDESK_STATE", None)
+        else:
+            os.environ["MCPDESK_STATE"] = previous
+
+
+def agent_token(tenant: Tenant, name: str = "mcp-proxy") -> str:
+    secret = AgentToken.new_secret()
+    AgentToken.objects.create(tenant=tenant, name=name, digest=AgentToken.digest_of(secret))
+    return secret
+
+
+def proxy_parameters(
+    seam_url: str,
+    token: str,
+    desk: Desk,
+    *,
+    server: list[str] | None = None,
+    env: dict[str, str] | None = None,
+) -> StdioServerParameters:
+    """`python -m seam_client.mcp_proxy` in front of the desk (a stdio child of the proxy unless
+    `server` says otherwise), as an MCP client such as a desktop app would start it."""
+    upstream = server or [
+        "--",
+        sys.executable,
+        "-m",
+        "examples.mcpdesk.server",
+        "--state",
+        str(desk.state_file),
+    ]
+    return StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "seam_client.mcp_proxy",
+            "--seam-url",
+            seam_url,
+            "--token",
+            token,
+            "--task-type",
+            "desk_session",
+            "--catalogued",
+            "credit_account",
+            *upstream,
+        ],
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                filter(None, [str(CLIENT_SRC), str(ROOT), os.environ.get("PYTHONPATH")])
+            ),
+            **(env or {}),
+        },
+        cwd=str(ROOT),
+    )
+
+
+@contextlib.asynccontextmanager
+async def mcp_client(params: StdioServerParameters) -> AsyncIterator[ClientSession]:
+    async with stdio_client(params) as (read, write, *_), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+def children_of(pid: int) -> list[int]:
+    """The live processes whose parent is `pid` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # The command name is in parentheses and may hold spaces: the parent id follows it.
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def proxy_pid() -> int:
+    """The proxy process this test process started (through the SDK's stdio client)."""
+    for pid in children_of(os.getpid()):
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        if b"seam_client.mcp_proxy" in cmdline:
+            return pid
+    raise AssertionError("no proxy process is running")
+
+
+def kill_proxy_and_its_server() -> int:
+    """SIGKILL the proxy (the kill under test), then its orphaned desk server. The proxy's id."""
+    pid = proxy_pid()
+    servers = children_of(pid)
+    os.kill(pid, signal.SIGKILL)
+    for server in servers:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while _alive(pid):  # dead once a zombie: the SDK's client reaps it
+        assert time.monotonic() < deadline, "the proxy survived SIGKILL"
+        time.sleep(0.05)
+    return pid
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"

@@ -55,9 +55,11 @@ from .handover import (
     run_state_token,
     undo_unbuildable,
 )
-from .models import AuditAction, AuditEntry
+from .models import AuditAction, AuditEntry, AuditVerification
+from .tasks import verify_audit_chain
 
 ACT = "handover.act_on_run"
+VIEW_AUDIT = "handover.view_audit_trail"
 MAX_NOTE_CHARS = 4000
 
 
@@ -762,3 +764,23 @@ def confirmation(
             button="Assign",
         )
     return Confirmation(action, "Assign to me", ["you become the run's assignee"], button="Assign to me")
+
+
+def audit_verification_request(ctx: StaffContext) -> AuditVerification:
+    """A team lead asks for the audit chain to be checked again: the request is kept and audited
+    together, and the worker walks the chain once they are committed."""
+    _require(ctx, VIEW_AUDIT)
+    with journal.durable():
+        verification = AuditVerification.objects.create(requested_at=timezone.now(), requested_by=ctx.user)
+        audit_record(
+            user=ctx.user,
+            tenant=ctx.tenant,
+            action=AuditAction.AUDIT_VERIFY,
+            new={"verification": verification.pk},
+            request_id=ctx.request_id,
+        )
+        verification_id = verification.pk
+        # robust: the request is kept either way; a check the broker never got stops being
+        # waited for on the page after a while (selectors.VERIFICATION_WAIT).
+        transaction.on_commit(lambda: verify_audit_chain.delay(verification_id), robust=True)
+    return verification

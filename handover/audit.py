@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from journal.models import Run, Tenant
 
-from .models import AuditChainHead, AuditEntry
+from .models import AuditChainHead, AuditEntry, AuditVerification
 
 GENESIS = "0" * 64
 
@@ -165,6 +165,20 @@ def audit_verify() -> ChainReport:
             f"the chain head's seal does not match row #{head.seq}: rows after it were removed",
         )
     return ChainReport(checked)
+
+
+def audit_verification_run(*, verification_id: int) -> AuditVerification:
+    """Walk the chain for a requested check and keep the result on its row. A check already
+    finished (a redelivered task) is returned as it is: a result is never overwritten."""
+    verification = AuditVerification.objects.get(pk=verification_id)
+    if verification.finished_at is not None:
+        return verification
+    report = audit_verify()
+    AuditVerification.objects.filter(pk=verification_id, finished_at=None).update(
+        finished_at=timezone.now(), checked=report.checked, broken_at=report.broken_at, problem=report.problem
+    )
+    verification.refresh_from_db()
+    return verification
 
 
 # --- reading an entry -------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -36,7 +36,7 @@ from journal.models import (
 from journal.selectors import runs_with_counts as journal_runs_with_counts
 from journal.selectors import stuck_runs_q
 
-from .models import AuditEntry
+from .models import AuditEntry, AuditVerification
 
 # --- the staff dashboard ----------------------------------------------------------------------
 
@@ -198,6 +198,30 @@ def audit_entries(*, tenant: Tenant, filters: AuditFilters) -> QuerySet[AuditEnt
     if filters.until:
         entries = entries.filter(at__date__lte=filters.until)
     return entries.order_by("-at", "-seq")
+
+
+@dataclass(frozen=True)
+class VerificationShown:
+    """What the audit page says of the chain's checks: the newest finished one, and whether a
+    newer one is still waiting for the worker."""
+
+    last: AuditVerification | None
+    pending: AuditVerification | None
+
+
+# A check still unfinished this long after it was asked for was lost (the broker down when it was
+# queued, say): the page stops waiting for it and offers the button again.
+VERIFICATION_WAIT = timedelta(minutes=10)
+
+
+def audit_verification_shown(*, now: datetime) -> VerificationShown:
+    last = AuditVerification.objects.filter(finished_at__isnull=False).first()
+    pending = AuditVerification.objects.filter(
+        finished_at__isnull=True, requested_at__gt=now - VERIFICATION_WAIT
+    ).first()
+    if pending is not None and last is not None and last.requested_at > pending.requested_at:
+        pending = None
+    return VerificationShown(last=last, pending=pending)
 
 
 def dead_letters_for(*, tenant: Tenant, show: str = "open") -> QuerySet[DeadLetter]:

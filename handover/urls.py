@@ -16,4 +16,5 @@ urlpatterns = [
     path("audit.csv", views.audit_csv, name="audit_csv"),
     path("insights/", insights_views.insights_page, name="insights"),
     path("insights.csv", insights_views.insights_csv, name="insights_csv"),
+    path("audit/verify/", views.audit_verify, name="audit_verify"),
 ]

@@ -376,9 +376,32 @@ def audit(request: HtmxHttpRequest) -> HttpResponse:
         "actions": AuditAction.choices,
         "people": selectors.tenant_staff(tenant=tenant),
         "query": request.GET.urlencode(),
+        # The export takes the filters on the page, never its page number.
+        "export_query": _without(request.GET.copy(), "page"),
+        "verification": selectors.audit_verification_shown(now=timezone.now()),
     }
-    template = "handover/audit.html#entries" if request.htmx else "handover/audit.html"
+    template = "handover/audit.html"
+    if request.htmx:
+        template += "#verification" if request.htmx.target == "verification" else "#entries"
     return render(request, template, context)
+
+
+def _without(query: Any, name: str) -> str:
+    query.pop(name, None)
+    return str(query.urlencode())
+
+
+@login_required
+@permission_required("handover.view_audit_trail", raise_exception=True)
+@require_POST
+def audit_verify(request: HtmxHttpRequest) -> HttpResponse:
+    """Check the audit chain again (queued for the worker); the page shows the check waiting,
+    then its result."""
+    actions.audit_verification_request(staff_context(request))
+    if request.htmx:
+        context = {"verification": selectors.audit_verification_shown(now=timezone.now())}
+        return render(request, "handover/audit.html#verification", context)
+    return redirect("handover:audit")
 
 
 AUDIT_COLUMNS = [

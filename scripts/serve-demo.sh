@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Serve the demo: the sandbox of downstream systems on :8100, half-finished runs seeded by
-# replaying tickets with kills, a Celery worker on the embedded filesystem broker, and Seam on
+# replaying tickets with kills, a Celery worker on the embedded filesystem broker (restarted if it
+# ever exits), and Seam on
 # http://127.0.0.1:8000. Ctrl-C stops everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +11,9 @@ sandbox_port="${SEAM_SANDBOX_URL##*:}"
 
 .venv/bin/python manage.py runsandbox --port "$sandbox_port" > var/log/sandbox.log 2>&1 &
 sandbox=$!
-.venv/bin/celery -A config worker --beat --schedule var/celery/beat-schedule --loglevel=WARNING --concurrency=1 --pool=solo > var/log/worker.log 2>&1 &
+# The demo's only worker (and its beat, whose sweep settles the seeded runs) is restarted
+# whenever it exits, rather than leaving the demo without one.
+scripts/supervise.sh .venv/bin/celery -A config worker --beat --schedule var/celery/beat-schedule --loglevel=WARNING --concurrency=1 --pool=solo >> var/log/worker.log 2>&1 &
 worker=$!
 trap 'kill $sandbox $worker 2>/dev/null || true' EXIT INT TERM
 

@@ -258,18 +258,27 @@ SPECTACULAR_SETTINGS = {
 # Celery. The embedded default is Kombu's filesystem transport (messages are files under
 # var/celery), so `make demo` needs no Redis; CELERY_BROKER_URL=redis://... switches to Redis.
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="filesystem://")
-_celery_dir = BASE_DIR / "var" / "celery"
-CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = (
-    {
-        "data_folder_in": str(_celery_dir / "out"),
-        "data_folder_out": str(_celery_dir / "out"),
-        "processed_folder": str(_celery_dir / "processed"),
-        "control_folder": str(_celery_dir / "control"),
+# Where the filesystem broker keeps its messages (SEAM_CELERY_DIR: a test's own folder, say).
+SEAM_CELERY_DIR = Path(env("SEAM_CELERY_DIR", default=str(BASE_DIR / "var" / "celery")))
+
+
+def filesystem_broker(url: str) -> tuple[str | None, dict[str, Any] | None]:
+    """(CELERY_BROKER_TRANSPORT, CELERY_BROKER_TRANSPORT_OPTIONS) for a filesystem:// broker:
+    Kombu's filesystem transport with whole-file writes and one-worker claims
+    (config/filesystem_broker.py), its folders under SEAM_CELERY_DIR. (None, None) otherwise."""
+    if not url.startswith("filesystem"):
+        return None, None
+    return "config.filesystem_broker:Transport", {
+        "data_folder_in": str(SEAM_CELERY_DIR / "out"),
+        "data_folder_out": str(SEAM_CELERY_DIR / "out"),
+        "processed_folder": str(SEAM_CELERY_DIR / "processed"),
+        "control_folder": str(SEAM_CELERY_DIR / "control"),
         "store_processed": False,
     }
-    if CELERY_BROKER_URL.startswith("filesystem")
-    else {"visibility_timeout": 3600}
-)
+
+
+CELERY_BROKER_TRANSPORT, _filesystem_options = filesystem_broker(CELERY_BROKER_URL)
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = _filesystem_options or {"visibility_timeout": 3600}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

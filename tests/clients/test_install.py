@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -47,18 +46,15 @@ def fresh_venv(where: Path) -> Path:
 def test_the_package_installs_without_django_and_drives_a_live_seam(
     tmp_path: Path, seam_server: str, agent_token: str
 ) -> None:
-    # A copy, so that building it writes nothing into the repository.
-    source = shutil.copytree(
-        PACKAGE, tmp_path / "seam-client", ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
-    )
     python = fresh_venv(tmp_path / "env")
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
 
     installed = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", str(source)],
+        [str(python), "-m", "pip", "install", "--quiet", "./clients/python"],
         capture_output=True,
         text=True,
         timeout=300,
+        cwd=ROOT,
         env=env,
         check=False,
     )
@@ -68,8 +64,9 @@ def test_the_package_installs_without_django_and_drives_a_live_seam(
         [
             str(python),
             "-c",
-            "import importlib.util, seam_client; "
-            "print(seam_client.__file__, importlib.util.find_spec('django') is None)",
+            "import importlib.util, pathlib, seam_client; "
+            "print(seam_client.__file__, importlib.util.find_spec('django') is None, "
+            "pathlib.Path(seam_client.__file__).with_name('py.typed').exists())",
         ],
         capture_output=True,
         text=True,
@@ -77,8 +74,10 @@ def test_the_package_installs_without_django_and_drives_a_live_seam(
         env=env,
         check=True,
     )
-    where, no_django = probe.stdout.split()
-    assert where.startswith(str(tmp_path / "env")) and no_django == "True"
+    where, no_django, typed = probe.stdout.split()
+    assert where.startswith(str(tmp_path / "env")) and (no_django, typed) == ("True", "True")
+    # The build wrote nothing into the checkout.
+    assert not (PACKAGE / "build").exists() and not list(PACKAGE.glob("**/*.egg-info"))
     freeze = subprocess.run(
         [str(python), "-m", "pip", "freeze"], capture_output=True, text=True, env=env, check=True
     ).stdout.lower()

@@ -198,6 +198,25 @@ def test_bad_gateways_and_unavailability_are_retried(breaking: tuple[SeamClient,
     assert Intent.objects.get().step_id == intent.step_id
 
 
+def test_a_gateway_timeout_after_the_commit_retries_an_outcome_but_not_a_counter(
+    breaking: tuple[SeamClient, Breaks],
+) -> None:
+    client, plan = breaking
+    run = client.start_run(task_type="returns", versions=VERSIONS)
+    intent = run.record_intent("issue_refund", REFUND, turn=3)
+    plan.when, plan.how, plan.status = posts_to("/outcome/"), "after", 504
+
+    settled = run.record_outcome(intent.step_id, ok=True, receipt={"refund_id": "re_1"})
+
+    assert plan.broken and settled.status == "performed"  # the repeat of the same outcome: 200
+    plan.broken.clear()
+    plan.when = posts_to("/counters/")
+    with pytest.raises(SeamUnavailable) as lost:
+        run.count("retry")
+    assert lost.value.maybe_applied is True and lost.value.status == 504
+    assert RunRow.objects.get(pk=run.id).retries == 1  # counted once, not again
+
+
 def test_a_customer_message_whose_answer_was_lost_is_not_sent_again(
     breaking: tuple[SeamClient, Breaks],
 ) -> None:
@@ -301,7 +320,9 @@ def test_the_handover_shows_what_was_done_what_is_in_doubt_and_what_the_customer
     assert handover.next_action_code == "settle_uncertain"
 
 
-def test_a_refusal_names_the_field_and_writes_nothing(seam: SeamClient) -> None:
+def test_a_refusal_names_the_field_and_writes_nothing(seam: SeamClient, seam_server: str) -> None:
+    with pytest.raises(ValueError, match="token"):
+        SeamClient(seam_server, "")
     with pytest.raises(SeamRefused) as refused:
         seam.start_run(task_type="returns", versions={"schema": "1"})
     assert refused.value.status == 400 and "versions" in refused.value.fields

@@ -520,3 +520,26 @@ def test_the_timeline_says_each_outcome_and_shows_a_failure_in_red(
         ("outcome-failed", "issue_refund failed: card refused by the bank"),
     ]
     assert "Outcome recorded" not in timeline
+
+
+def test_hostile_values_in_any_bulk_field_are_refused_without_a_5xx_or_a_write(
+    runs: dict[str, Run], persona: Any
+) -> None:
+    """Every field of the bulk form and of the queue's filters it carries, given the values the
+    page fuzzer sends (tests/security/test_page_fuzz.py): never a 5xx, and a refusal writes
+    nothing (an empty optional field, such as no colleague, is a valid request)."""
+    from tests.security.test_page_fuzz import HOSTILE
+
+    client = _client(persona("support_staff", runs["bench"].tenant, "sam"))
+    fields = ["action", "run", "colleague", "note", "q", "task_type", "reason", "status", "assignee", "sort"]
+    statuses = set()
+    for field in fields:
+        for value in HOSTILE:
+            post = {"action": "assign", "note": "x", "run": _ticked(runs["bench"]), field: value}
+            before = AuditEntry.objects.count()
+            response = client.post(reverse("handover:run_bulk"), post, headers=HTMX)
+            statuses.add(response.status_code)
+            assert response.status_code < 500, (field, value[:20], response.status_code)
+            if response.status_code >= 400:
+                assert AuditEntry.objects.count() == before, (field, value[:20])
+    assert 400 in statuses

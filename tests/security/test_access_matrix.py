@@ -208,6 +208,18 @@ EXPECTED: dict[str, list[Call]] = {
     "runs/<uuid:run_id>/act/<slug:action>/": [RUN_ACT],
     "audit/": [page(support=FORBIDDEN, outsider=FORBIDDEN)],
     "audit.csv": [page(support=FORBIDDEN, outsider=FORBIDDEN)],
+    # A lead's re-run of the chain's verification: queued, then back to the audit page.
+    "audit/verify/": [
+        Call(
+            "POST",
+            page(
+                support=FORBIDDEN,
+                outsider=FORBIDDEN,
+                lead=Expect("302 to /audit/", _redirect_to("/audit/")),
+                admin=Expect("302 to /audit/", _redirect_to("/audit/")),
+            ).expect,
+        )
+    ],
     "insights/": [page(support=FORBIDDEN, outsider=FORBIDDEN)],
     "insights.csv": [
         # Past the role check, a CSV must name its chart: 400 without one, 200 with one.
@@ -312,7 +324,7 @@ def routes(patterns: list[Any] | None = None, prefix: str = "") -> Iterator[str]
 # Regular-expression routes (the admin's and the sandbox's catch-alls, the admin's app lists and
 # django-simple-history's views), each with a path that matches it.
 REGEX_SAMPLES = {
-    "admin/^(?P<app_label>auth|journal|handover|reconciliation|compensations|fanout)/$": "admin/handover/",
+    "admin/^(?P<app_label>auth|journal|handover|reconciliation|compensations|fanout|axes)/$": "admin/handover/",
     "admin/(?P<url>.*)$": "admin/no-such-page/",
     "admin/reconciliation/taskpolicy/^([^/]+)/history/([^/]+)/$": "admin/reconciliation/taskpolicy/{pk}/history/1/",
     "admin/compensations/catalogueentry/^([^/]+)/history/([^/]+)/$": "admin/compensations/catalogueentry/{pk}/history/1/",

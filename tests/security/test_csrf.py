@@ -104,6 +104,7 @@ def dashboard_posts(run: Run, letter: DeadLetter, lead: Any) -> list[tuple[str, 
         )
         for action in dead_letter_action_names()
     ]
+    posts.append((reverse("handover:audit_verify"), {}))  # a lead's re-check of the audit chain
     return posts
 
 
@@ -127,9 +128,10 @@ def test_with_the_htmx_header_from_the_page_every_dashboard_post_gets_past_csrf(
     run: Run, dead_letter: DeadLetter, lead: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from compensations.tasks import compensate_run, compensate_step
+    from handover.tasks import verify_audit_chain
     from reconciliation.tasks import reconcile_intent, resume_run
 
-    for task in (compensate_step, compensate_run, reconcile_intent, resume_run):
+    for task in (compensate_step, compensate_run, reconcile_intent, resume_run, verify_audit_chain):
         monkeypatch.setattr(task, "delay", lambda *args: None)  # no broker: queued work is not the point
     client = csrf_client(lead)
     token = htmx_token(client, run)

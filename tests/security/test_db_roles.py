@@ -71,6 +71,7 @@ def test_the_command_prints_the_grants_without_applying_them() -> None:
     assert 'GRANT SELECT, INSERT ON TABLE "handover_auditentry" TO "seam_app";' in sql
     assert 'GRANT SELECT, INSERT ON TABLE "handover_journalevent" TO "seam_app";' in sql
     assert 'GRANT SELECT ON TABLE "django_migrations" TO "seam_app";' in sql
+    assert 'GRANT SELECT, INSERT, UPDATE ON TABLE "handover_auditchainhead" TO "seam_app";' in sql
     assert 'GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE "handover_run" TO "seam_app";' in sql
     assert "TRUNCATE" not in sql
     assert "OWNER" not in sql

@@ -8,6 +8,8 @@ Migrations run as the tables' owner; the web, the workers and beat connect as th
 - may SELECT, INSERT, UPDATE and DELETE rows of the application's tables, except
 - handover_auditentry and handover_journalevent: SELECT and INSERT only (no UPDATE, DELETE,
   TRUNCATE), on top of the triggers that refuse UPDATE and DELETE to everyone;
+- handover_auditchainhead: SELECT, INSERT and UPDATE, not DELETE (its trigger lets it only move
+  forward onto the newest audit row, and refuses DELETE to everyone);
 - holds TRUNCATE, REFERENCES and TRIGGER on nothing, and only reads django_migrations;
 - may use the sequences (USAGE, SELECT: not setval).
 
@@ -24,6 +26,7 @@ from psycopg import sql
 
 APPEND_ONLY = ("handover_auditentry", "handover_journalevent")
 READ_ONLY = ("django_migrations",)
+NEVER_DELETED = ("handover_auditchainhead",)
 
 
 def role_statements(*, role: str, database: str, tables: list[str], login: bool) -> list[sql.Composed]:
@@ -48,6 +51,8 @@ def role_statements(*, role: str, database: str, tables: list[str], login: bool)
             privileges = "SELECT, INSERT"
         elif table in READ_ONLY:
             privileges = "SELECT"
+        elif table in NEVER_DELETED:
+            privileges = "SELECT, INSERT, UPDATE"
         else:
             privileges = "SELECT, INSERT, UPDATE, DELETE"
         statements.append(

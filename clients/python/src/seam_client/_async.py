@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -15,10 +14,9 @@ from typing import Any
 import httpx
 
 from . import _protocol as api
-from ._errors import ErrorClass, IntentInDoubt, OutcomeNotRecorded, SeamError, SeamRefused, ToolError
+from ._common import HeartbeatState, RunState, http_options, intent_of, next_page
+from ._errors import ErrorClass, OutcomeNotRecorded, SeamError, SeamRefused, ToolError
 from ._types import AsyncCall, Handover, Intent, Outcome
-
-logger = logging.getLogger("seam_client")
 
 
 class AsyncSeamClient:
@@ -36,12 +34,7 @@ class AsyncSeamClient:
     ) -> None:
         self.retries = retries
         self.backoff = backoff
-        self._http = httpx.AsyncClient(
-            base_url=api.api_base(base_url),
-            headers=api.headers_for(token),
-            timeout=timeout,
-            transport=transport,
-        )
+        self._http = httpx.AsyncClient(**http_options(base_url, token, timeout), transport=transport)
 
     async def __aenter__(self) -> AsyncSeamClient:
         return self
@@ -98,12 +91,27 @@ class AsyncSeamClient:
         )
         return AsyncRun(self, str(answer.body["id"]), data=answer.body, created=answer.status == 201)
 
+    async def runs(
+        self, *, ticket_id: str | None = None, order_id: str | None = None, status: str | None = None
+    ) -> list[AsyncRun]:
+        """The tenant's runs for a ticket or an order (and in a status), newest first, every page."""
+        found: list[AsyncRun] = []
+        page = 1
+        while True:
+            request = api.run_list(ticket_id=ticket_id, order_id=order_id, status=status, page=page)
+            body = (await self.send(request)).body
+            items, more = next_page(body)
+            found += [AsyncRun(self, str(item["id"]), data=item) for item in items]
+            if not more:
+                return found
+            page += 1
+
     def run(self, run_id: str) -> AsyncRun:
         """A handle on an existing run (no request is made: `await fetch()` reads it)."""
         return AsyncRun(self, str(run_id))
 
 
-class AsyncRun:
+class AsyncRun(RunState):
     """One run, as Run, with coroutines."""
 
     def __init__(
@@ -114,13 +122,8 @@ class AsyncRun:
         data: dict[str, Any] | None = None,
         created: bool = False,
     ) -> None:
+        super().__init__(run_id, data=data, created=created)
         self.client = client
-        self.id = run_id
-        self.data: dict[str, Any] = data or {}
-        self.created = created
-
-    def __repr__(self) -> str:
-        return f"<AsyncRun {self.id}>"
 
     async def fetch(self) -> dict[str, Any]:
         self.data = dict((await self.client.send(api.run_get(self.id))).body)
@@ -130,7 +133,7 @@ class AsyncRun:
         self, tool: str, args: Mapping[str, Any], *, turn: int, occurrence: int
     ) -> tuple[Intent, bool]:
         answer = await self.client.send(api.intent(self.id, tool, args, turn=turn, occurrence=occurrence))
-        return Intent.from_json(answer.body, replayed=answer.status != 201), answer.after_lost_answer
+        return intent_of(answer), answer.after_lost_answer
 
     async def record_intent(
         self, tool: str, args: Mapping[str, Any], *, turn: int, occurrence: int | None = None
@@ -173,38 +176,26 @@ class AsyncRun:
         intent, after_lost_answer = await self._record_intent(
             tool, args, turn=turn, occurrence=occurrence or 0
         )
-        if intent.settled:
+        if self.settled_already(intent, after_lost_answer=after_lost_answer):
             return intent
-        if intent.replayed:
-            raise IntentInDoubt(intent, own_retry=after_lost_answer)
         try:
             returned = call(dict(intent.args), intent.idempotency_key)
             result = (await returned if inspect.isawaitable(returned) else returned) or Outcome()
         except ToolError as exc:
-            if exc.error_class is not ErrorClass.AMBIGUOUS:
+            failure = self.failure_outcome(intent, exc)
+            if failure is not None:
                 try:
-                    await self.record_outcome(
-                        intent.step_id,
-                        ok=False,
-                        summary=exc.message,
-                        error_class=exc.error_class,
-                        request_id=exc.request_id,
-                    )
+                    await self.client.send(failure)
                 except SeamError as lost:
-                    exc.add_note(f"its outcome was not recorded ({lost}); reconciliation settles it")
+                    self.failure_not_recorded(exc, lost)
             raise
         try:
-            return await self.record_outcome(
-                intent.step_id,
-                ok=True,
-                summary=result.summary,
-                receipt=result.receipt,
-                request_id=result.request_id,
-            )
+            answer = await self.client.send(self.success_outcome(intent, result))
         except SeamRefused:
             raise
         except SeamError as exc:
             raise OutcomeNotRecorded(intent, result, exc) from exc
+        return Intent.from_json(answer.body, replayed=False)
 
     async def tell_customer(
         self,
@@ -244,18 +235,13 @@ class AsyncRun:
         return Handover.from_json((await self.client.send(api.handover(self.id))).body)
 
 
-class AsyncHeartbeat:
+class AsyncHeartbeat(HeartbeatState):
     """An asyncio task that beats for a run while the `async with` block runs. A failed beat is
     logged and counted, never raised."""
 
     def __init__(self, run: AsyncRun, every: float) -> None:
-        if every <= 0:
-            raise ValueError("every must be positive")
+        super().__init__(run.id, every)
         self.run = run
-        self.every = every
-        self.beats = 0
-        self.failures = 0
-        self.last_error: SeamError | None = None
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -273,11 +259,9 @@ class AsyncHeartbeat:
     async def _loop(self) -> None:
         while not self._stop.is_set():
             try:
-                await self.run.client.send(api.heartbeat(self.run.id), retries=0)
+                await self.run.client.send(self.request(), retries=0)
             except SeamError as exc:
-                self.failures += 1
-                self.last_error = exc
-                logger.warning("heartbeat for run %s failed: %s", self.run.id, exc)
+                self.failed(exc)
             else:
                 self.beats += 1
             with contextlib.suppress(TimeoutError):

@@ -34,6 +34,8 @@ def api_base(base_url: str) -> str:
 
 
 def headers_for(token: str) -> dict[str, str]:
+    if not token or token != token.strip():
+        raise ValueError("token must be an agent token (manage.py create_agent_token prints one)")
     return {"Authorization": f"Bearer {token}", "User-Agent": USER_AGENT, "Accept": "application/json"}
 
 
@@ -92,6 +94,11 @@ def start_run(
     if deadline is not None:
         body["deadline"] = _iso(deadline)
     return Request("POST", "/runs/", body)
+
+
+def run_list(*, ticket_id: str | None, order_id: str | None, status: str | None, page: int) -> Request:
+    params = {"ticket_id": ticket_id, "order_id": order_id, "status": status, "page": str(page)}
+    return Request("GET", "/runs/", params={name: value for name, value in params.items() if value})
 
 
 def run_get(run_id: str) -> Request:
@@ -194,6 +201,8 @@ class Attempts:
         return max(delay * (0.5 + random.random() / 2), wait)
 
     def transport_failed(self, exc: httpx.TransportError) -> float:
+        if isinstance(exc, httpx.LocalProtocolError):  # refused by this side before sending
+            raise SeamError(f"{self._what()}: {exc}", error_class=ErrorClass.BUG) from exc
         return self._next(
             f"{type(exc).__name__}: {exc}", maybe_applied=not isinstance(exc, _NEVER_SENT), status=None
         )

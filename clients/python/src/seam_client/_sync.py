@@ -3,7 +3,6 @@ handle per run, and a heartbeat thread while a run is being worked."""
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -15,10 +14,9 @@ from typing import Any
 import httpx
 
 from . import _protocol as api
-from ._errors import ErrorClass, IntentInDoubt, OutcomeNotRecorded, SeamError, SeamRefused, ToolError
+from ._common import HeartbeatState, RunState, http_options, intent_of, next_page
+from ._errors import ErrorClass, OutcomeNotRecorded, SeamError, SeamRefused, ToolError
 from ._types import Call, Handover, Intent, Outcome
-
-logger = logging.getLogger("seam_client")
 
 
 class SeamClient:
@@ -37,12 +35,7 @@ class SeamClient:
     ) -> None:
         self.retries = retries
         self.backoff = backoff
-        self._http = httpx.Client(
-            base_url=api.api_base(base_url),
-            headers=api.headers_for(token),
-            timeout=timeout,
-            transport=transport,
-        )
+        self._http = httpx.Client(**http_options(base_url, token, timeout), transport=transport)
 
     def __enter__(self) -> SeamClient:
         return self
@@ -100,24 +93,35 @@ class SeamClient:
         )
         return Run(self, str(answer.body["id"]), data=answer.body, created=answer.status == 201)
 
+    def runs(
+        self, *, ticket_id: str | None = None, order_id: str | None = None, status: str | None = None
+    ) -> list[Run]:
+        """The tenant's runs for a ticket or an order (and in a status), newest first, every page."""
+        found: list[Run] = []
+        page = 1
+        while True:
+            body = self.send(
+                api.run_list(ticket_id=ticket_id, order_id=order_id, status=status, page=page)
+            ).body
+            items, more = next_page(body)
+            found += [Run(self, str(item["id"]), data=item) for item in items]
+            if not more:
+                return found
+            page += 1
+
     def run(self, run_id: str) -> Run:
         """A handle on an existing run (no request is made: `fetch()` reads it)."""
         return Run(self, str(run_id))
 
 
-class Run:
+class Run(RunState):
     """One run: record its intents and outcomes, tell the customer, keep it alive, end it."""
 
     def __init__(
         self, client: SeamClient, run_id: str, *, data: dict[str, Any] | None = None, created: bool = False
     ) -> None:
+        super().__init__(run_id, data=data, created=created)
         self.client = client
-        self.id = run_id
-        self.data: dict[str, Any] = data or {}
-        self.created = created
-
-    def __repr__(self) -> str:
-        return f"<Run {self.id}>"
 
     def fetch(self) -> dict[str, Any]:
         """GET /runs/{id}/: the run with its intents and customer messages."""
@@ -128,7 +132,7 @@ class Run:
         self, tool: str, args: Mapping[str, Any], *, turn: int, occurrence: int
     ) -> tuple[Intent, bool]:
         answer = self.client.send(api.intent(self.id, tool, args, turn=turn, occurrence=occurrence))
-        return Intent.from_json(answer.body, replayed=answer.status != 201), answer.after_lost_answer
+        return intent_of(answer), answer.after_lost_answer
 
     def record_intent(
         self, tool: str, args: Mapping[str, Any], *, turn: int, occurrence: int | None = None
@@ -173,32 +177,21 @@ class Run:
         (an `ambiguous` one, or any other exception, leaves the intent open). If the outcome
         cannot be recorded after the call, OutcomeNotRecorded: do not call again."""
         intent, after_lost_answer = self._record_intent(tool, args, turn=turn, occurrence=occurrence or 0)
-        if intent.settled:
+        if self.settled_already(intent, after_lost_answer=after_lost_answer):
             return intent
-        if intent.replayed:
-            raise IntentInDoubt(intent, own_retry=after_lost_answer)
         try:
             result = call(dict(intent.args), intent.idempotency_key) or Outcome()
         except ToolError as exc:
-            if exc.error_class is not ErrorClass.AMBIGUOUS:
+            failure = self.failure_outcome(intent, exc)
+            if failure is not None:
                 try:
-                    self.record_outcome(
-                        intent.step_id,
-                        ok=False,
-                        summary=exc.message,
-                        error_class=exc.error_class,
-                        request_id=exc.request_id,
-                    )
+                    self.client.send(failure)
                 except SeamError as lost:
-                    exc.add_note(f"its outcome was not recorded ({lost}); reconciliation settles it")
+                    self.failure_not_recorded(exc, lost)
             raise
         try:
-            return self.record_outcome(
-                intent.step_id,
-                ok=True,
-                summary=result.summary,
-                receipt=result.receipt,
-                request_id=result.request_id,
+            return Intent.from_json(
+                self.client.send(self.success_outcome(intent, result)).body, replayed=False
             )
         except SeamRefused:
             raise  # settled meanwhile, differently (reconciliation, a person): Seam says so
@@ -257,18 +250,13 @@ class Run:
         return Handover.from_json(self.client.send(api.handover(self.id)).body)
 
 
-class Heartbeat:
+class Heartbeat(HeartbeatState):
     """A daemon thread that beats for a run. A failed beat is logged and counted, never raised:
     the next one tries again."""
 
     def __init__(self, run: Run, every: float) -> None:
-        if every <= 0:
-            raise ValueError("every must be positive")
+        super().__init__(run.id, every)
         self.run = run
-        self.every = every
-        self.beats = 0
-        self.failures = 0
-        self.last_error: SeamError | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"seam-heartbeat-{run.id}", daemon=True)
 
@@ -282,11 +270,9 @@ class Heartbeat:
     def _loop(self) -> None:
         while not self._stop.is_set():
             try:
-                self.run.client.send(api.heartbeat(self.run.id), retries=0)
+                self.run.client.send(self.request(), retries=0)
             except SeamError as exc:
-                self.failures += 1
-                self.last_error = exc
-                logger.warning("heartbeat for run %s failed: %s", self.run.id, exc)
+                self.failed(exc)
             else:
                 self.beats += 1
             self._stop.wait(self.every)

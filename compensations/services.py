@@ -29,6 +29,7 @@ from tools import services as tools
 from .mapping import MappingError, compensation_args
 from .models import CatalogueEntry, Compensation, CompensationStatus, DeadLetter, Reversibility
 from .reversibility import reversibility_now
+from .selectors import catalogue_entry_for
 
 FINISHED = (
     CompensationStatus.DONE,
@@ -60,7 +61,7 @@ def compensation_request(*, original: Intent, actor: journal.Actor) -> Compensat
     existing = Compensation.objects.filter(original=original).order_by("-id").first()
     if existing is not None:
         return existing
-    entry = CatalogueEntry.objects.filter(tool=original.tool).first()
+    entry = catalogue_entry_for(tenant_id=original.run.tenant_id, tool=original.tool)
     if entry is None or entry.reversibility == Reversibility.NONE or not entry.compensating_tool:
         why = entry.staff_notes if entry and entry.staff_notes else f"nothing undoes {original.tool}"
         return Compensation.objects.create(
@@ -120,7 +121,9 @@ def compensation_execute(*, compensation: Compensation, actor: journal.Actor) ->
 
 def _execute(*, compensation: Compensation, actor: journal.Actor) -> Compensation:
     original = compensation.original
-    entry = CatalogueEntry.objects.get(tool=original.tool)
+    entry = catalogue_entry_for(tenant_id=original.run.tenant_id, tool=original.tool)
+    if entry is None:
+        raise CatalogueEntry.DoesNotExist(f"no catalogue entry for {original.tool}")
     try:
         args = compensation_args(entry, original.args, original.receipt)
     except MappingError as exc:

@@ -25,8 +25,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from compensations.mapping import MappingError, compensation_args
-from compensations.models import CatalogueEntry, Compensation, CompensationStatus
+from compensations.models import Compensation, CompensationStatus
 from compensations.reversibility import ReversibilityNow
+from compensations.selectors import catalogue_entry_for
 from compensations.tasks import compensate_run, compensation_schedule
 from journal import services as journal
 from journal import transitions
@@ -626,7 +627,7 @@ def _high_value(args: dict[str, Any]) -> list[str]:
 def _undo_words(intent: Intent) -> tuple[str, list[str]]:
     """The compensating call a step's undo will send, and its warnings."""
 
-    entry = CatalogueEntry.objects.filter(tool=intent.tool).first()
+    entry = catalogue_entry_for(tenant_id=intent.run.tenant_id, tool=intent.tool)
     reversible = reversibility(entry, intent, timezone.now())
     if entry is None or not reversible.can_undo:
         notes = entry.staff_notes if entry and entry.staff_notes else "a person must put it right by hand"

@@ -34,8 +34,9 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
 from compensations.mapping import MappingError, compensation_args
-from compensations.models import CatalogueEntry, Compensation, CompensationStatus
+from compensations.models import Compensation, CompensationStatus
 from compensations.reversibility import ReversibilityNow, reversibility_now
+from compensations.selectors import catalogue_for
 from fanout.models import Outcome as FanOutOutcome
 from fanout.selectors import run_coverage
 from journal.channels import CustomerChannel
@@ -374,7 +375,7 @@ def handover_rows(run: Run) -> HandoverRows:
         .order_by("id")
     }
     tools = {i.tool for i in intents} | {step.get("tool", "") for step in run.plan}
-    catalogue = {e.tool: e for e in CatalogueEntry.objects.filter(tool__in=tools)}
+    catalogue = catalogue_for(tenant_id=run.tenant_id, tools=tools)
     compensation_intent_ids = compensation_intent_ids_in(events)
     return HandoverRows(
         run=run,

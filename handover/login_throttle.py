@@ -33,6 +33,21 @@ def _cool_off_minutes() -> int:
     return int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
 
 
+def login_username(request: HttpRequest, credentials: dict[str, Any] | None = None) -> str | None:
+    """The username failures are counted under (settings.AXES_USERNAME_CALLABLE): as typed, without
+    NUL characters and cut to the longest a username can be. Django's login form does not enforce
+    that length before it authenticates, and axes stores what it is given: an attacker's 10,000
+    characters or a NUL would otherwise fail the write and answer 500. No account has a longer
+    name, so two such guesses sharing a counter costs no one anything."""
+    field = get_user_model().USERNAME_FIELD
+    source: Any = credentials if credentials else getattr(request, "data", request.POST)
+    username = source.get(field) if source else None
+    if username is None:
+        return None
+    limit = getattr(get_user_model()._meta.get_field(field), "max_length", None) or 150
+    return str(username).replace("\x00", "")[:limit]
+
+
 def login_locked_out_audit(
     sender: Any, *, request: HttpRequest, username: str | None, ip_address: str, **_: Any
 ) -> None:

@@ -152,6 +152,7 @@ if AXES_FAILURE_LIMIT < 1 or SEAM_LOGIN_COOLOFF_MINUTES < 1:
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "handover.login_throttle.login_locked_out_response"
+AXES_USERNAME_CALLABLE = "handover.login_throttle.login_username"
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "handover:run_list"
@@ -352,6 +353,8 @@ LOGGING: dict[str, Any] = {
         }
     },
     "root": {"handlers": ["console"], "level": env("DJANGO_LOG_LEVEL", default="INFO")},
+    # django-axes logs every login at INFO; its warnings (failures, lockouts) are what matter.
+    "loggers": {"axes": {"level": "WARNING"}},
 }
 
 # /metrics (observability): when set, a scrape must present it as `Authorization: Bearer ...`.

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import F
@@ -178,17 +179,31 @@ def _audit(ctx: StaffContext, action: str, run: Run, **fields: Any) -> AuditEntr
 # --- the actions ------------------------------------------------------------------------------
 
 
-def run_assign(ctx: StaffContext, *, run_id: Any, state: str) -> Run:
-    """Take the run from the queue: the person becomes its assignee."""
+def staff_member(tenant: Tenant, user_id: Any, *, field: str) -> Any:
+    """The active person of `tenant` with id `user_id` whose role may act on runs: whom a run or
+    a dead letter may be handed to. Anyone else is refused, naming `field`."""
+    people = get_user_model().objects.filter(membership__tenant=tenant, is_active=True)
+    person = people.filter(pk=int(user_id)).first() if str(user_id).isdigit() else None
+    if person is None or not person.has_perm(ACT):
+        raise journal.InvalidInput(f"{field} must be an active staff member of your tenant", field=field)
+    return person
+
+
+def run_assign(ctx: StaffContext, *, run_id: Any, state: str, assignee_id: int | None = None) -> Run:
+    """Hand the run to a person: the one acting ("assign to me"), or the colleague `assignee_id`
+    names, who must be staff of the same tenant. The audit row says who assigned whom."""
+    assignee = ctx.user if assignee_id is None else staff_member(ctx.tenant, assignee_id, field="assignee")
     with _acting_on(ctx, run_id, state) as run:
+        if run.assignee_id == assignee.pk:
+            raise ActionRefused(f"the run is already assigned to {assignee.get_username()}", field="assignee")
         previous = run.assignee.get_username() if run.assignee else None
-        _bump(run, assignee=ctx.user)
+        _bump(run, assignee=assignee)
         _audit(
             ctx,
             AuditAction.ASSIGN,
             run,
             old={"assignee": previous},
-            new={"assignee": ctx.user.get_username()},
+            new={"assignee": assignee.get_username()},
         )
     return run
 
@@ -525,6 +540,67 @@ def run_resolve(ctx: StaffContext, *, run_id: Any, note: str, state: str) -> Run
     return run
 
 
+# --- many runs at once, from the queue ---------------------------------------------------------
+
+MAX_BULK_RUNS = 100
+
+
+@dataclass(frozen=True)
+class BulkOutcome:
+    """What became of one run of a bulk action: done, or refused with the reason in words."""
+
+    run_id: Any
+    ticket_id: str
+    done: bool
+    message: str
+
+
+def runs_bulk(
+    ctx: StaffContext,
+    *,
+    action: str,
+    runs: list[tuple[Any, str]],
+    assignee_id: int | None = None,
+    note: str = "",
+) -> list[BulkOutcome]:
+    """Assign or resolve each of `runs` (run id, state the page showed) as if each were done on
+    its own: each in its own transaction with its own audit row, each by its own rules (a run
+    that changed since the page was drawn, or that cannot be resolved, is refused and reported,
+    the others done). A submit sent twice finds every run changed by the first: one effect."""
+    _require(ctx, ACT)
+    if action not in ("assign", "resolve"):
+        raise journal.InvalidInput("action must be assign or resolve", field="action")
+    if not runs:
+        raise journal.InvalidInput("run: choose at least one run", field="run")
+    if len(runs) > MAX_BULK_RUNS:
+        raise journal.InvalidInput(f"run: at most {MAX_BULK_RUNS} runs at once", field="run")
+    # Checked once, before any run: a bad colleague or a missing note refuses the whole request.
+    if action == "assign" and assignee_id is not None:
+        staff_member(ctx.tenant, assignee_id, field="colleague")
+    if action == "resolve":
+        note = _note(note, required=True)
+    tickets = dict(
+        Run.objects.filter(tenant=ctx.tenant, pk__in=[run_id for run_id, _ in runs]).values_list(
+            "pk", "ticket_id"
+        )
+    )
+    outcomes = []
+    for run_id, state in runs:
+        ticket = tickets.get(run_id, "") or str(run_id)
+        try:
+            if action == "assign":
+                run_assign(ctx, run_id=run_id, state=state, assignee_id=assignee_id)
+            else:
+                run_resolve(ctx, run_id=run_id, note=note, state=state)
+        except journal.JournalError as refused:
+            outcomes.append(BulkOutcome(run_id, ticket, False, refused.message))
+        else:
+            outcomes.append(
+                BulkOutcome(run_id, ticket, True, "assigned" if action == "assign" else "resolved")
+            )
+    return outcomes
+
+
 # --- what a confirmation says -----------------------------------------------------------------
 
 
@@ -683,6 +759,13 @@ def confirmation(
             else "the escalation is closed and the run leaves the queue"
         )
         return Confirmation(action, "Resolve", [effect], warnings, needs_note=True, button="Resolve")
+    if action == "assign-to":
+        return Confirmation(
+            action,
+            "Assign to a colleague",
+            ["the colleague you choose becomes the run's assignee; the audit says you assigned them"],
+            button="Assign",
+        )
     return Confirmation(action, "Assign to me", ["you become the run's assignee"], button="Assign to me")
 
 

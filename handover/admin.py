@@ -19,13 +19,29 @@ from journal.models import (
 )
 from journal.tenant_admin import TenantScopedAdmin, admin_tenant
 
-from .models import NotificationRule
+from .models import NotificationRule, TenantSettings
 from .roles import ROLE_PERMISSIONS
+
+
+class TenantSettingsInline(admin.StackedInline):
+    model = TenantSettings
+    can_delete = False
 
 
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "created_at"]
+    inlines = [TenantSettingsInline]
+
+
+@admin.register(TenantSettings)
+class TenantSettingsAdmin(TenantScopedAdmin):
+    """Per tenant: the helpdesk link of a ticket id (validated: http(s), {ticket_id} once)."""
+
+    tenant_path = "tenant"
+
+    list_display = ["tenant", "helpdesk_ticket_url"]
+    list_select_related = ["tenant"]
 
 
 @admin.register(Membership)

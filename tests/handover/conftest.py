@@ -5,12 +5,15 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
 from journal.models import Run, RunStatus
+from journal.services import Actor
+from reconciliation.decisions import run_decide
 from sandbox.catalogue import catalogue_seed_defaults
 from scenarios.management.commands.seed_demo import DEMO_REPLAYS
 from scenarios.policies import policies_seed_defaults
@@ -58,3 +61,13 @@ def demo_ticket(sandbox_url: str, ticket_id: str) -> Run:
 @pytest.fixture
 def escalated_bench(sandbox_tools: str) -> Run:
     return escalate_ticket(sandbox_tools)
+
+
+def escalated_run(make_run: Callable[..., Run], **fields: Any) -> Run:
+    """A run made by `make_run`, gone quiet and escalated by reconciliation's decision (a task
+    type without a policy, or a passed deadline, with nothing left in doubt): no sandbox needed."""
+    run = make_run(**fields)
+    Run.objects.filter(pk=run.pk).update(last_heartbeat_at=timezone.now() - timedelta(minutes=5))
+    decision = run_decide(run=run, actor=Actor.system("test-reconciler"), quiet_for=timedelta(0))
+    assert decision.outcome == "escalated", decision
+    return Run.objects.select_related("tenant").get(pk=run.pk)

@@ -653,7 +653,9 @@ def test_the_queue_shows_escalated_and_stuck_runs_only_with_counts_per_reason(
         ({"assignee": "me"}, []),
         ({"q": "T-2"}, ["T-2"]),
         ({"q": "SU-3"}, ["T-3"]),
-        ({"q": "T-5"}, []),
+        # A search reaches every run of the tenant, ended ones too, never another tenant's.
+        ({"q": "T-5"}, ["T-5"]),
+        ({"q": "T-6"}, []),
     ],
 )
 def test_queue_filters(

@@ -197,6 +197,21 @@ EXPECTED: dict[str, list[Call]] = {
     # The staff dashboard.
     "": [page()],
     "runs/": [page()],
+    # Bulk assign / resolve from the queue: past the role check, a form naming no runs is a 400
+    # (another tenant's runs in it would be reported not found, run by run).
+    "runs/bulk/": [
+        Call(
+            "POST",
+            {
+                "anonymous": LOGIN,
+                # Another tenant's people may act in their own tenant: past the role check too.
+                **dict.fromkeys([*STAFF, "outsider", "tenant_admin"], status(400)),
+                "agent": LOGIN,
+                "other_agent": LOGIN,
+            },
+            {"action": "resolve", "note": "checked the carrier portal"},
+        )
+    ],
     "runs/<uuid:run_id>/": [page(outsider=NOT_FOUND, tenant_admin=NOT_FOUND)],
     "runs/<uuid:run_id>/panel/": [page(outsider=NOT_FOUND, tenant_admin=NOT_FOUND)],
     "runs/<uuid:run_id>/confirm/<slug:action>/": [

@@ -11,7 +11,11 @@ run measures, against a real gunicorn server on loopback, with a logged-in suppo
    page's 10-second refresh fetches);
 3. the run page of an escalated run with 10 intents (GET /runs/<id>/);
 4. the run page's poll when nothing changed (GET /runs/<id>/panel/?state=..., answered 204);
-5. the same for a run of 10,000 intents (its page, its poll unchanged and changed, and its handover
+5. the insights page (GET /insights/, its default period of the last 30 days), requested by a
+   team lead (support staff may not see it): six aggregates over the period's escalations,
+   unknown outcomes, compensations, dead letters and audit rows. Its budget is 300 ms of server
+   time at this volume; the result says whether its median and p95 kept to it.
+6. a run of 10,000 intents (its page, its poll unchanged and changed, and its handover
    from the API): long lists are collapsed to their first items with a "show all" link.
 
 Each page is warmed up, then requested in alternating rounds (the order reversed every other
@@ -31,7 +35,10 @@ and awaiting a person with an open escalation, 0.5% running and stuck, 0.1% runn
 idempotency keys, step ids `run:turn:tool`), two journal events per settled intent and one per
 open intent plus a run_created and an ending event per run (about 2.2 million), the escalation
 rows, and 100 escalated runs assigned to the bench user through handover.actions (so with audit
-rows). A database that already holds that volume is reused; `--reseed` empties the handover
+rows). For the insights page it adds, once per tenant (so a reused database gets them too), an
+`intent_reconciled` event saying "unknown" for each unknown intent, one compensation per
+compensated run (done, partial or failed in turn) and a dead letter for each failed one (half of
+them resolved). A database that already holds that volume is reused; `--reseed` empties the handover
 tables (TRUNCATE ... CASCADE, only in a database whose name contains "bench") and seeds again.
 
 The server: gunicorn with the same settings module, DEBUG off, 2 sync workers by default (the
@@ -67,6 +74,8 @@ INTENTS = 1_000_000
 TENANT_SLUG = "bench-pages"
 STAFF_USERNAME = "bench-pages-staff"
 STAFF_PASSWORD = "bench-pages-password"  # a throwaway user in a bench database
+LEAD_USERNAME = "bench-pages-lead"  # the insights page is for team leads
+INSIGHTS_BUDGET_MS = 300.0
 SERVER_CONN_MAX_AGE = 60
 ASSIGNED_RUNS = 100
 
@@ -302,6 +311,15 @@ def _tenant_and_counts() -> tuple[Any, int, int]:
 
 def staff_user(tenant: Any) -> Any:
     """The bench's support agent: a member of the tenant, in the support_staff group."""
+    return bench_user(tenant, STAFF_USERNAME, "support_staff")
+
+
+def lead_user(tenant: Any) -> Any:
+    """The bench's team lead (same password), for the pages support staff may not see."""
+    return bench_user(tenant, LEAD_USERNAME, "team_lead")
+
+
+def bench_user(tenant: Any, username: str, group: str) -> Any:
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
 
@@ -311,11 +329,11 @@ def staff_user(tenant: Any) -> Any:
 
     roles_grant()
     catalogue_grant_roles()
-    user, _ = get_user_model().objects.get_or_create(username=STAFF_USERNAME, defaults={"is_active": True})
+    user, _ = get_user_model().objects.get_or_create(username=username, defaults={"is_active": True})
     user.set_password(STAFF_PASSWORD)
     user.save()
     Membership.objects.update_or_create(user=user, defaults={"tenant": tenant})
-    user.groups.add(Group.objects.get(name="support_staff"))
+    user.groups.add(Group.objects.get(name=group))
     return user
 
 
@@ -384,6 +402,65 @@ def seed(database: str, *, reseed: bool) -> dict[str, Any]:
     return {"reused": False, "seconds": seconds, "steps": timings}
 
 
+INSIGHTS_SEED = [
+    (
+        "unknown-outcome events",
+        """
+        INSERT INTO handover_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
+        SELECT i.run_id, i.id, 'intent_reconciled', 'system', 'reconciliation', NULL,
+               jsonb_build_object('status', 'unknown', 'how', 'lookup', 'tool', i.tool),
+               i.intended_at + interval '1 minute'
+        FROM handover_intent AS i JOIN handover_run AS r ON r.id = i.run_id
+        WHERE r.tenant_id = %(tenant)s AND i.status = 'unknown'
+        ORDER BY i.intended_at
+        """,
+    ),
+    (
+        "compensations",
+        """
+        INSERT INTO compensations_compensation (
+            original_id, intent_id, status, not_undone, attempts, last_error, retry_round, created_at, updated_at)
+        SELECT i.id, NULL,
+               (ARRAY['done', 'partial', 'dead_lettered'])[1 + abs(hashtext(r.id::text)) %% 3],
+               '', 1, '', 0, r.ended_at, r.ended_at
+        FROM handover_run AS r JOIN handover_intent AS i ON i.run_id = r.id AND i.turn = 1
+        WHERE r.tenant_id = %(tenant)s AND r.status = 'compensated'
+        """,
+    ),
+    (
+        "dead letters",
+        """
+        INSERT INTO compensations_deadletter (
+            compensation_id, error_class, error, attempts, owner_id, created_at, resolved_at,
+            resolved_by_id, resolution_note)
+        SELECT c.id, 'permanent', 'seeded for the benchmark: refused', 5, NULL, c.created_at,
+               CASE WHEN c.id %% 2 = 0 THEN c.created_at + interval '1 day' END, NULL, ''
+        FROM compensations_compensation AS c
+        JOIN handover_intent AS i ON i.id = c.original_id
+        JOIN handover_run AS r ON r.id = i.run_id
+        WHERE r.tenant_id = %(tenant)s AND c.status = 'dead_lettered'
+        """,
+    ),
+]
+
+
+def seed_insights(tenant: Any) -> None:
+    """What the insights page counts beyond runs and escalations, added once per tenant."""
+    from compensations.models import Compensation
+
+    if Compensation.objects.filter(original__run__tenant=tenant).exists():
+        return
+    progress("seeding what the insights page counts (unknown outcomes, compensations, dead letters)")
+    with raw_connection() as conn:
+        conn.autocommit = False
+        with conn.transaction():
+            for what, statement in INSIGHTS_SEED:
+                rows = conn.execute(statement, {"tenant": tenant.pk}).rowcount
+                progress(f"  {what}: {rows:,} rows")
+    with raw_connection() as conn:
+        conn.execute("ANALYZE handover_journalevent, compensations_compensation, compensations_deadletter")
+
+
 def assign_some(tenant: Any, user: Any) -> None:
     """Assign some escalated runs to the bench user the way a person does (handover.actions), so
     the queue's assignee column and its last-audit-row subquery have real rows to find."""
@@ -423,6 +500,7 @@ class Page:
     expect: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     logged_in: bool = True
+    lead: bool = False  # requested by the team lead instead of the support agent
     latencies: list[float] = field(default_factory=list)
     size: int = 0
 
@@ -444,26 +522,31 @@ class Browser:
     def __init__(self, base: str) -> None:
         self.base = base
         self.staff = requests.Session()
+        self.lead = requests.Session()
         self.anonymous = requests.Session()
 
     def log_in(self) -> None:
+        self._log_in(self.staff, STAFF_USERNAME)
+        self._log_in(self.lead, LEAD_USERNAME)
+
+    def _log_in(self, session: requests.Session, username: str) -> None:
         login = f"{self.base}/accounts/login/"
-        page = self.staff.get(login, timeout=30)
+        page = session.get(login, timeout=30)
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
         if page.status_code != 200 or token is None:
             raise BenchError(f"login page answered {page.status_code} without a CSRF token")
-        answer = self.staff.post(
+        answer = session.post(
             login,
-            data={"username": STAFF_USERNAME, "password": STAFF_PASSWORD, "csrfmiddlewaretoken": token[1]},
+            data={"username": username, "password": STAFF_PASSWORD, "csrfmiddlewaretoken": token[1]},
             headers={"Referer": login},
             allow_redirects=False,
             timeout=30,
         )
-        if answer.status_code != 302 or "sessionid" not in self.staff.cookies:
+        if answer.status_code != 302 or "sessionid" not in session.cookies:
             raise BenchError(f"logging in answered {answer.status_code}: {answer.text[:300]}")
 
     def get(self, page: Page) -> requests.Response:
-        session = self.staff if page.logged_in else self.anonymous
+        session = (self.lead if page.lead else self.staff) if page.logged_in else self.anonymous
         answer = session.get(self.base + page.path, headers=page.headers, allow_redirects=False, timeout=30)
         if answer.status_code != page.expect:
             raise BenchError(f"{page.path} answered {answer.status_code}, expected {page.expect}")
@@ -478,6 +561,7 @@ class Browser:
 
     def close(self) -> None:
         self.staff.close()
+        self.lead.close()
         self.anonymous.close()
 
 
@@ -516,7 +600,7 @@ class QueryTimer:
             self.ms.append((time.perf_counter() - t0) * 1e3)
 
 
-def sql_per_page(user: Any, pages: list[Page]) -> dict[str, Any]:
+def sql_per_page(user: Any, pages: list[Page], lead: Any) -> dict[str, Any]:
     """Each page requested once in process, its queries captured: how many, their time, the
     slowest. The server does the same work; this only says where it goes."""
     from django.db import connection
@@ -525,12 +609,14 @@ def sql_per_page(user: Any, pages: list[Page]) -> dict[str, Any]:
 
     client = Client(HTTP_HOST="127.0.0.1")
     client.force_login(user)
+    lead_client = Client(HTTP_HOST="127.0.0.1")
+    lead_client.force_login(lead)
     anonymous = Client(HTTP_HOST="127.0.0.1")
     result: dict[str, Any] = {}
     for page in pages:
         if page.path.startswith("/static/"):
             continue
-        session = client if page.logged_in else anonymous
+        session = (lead_client if page.lead else client) if page.logged_in else anonymous
         session.get(page.path, headers=page.headers)  # warm the caches
         timer = QueryTimer()
         with CaptureQueriesContext(connection) as captured, connection.execute_wrapper(timer):
@@ -610,7 +696,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
     seeding = seed(args.database, reseed=args.reseed)
     tenant, runs, intents = _tenant_and_counts()
+    seed_insights(tenant)
     user = staff_user(tenant)
+    lead = lead_user(tenant)
     run = measured_run(tenant)
     big = seed_big_run(tenant)
     big_intents = big.intents.count()
@@ -627,6 +715,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             f"/runs/{run.pk}/panel/?state={run_state_token(run)}",
             expect=204,
         ),
+        Page("insights", "insights page GET /insights/ (lead, 30 days)", "/insights/", lead=True),
         Page("big_run", f"run page, {big_intents:,} intents", f"/runs/{big.pk}/"),
         Page(
             "big_panel_204",
@@ -643,7 +732,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     ]
     by_name = {p.name: p for p in pages}
     progress("queries per page, in process")
-    sql = sql_per_page(user, pages)
+    sql = sql_per_page(user, pages, lead)
     progress("EXPLAIN ANALYZE of the queue's queries")
     plans = queue_plans(tenant, user, sql["queue"]["statements"])
 
@@ -702,6 +791,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "ratios": ratios,
         "sql": sql,
         "queue_plan": plans,
+        "insights_budget": {
+            "budget_ms": INSIGHTS_BUDGET_MS,
+            "median_ms": figures["insights"]["median_ms"],
+            "p95_ms": figures["insights"]["p95_ms"],
+            "kept": figures["insights"]["p95_ms"] <= INSIGHTS_BUDGET_MS,
+        },
     }
 
 
@@ -752,6 +847,10 @@ def render(result: dict[str, Any]) -> str:
         "/static and p95/st: the page's median and p95 over the static file's; /login: median over the "
         "login page's.",
         "SQL q / SQL ms: queries the page runs and their time, measured once in process.",
+        f"insights page (p95 held to the budget): median {result['insights_budget']['median_ms']:.1f} ms, p95 "
+        f"{result['insights_budget']['p95_ms']:.1f} ms against a budget of "
+        f"{result['insights_budget']['budget_ms']:.0f} ms: "
+        + ("kept" if result["insights_budget"]["kept"] else "EXCEEDED"),
         "",
         "slowest query per page (in process):",
         *(f"  {name:<14}{q['slowest_ms']:7.2f} ms  {q['slowest_sql']}" for name, q in result["sql"].items()),

@@ -29,9 +29,9 @@ from tools.registry import ToolSpec, all_tools
 from .mapping import MappingError, parse_source
 from .models import CatalogueEntry, Reversibility
 
-# Until the catalogue's first migrations have run, the checks say nothing. (0002 once seeded the
-# demo's entries here; it seeds nothing now, and an operator fills the catalogue in the admin.)
-CATALOGUE_MIGRATION = ("compensations", "0002_default_catalogue")
+# Until the catalogue's migrations up to its tenant column have run, the checks say nothing (the
+# query names that column; an operator fills the catalogue in the admin or with seam_seed).
+CATALOGUE_MIGRATION = ("compensations", "0008_catalogue_entry_per_tenant")
 
 
 class EntryLike(Protocol):
@@ -201,10 +201,19 @@ def check_catalogue(
     alias = router.db_for_read(CatalogueEntry)
     if (databases is not None and alias not in databases) or not _catalogue_ready(alias):
         return []
-    entries: dict[str, EntryLike] = {entry.tool: entry for entry in CatalogueEntry.objects.using(alias)}
-    tools = all_tools()
-    return [
-        *missing_entries(entries, tools),
-        *broken_mappings(entries, tools),
-        *irreversible_first(entries, _flows()),
+    rows = list(CatalogueEntry.objects.using(alias).order_by("tool", "tenant_id"))
+    defaults: dict[str, EntryLike] = {entry.tool: entry for entry in rows if entry.tenant_id is None}
+    tools, flows = all_tools(), _flows()
+    errors = [
+        *missing_entries(defaults, tools),
+        *broken_mappings(defaults, tools),
+        *irreversible_first(defaults, flows),
     ]
+    # A tenant's own entries are checked as well, and each flow against the catalogue that
+    # governs that tenant's runs (its own entries over the defaults). Every tenant has the
+    # defaults' tools, so a tool missing for a tenant is missing from the defaults (E001 above).
+    for tenant_id in sorted({entry.tenant_id for entry in rows if entry.tenant_id is not None}):
+        own: dict[str, EntryLike] = {entry.tool: entry for entry in rows if entry.tenant_id == tenant_id}
+        errors += broken_mappings(own, tools)
+        errors += [e for e in irreversible_first({**defaults, **own}, flows) if e not in errors]
+    return errors

@@ -82,16 +82,20 @@ def catalogue_seed(
     history_model: Any = None,
     using: str = DEFAULT_DB_ALIAS,
 ) -> int:
-    """Create each entry whose tool has none; edited (or deliberately different) entries are
+    """Create each default entry (no tenant) whose tool has none; edited (or deliberately different) entries are
     kept. Each created entry gets its first history row, so the first edit shows old and new
     values. (The real model writes it itself; a migration's or a post_migrate handler's
     historical model needs `history_model`.) Returns how many entries were created."""
     if model is None:
         model = CatalogueEntry
+    # Seeds are the defaults (no tenant); a migration's older model has no tenant column yet.
+    default = {"tenant": None} if "tenant" in {f.name for f in model._meta.fields} else {}
     created_count = 0
     for entry in entries:
         fields = entry.as_fields() if isinstance(entry, CatalogueEntrySpec) else dict(entry)
-        row, created = model.objects.using(using).get_or_create(tool=fields.pop("tool"), defaults=fields)
+        row, created = model.objects.using(using).get_or_create(
+            tool=fields.pop("tool"), **default, defaults=fields
+        )
         created_count += created
         if created and history_model is not None:
             history_model.objects.using(using).create(

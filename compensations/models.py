@@ -3,7 +3,10 @@
 For every write tool the catalogue says what undoes it — a compensating tool and how its
 arguments come from the original step's arguments and receipt — and how honestly reversible it
 is: fully, until a condition or a deadline read from the receipt, partially (and what is lost),
-or not at all. Admins edit it; every change is kept (django-simple-history)."""
+or not at all. Admins edit it; every change is kept (django-simple-history).
+
+An entry without a tenant is the default for every tenant; a tenant's own entry for the same tool
+is used instead of it for that tenant's runs (compensations.selectors)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from django.conf import settings
 from django.db import models
 from simple_history.models import HistoricalRecords
 
-from journal.models import Intent
+from journal.models import Intent, Tenant
 
 
 class Reversibility(models.TextChoices):
@@ -40,7 +43,16 @@ class CatalogueEntry(models.Model):
     after that point it cannot be undone. `partial` — always loses `loss`. `none` — nothing
     undoes it (no compensating tool); `staff_notes` says what a person does instead."""
 
-    tool = models.CharField(max_length=100, unique=True)
+    tenant = models.ForeignKey(
+        Tenant,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Blank: the default for every tenant (superusers only). A tenant's own entry for a "
+        "tool is used instead of the default for that tenant's runs.",
+    )
+    tool = models.CharField(max_length=100)
     description = models.CharField(max_length=300)
     compensating_tool = models.CharField(max_length=100, blank=True)
     argument_mapping = models.JSONField(default=dict, blank=True)
@@ -53,11 +65,22 @@ class CatalogueEntry(models.Model):
     history = HistoricalRecords()
 
     class Meta:
-        ordering = ["tool"]
+        ordering = ["tool", "tenant"]
         verbose_name_plural = "catalogue entries"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "tool"], name="catalogue_one_entry_per_tenant_and_tool"
+            ),
+            models.UniqueConstraint(
+                fields=["tool"],
+                condition=models.Q(tenant__isnull=True),
+                name="catalogue_one_default_per_tool",
+            ),
+        ]
 
     def __str__(self) -> str:
-        return f"{self.tool} → {self.compensating_tool or 'nothing'} ({self.reversibility})"
+        whose = f"{self.tenant.slug}: " if self.tenant is not None else ""
+        return f"{whose}{self.tool} → {self.compensating_tool or 'nothing'} ({self.reversibility})"
 
 
 class CompensationStatus(models.TextChoices):

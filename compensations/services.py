@@ -21,7 +21,7 @@ from journal import services as journal
 from journal.models import Intent, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
 from journal.selectors import compensation_intent_ids
 from journal.tool_errors import ToolError
-from journal.transitions import run_transition
+from journal.transitions import run_touch, run_transition
 from observability import counters as metrics
 from observability.context import log_context
 from tools import services as tools
@@ -29,6 +29,7 @@ from tools import services as tools
 from .mapping import MappingError, compensation_args
 from .models import CatalogueEntry, Compensation, CompensationStatus, DeadLetter, Reversibility
 from .reversibility import reversibility_now
+from .selectors import catalogue_entry_for
 
 FINISHED = (
     CompensationStatus.DONE,
@@ -60,12 +61,14 @@ def compensation_request(*, original: Intent, actor: journal.Actor) -> Compensat
     existing = Compensation.objects.filter(original=original).order_by("-id").first()
     if existing is not None:
         return existing
-    entry = CatalogueEntry.objects.filter(tool=original.tool).first()
+    entry = catalogue_entry_for(tenant_id=original.run.tenant_id, tool=original.tool)
     if entry is None or entry.reversibility == Reversibility.NONE or not entry.compensating_tool:
         why = entry.staff_notes if entry and entry.staff_notes else f"nothing undoes {original.tool}"
-        return Compensation.objects.create(
-            original=original, status=CompensationStatus.NOT_POSSIBLE, not_undone=why
-        )
+        with transaction.atomic():
+            run_touch(run_id=original.run_id)
+            return Compensation.objects.create(
+                original=original, status=CompensationStatus.NOT_POSSIBLE, not_undone=why
+            )
     try:
         with transaction.atomic():
             return Compensation.objects.create(original=original)
@@ -120,7 +123,9 @@ def compensation_execute(*, compensation: Compensation, actor: journal.Actor) ->
 
 def _execute(*, compensation: Compensation, actor: journal.Actor) -> Compensation:
     original = compensation.original
-    entry = CatalogueEntry.objects.get(tool=original.tool)
+    entry = catalogue_entry_for(tenant_id=original.run.tenant_id, tool=original.tool)
+    if entry is None:
+        raise CatalogueEntry.DoesNotExist(f"no catalogue entry for {original.tool}")
     try:
         args = compensation_args(entry, original.args, original.receipt)
     except MappingError as exc:
@@ -176,6 +181,8 @@ def _execute(*, compensation: Compensation, actor: journal.Actor) -> Compensatio
         DeadLetter.objects.filter(compensation=compensation, resolved_at__isnull=True).update(
             resolved_at=timezone.now(), resolution_note=f"retry round {compensation.retry_round} succeeded"
         )
+        # The run's page shows the undo's status: its state token must move with it.
+        run_touch(run_id=run.pk)
     return Compensation.objects.get(pk=compensation.pk)
 
 
@@ -277,6 +284,7 @@ def _dead_letter(
             resolved_by=None,
             resolution_note="",
         )
+        run_touch(run_id=run.pk, at=now)
         if not reopened:
             DeadLetter.objects.create(
                 compensation=compensation,

@@ -18,14 +18,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from compensations.mapping import MappingError, compensation_args
-from compensations.models import CatalogueEntry, Compensation, CompensationStatus
+from compensations.models import Compensation, CompensationStatus
 from compensations.reversibility import ReversibilityNow
+from compensations.selectors import catalogue_entry_for
 from compensations.tasks import compensate_run, compensation_schedule
 from journal import services as journal
 from journal import transitions
@@ -42,6 +44,7 @@ from journal.models import (
 from journal.selectors import compensation_intent_ids, plan_with_keys
 from reconciliation.tasks import reconcile_intent, resume_run
 
+from . import words
 from .audit import audit_record
 from .handover import (
     UNDONE,
@@ -103,16 +106,17 @@ def changes_since(run: Run, seen_state: str) -> list[str]:
         _version, last_event, last_audit = (int(part) for part in seen_state.split("."))
     except ValueError:
         return ["the page did not say which state it showed; reload it"]
+    # In the pages' words: a step by its tool, a moment in the one date format with its zone.
     changes = [
         f"{event.get_kind_display().lower()}"
-        + (f" ({event.intent.step_id})" if event.intent_id and event.intent else "")
-        + f" by {event.actor_name} at {timezone.localtime(event.at):%H:%M:%S}"
+        + (f" ({event.intent.tool.replace('_', ' ')})" if event.intent_id and event.intent else "")
+        + f" by {words.who(event.actor_name)} at {timezone.localtime(event.at):%Y-%m-%d %H:%M %Z}"
         for event in run.events.filter(id__gt=last_event).select_related("intent").order_by("id")[:10]
     ]
     changes += [
         f"{entry.username} {entry.get_action_display().lower()}"
-        + (f" ({entry.step_id})" if entry.step_id else "")
-        + f" at {timezone.localtime(entry.at):%H:%M:%S}"
+        + (f" ({words.step_words(entry.step_id)})" if entry.step_id else "")
+        + f" at {timezone.localtime(entry.at):%Y-%m-%d %H:%M %Z}"
         for entry in AuditEntry.objects.filter(run=run, seq__gt=last_audit).order_by("seq")[:10]
     ]
     if not changes:
@@ -175,17 +179,31 @@ def _audit(ctx: StaffContext, action: str, run: Run, **fields: Any) -> AuditEntr
 # --- the actions ------------------------------------------------------------------------------
 
 
-def run_assign(ctx: StaffContext, *, run_id: Any, state: str) -> Run:
-    """Take the run from the queue: the person becomes its assignee."""
+def staff_member(tenant: Tenant, user_id: Any, *, field: str) -> Any:
+    """The active person of `tenant` with id `user_id` whose role may act on runs: whom a run or
+    a dead letter may be handed to. Anyone else is refused, naming `field`."""
+    people = get_user_model().objects.filter(membership__tenant=tenant, is_active=True)
+    person = people.filter(pk=int(user_id)).first() if str(user_id).isdigit() else None
+    if person is None or not person.has_perm(ACT):
+        raise journal.InvalidInput(f"{field} must be an active staff member of your tenant", field=field)
+    return person
+
+
+def run_assign(ctx: StaffContext, *, run_id: Any, state: str, assignee_id: int | None = None) -> Run:
+    """Hand the run to a person: the one acting ("assign to me"), or the colleague `assignee_id`
+    names, who must be staff of the same tenant. The audit row says who assigned whom."""
+    assignee = ctx.user if assignee_id is None else staff_member(ctx.tenant, assignee_id, field="assignee")
     with _acting_on(ctx, run_id, state) as run:
+        if run.assignee_id == assignee.pk:
+            raise ActionRefused(f"the run is already assigned to {assignee.get_username()}", field="assignee")
         previous = run.assignee.get_username() if run.assignee else None
-        _bump(run, assignee=ctx.user)
+        _bump(run, assignee=assignee)
         _audit(
             ctx,
             AuditAction.ASSIGN,
             run,
             old={"assignee": previous},
-            new={"assignee": ctx.user.get_username()},
+            new={"assignee": assignee.get_username()},
         )
     return run
 
@@ -522,6 +540,67 @@ def run_resolve(ctx: StaffContext, *, run_id: Any, note: str, state: str) -> Run
     return run
 
 
+# --- many runs at once, from the queue ---------------------------------------------------------
+
+MAX_BULK_RUNS = 100
+
+
+@dataclass(frozen=True)
+class BulkOutcome:
+    """What became of one run of a bulk action: done, or refused with the reason in words."""
+
+    run_id: Any
+    ticket_id: str
+    done: bool
+    message: str
+
+
+def runs_bulk(
+    ctx: StaffContext,
+    *,
+    action: str,
+    runs: list[tuple[Any, str]],
+    assignee_id: int | None = None,
+    note: str = "",
+) -> list[BulkOutcome]:
+    """Assign or resolve each of `runs` (run id, state the page showed) as if each were done on
+    its own: each in its own transaction with its own audit row, each by its own rules (a run
+    that changed since the page was drawn, or that cannot be resolved, is refused and reported,
+    the others done). A submit sent twice finds every run changed by the first: one effect."""
+    _require(ctx, ACT)
+    if action not in ("assign", "resolve"):
+        raise journal.InvalidInput("action must be assign or resolve", field="action")
+    if not runs:
+        raise journal.InvalidInput("run: choose at least one run", field="run")
+    if len(runs) > MAX_BULK_RUNS:
+        raise journal.InvalidInput(f"run: at most {MAX_BULK_RUNS} runs at once", field="run")
+    # Checked once, before any run: a bad colleague or a missing note refuses the whole request.
+    if action == "assign" and assignee_id is not None:
+        staff_member(ctx.tenant, assignee_id, field="colleague")
+    if action == "resolve":
+        note = _note(note, required=True)
+    tickets = dict(
+        Run.objects.filter(tenant=ctx.tenant, pk__in=[run_id for run_id, _ in runs]).values_list(
+            "pk", "ticket_id"
+        )
+    )
+    outcomes = []
+    for run_id, state in runs:
+        ticket = tickets.get(run_id, "") or str(run_id)
+        try:
+            if action == "assign":
+                run_assign(ctx, run_id=run_id, state=state, assignee_id=assignee_id)
+            else:
+                run_resolve(ctx, run_id=run_id, note=note, state=state)
+        except journal.JournalError as refused:
+            outcomes.append(BulkOutcome(run_id, ticket, False, refused.message))
+        else:
+            outcomes.append(
+                BulkOutcome(run_id, ticket, True, "assigned" if action == "assign" else "resolved")
+            )
+    return outcomes
+
+
 # --- what a confirmation says -----------------------------------------------------------------
 
 
@@ -550,7 +629,7 @@ def _high_value(args: dict[str, Any]) -> list[str]:
 def _undo_words(intent: Intent) -> tuple[str, list[str]]:
     """The compensating call a step's undo will send, and its warnings."""
 
-    entry = CatalogueEntry.objects.filter(tool=intent.tool).first()
+    entry = catalogue_entry_for(tenant_id=intent.run.tenant_id, tool=intent.tool)
     reversible = reversibility(entry, intent, timezone.now())
     if entry is None or not reversible.can_undo:
         notes = entry.staff_notes if entry and entry.staff_notes else "a person must put it right by hand"
@@ -563,7 +642,7 @@ def _undo_words(intent: Intent) -> tuple[str, list[str]]:
     warnings = [reversible.sentence] if reversible.loses else []
     warnings += _high_value(intent.args)
     when = f" (reversible {reversible.sentence})" if reversible.conditional else ""
-    return f"send {entry.compensating_tool}({words}) with a new key to undo {intent.tool}{when}", warnings
+    return f"send {entry.compensating_tool}({words}) to undo {intent.tool}{when}", warnings
 
 
 def confirmation(
@@ -639,7 +718,7 @@ def confirmation(
         return Confirmation(
             action,
             f"Ask again whether {intent.tool} happened",
-            [f"the downstream is asked about key {intent.idempotency_key}; nothing is sent to it"],
+            [f"the downstream is asked whether {intent.tool} happened; nothing is sent to it"],
             step_id=step_id,
             button="Ask again",
         )
@@ -680,6 +759,13 @@ def confirmation(
             else "the escalation is closed and the run leaves the queue"
         )
         return Confirmation(action, "Resolve", [effect], warnings, needs_note=True, button="Resolve")
+    if action == "assign-to":
+        return Confirmation(
+            action,
+            "Assign to a colleague",
+            ["the colleague you choose becomes the run's assignee; the audit says you assigned them"],
+            button="Assign",
+        )
     return Confirmation(action, "Assign to me", ["you become the run's assignee"], button="Assign to me")
 
 

@@ -16,6 +16,8 @@ from .insights import Breakdown
 WIDTH, HEIGHT = 640, 260
 LEFT, RIGHT, TOP, BOTTOM = 44, 8, 10, 40
 MAX_X_LABELS = 8
+MAX_TICKS = 5
+MAX_BAR_WIDTH = 120  # one or two bars across the whole chart read as blocks, not bars
 LABEL_CHARS = 14
 # Okabe and Ito's palette: told apart by people with the common colour-vision deficiencies.
 PALETTE = ("#0072b2", "#e69f00", "#009e73", "#d55e00", "#cc79a7", "#56b4e9", "#7f6d00", "#404040")
@@ -30,17 +32,43 @@ class Bar:
     colour: str
     title: str  # the bar's tooltip: row, column and value
 
+    # The coordinates as the SVG writes them: text made here, because the template would pass
+    # every number through Django's localisation (number_format), most of the page's rendering.
+    @property
+    def svg_x(self) -> str:
+        return f"{self.x:g}"
+
+    @property
+    def svg_y(self) -> str:
+        return f"{self.y:g}"
+
+    @property
+    def svg_width(self) -> str:
+        return f"{self.width:g}"
+
+    @property
+    def svg_height(self) -> str:
+        return f"{self.height:g}"
+
 
 @dataclass(frozen=True)
 class Tick:
     y: float
     label: str
 
+    @property
+    def svg_y(self) -> str:
+        return f"{self.y:g}"
+
 
 @dataclass(frozen=True)
 class XLabel:
     x: float
     label: str
+
+    @property
+    def svg_x(self) -> str:
+        return f"{self.x:g}"
 
 
 @dataclass(frozen=True)
@@ -76,15 +104,21 @@ class Chart:
         return self.bottom + 16
 
 
-def nice_ceiling(value: float) -> float:
-    """The smallest of 1, 2, 2.5, 5 x 10^k at or above value (1 for nothing to show)."""
-    if value <= 0:
-        return 1.0
-    magnitude = 10 ** math.floor(math.log10(value))
-    for step in (1, 2, 2.5, 5, 10):
-        if step * magnitude >= value:
-            return float(step * magnitude)
-    return float(10 * magnitude)  # pragma: no cover - the loop ends at 10
+def axis_steps(peak: float, *, most: int = MAX_TICKS) -> tuple[float, int]:
+    """The y axis's step and number of steps: the smallest of 1, 2, 5 x 10^k (at least 1, as
+    counts and hours are read in whole numbers, unless everything is under 1) that reaches the
+    peak in at most `most` steps. Nothing to show: one step of 1."""
+    if peak <= 0:
+        return 1.0, 1
+    magnitude = 10 ** math.floor(math.log10(peak / most))
+    if peak >= 1:
+        magnitude = max(1, magnitude)
+    while True:
+        for base in (1, 2, 5):
+            step = base * magnitude
+            if math.ceil(peak / step - 1e-9) <= most:
+                return float(step), max(1, math.ceil(peak / step - 1e-9))
+        magnitude *= 10
 
 
 def _number(value: float) -> str:
@@ -93,6 +127,10 @@ def _number(value: float) -> str:
 
 def _short(label: str) -> str:
     return label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…"
+
+
+def _bar(x: float, y: float, width: float, height: float, colour: str, title: str) -> Bar:
+    return Bar(round(x, 2), round(y, 2), round(width, 2), round(height, 2), colour, title)
 
 
 def chart_build(breakdown: Breakdown, *, key: str, title: str) -> Chart:
@@ -104,12 +142,13 @@ def chart_build(breakdown: Breakdown, *, key: str, title: str) -> Chart:
         peak = max((sum(row.values[i] or 0 for i in charted) for row in rows), default=0)
     else:
         peak = max((row.values[i] or 0 for row in rows for i in charted), default=0)
-    top = nice_ceiling(float(peak))
+    step, steps = axis_steps(float(peak))
+    top = step * steps
     plot_width = WIDTH - LEFT - RIGHT
     plot_height = HEIGHT - TOP - BOTTOM
     axis = float(HEIGHT - BOTTOM)
     slot = plot_width / max(len(rows), 1)
-    bar_width = slot * 0.8
+    bar_width = min(slot * 0.8, MAX_BAR_WIDTH)
     bars: list[Bar] = []
     for n, row in enumerate(rows):
         x0 = LEFT + n * slot + (slot - bar_width) / 2
@@ -124,14 +163,18 @@ def chart_build(breakdown: Breakdown, *, key: str, title: str) -> Chart:
             tooltip = f"{row.label} · {column.label}: {_number(value)} {breakdown.unit}"
             if stacked:
                 base -= height
-                bars.append(Bar(x0, base, bar_width, height, colour, tooltip))
+                bars.append(_bar(x0, base, bar_width, height, colour, tooltip))
             else:
                 width = bar_width / len(charted)
-                bars.append(Bar(x0 + position * width, axis - height, width, height, colour, tooltip))
-    ticks = tuple(Tick(axis - plot_height * k / 4, _number(top * k / 4)) for k in range(5))
+                bars.append(_bar(x0 + position * width, axis - height, width, height, colour, tooltip))
+    ticks = tuple(
+        Tick(round(axis - plot_height * k / steps, 1), _number(round(step * k, 6))) for k in range(steps + 1)
+    )
     every = max(1, math.ceil(len(rows) / MAX_X_LABELS))
     x_labels = tuple(
-        XLabel(LEFT + n * slot + slot / 2, _short(row.label)) for n, row in enumerate(rows) if n % every == 0
+        XLabel(round(LEFT + n * slot + slot / 2, 1), row.short or _short(row.label))
+        for n, row in enumerate(rows)
+        if n % every == 0
     )
     legend = tuple(
         LegendItem(PALETTE[position % len(PALETTE)], breakdown.columns[i].label)

@@ -13,7 +13,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from compensations.models import CatalogueEntry, DeadLetter
+from compensations.models import DeadLetter
+from compensations.selectors import catalogue_for
+from journal import selectors as journal_selectors
 from journal.services import JournalError
 
 from . import forms, selectors, staff_actions
@@ -99,7 +101,10 @@ def dead_letter_act(request: HtmxHttpRequest, dead_letter_id: int, action: str) 
 @permission_required("compensations.view_catalogueentry", raise_exception=True)
 @require_GET
 def catalogue(request: HttpRequest) -> HttpResponse:
-    entries = CatalogueEntry.objects.order_by("tool")
+    # The catalogue that governs this person's tenant: its own entries where it has them, else the
+    # defaults (a person of no tenant sees the defaults).
+    tenant = journal_selectors.tenant_for_user(request.user)
+    entries = list(catalogue_for(tenant_id=tenant.pk if tenant else None).values())
     return render(
         request,
         "compensations/catalogue.html",

@@ -9,7 +9,6 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import F
@@ -19,7 +18,7 @@ from compensations.models import Compensation, CompensationStatus, DeadLetter
 from compensations.tasks import compensate_step
 from journal import services as journal
 
-from .actions import ACT, MAX_NOTE_CHARS, ActionRefused, StaffContext
+from .actions import ACT, MAX_NOTE_CHARS, ActionRefused, StaffContext, staff_member
 from .audit import audit_record
 from .models import AuditAction
 
@@ -79,10 +78,7 @@ def dead_letter_assign(ctx: StaffContext, *, dead_letter_id: Any, owner_id: int)
     """A team lead hands a dead letter to a person of the same tenant who may act on runs."""
     with _acting_on(ctx, dead_letter_id, permission=ASSIGN) as letter:
         _refuse_if_resolved(letter)
-        users = get_user_model().objects.filter(membership__tenant=ctx.tenant, is_active=True)
-        owner = users.filter(pk=int(owner_id)).first() if str(owner_id).isdigit() else None
-        if owner is None or not owner.has_perm(ACT):
-            raise journal.InvalidInput("owner must be an active staff member of your tenant", field="owner")
+        owner = staff_member(ctx.tenant, owner_id, field="owner")
         previous = letter.owner.get_username() if letter.owner else None
         DeadLetter.objects.filter(pk=letter.pk).update(owner=owner)
         _audit(

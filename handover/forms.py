@@ -8,6 +8,7 @@ a person of the tenant — stays with the services, which answer 404 / 409 / 400
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
 from django import forms
@@ -22,6 +23,8 @@ from .models import AuditAction
 
 # A step id is `run:turn:tool[:occurrence]`: printable ASCII, no spaces.
 STEP_ID = re.compile(r"[!-~]+")
+# The state token a page was drawn with (handover.handover.run_state_token).
+STATE = re.compile(r"[0-9]{1,18}(\.[0-9]{1,18}){2}")
 # An object id: ASCII digits only. int() would read '٣' (ARABIC-INDIC DIGIT THREE) as 3.
 ASCII_DIGITS = re.compile(r"[0-9]{1,18}")
 
@@ -105,6 +108,23 @@ class AssignForm(RunActionForm):
     pass
 
 
+def _staff_choices(field: forms.Field, staff: Any) -> None:
+    widget = field.widget
+    assert isinstance(widget, forms.Select)
+    widget.choices = [("", "choose a colleague"), *((p.pk, p.get_username()) for p in staff)]
+
+
+class AssignToForm(RunActionForm):
+    """Whom to hand the run to. Whether they are staff of the tenant is the service's to check
+    (handover.actions.staff_member): a form only knows the id is a number."""
+
+    assignee = ObjectIdField("assignee", label="Colleague", widget=forms.Select)
+
+    def __init__(self, *args: Any, staff: Any = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _staff_choices(self.fields["assignee"], staff)
+
+
 class CompensateStepForm(StepActionForm):
     pass
 
@@ -166,6 +186,70 @@ class ResolveRunForm(RunActionForm):
 
 class DeadLetterTakeForm(forms.Form):
     pass
+
+
+class BulkRunField(forms.Field):
+    """The runs ticked in the queue, each posted as `<run id>:<state the row showed>`."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(error_messages=_messages("run", required="run: choose at least one run"), **kwargs)
+
+    def to_python(self, value: Any) -> list[tuple[uuid.UUID, str]]:
+        if value in self.empty_values:
+            return []
+        values = value if isinstance(value, list | tuple) else [value]
+        runs: dict[uuid.UUID, str] = {}
+        for item in values:
+            text = str(item)
+            if "\x00" in text:
+                raise ValidationError(self.error_messages["null_characters_not_allowed"], code="null")
+            run_id, _, state = text.partition(":")
+            try:
+                pk = uuid.UUID(run_id)
+            except ValueError:
+                raise ValidationError(f"run {text[:60]!r} is not a run id", code="invalid") from None
+            if not STATE.fullmatch(state):
+                raise ValidationError(f"run {run_id} does not say the state the page showed", code="invalid")
+            runs.setdefault(pk, state)  # a run ticked twice is acted on once
+        return list(runs.items())
+
+
+class BulkMultipleWidget(forms.CheckboxSelectMultiple):
+    def value_from_datadict(self, data: Any, files: Any, name: str) -> Any:
+        return data.getlist(name) if hasattr(data, "getlist") else data.get(name)
+
+
+class BulkRunsForm(forms.Form):
+    """Assign or resolve the runs ticked in the queue (handover.actions.runs_bulk)."""
+
+    action = forms.ChoiceField(
+        choices=[("assign", "Assign"), ("resolve", "Resolve")],
+        error_messages={**_messages("action"), "invalid_choice": "action must be assign or resolve"},
+    )
+    run = BulkRunField(widget=BulkMultipleWidget)
+    # Not `assignee`: the queue's filter of that name is posted alongside (hx-include).
+    colleague = ObjectIdField("colleague", required=False, label="to", widget=forms.Select)
+    note = NoteField(
+        label="Note (needed to resolve)",
+        required=False,
+        max_length=MAX_NOTE_CHARS,
+        strip=False,
+        widget=forms.TextInput,
+        error_messages=_messages("note"),
+    )
+
+    def __init__(self, *args: Any, staff: Any = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _staff_choices(self.fields["colleague"], staff)
+        widget = self.fields["colleague"].widget
+        assert isinstance(widget, forms.Select)
+        widget.choices = [("", "me"), *list(widget.choices)[1:]]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("action") == "resolve" and not (data.get("note") or "").strip():
+            self.add_error("note", ValidationError("note is required to resolve", code="required"))
+        return data
 
 
 class DeadLetterAssignForm(forms.Form):
@@ -242,6 +326,34 @@ def _date_parameter(name: str) -> forms.DateField:
     )
 
 
+class SearchField(forms.CharField):
+    """`q`: any part of a ticket or order id (handover.selectors.search_q), without NUL or other
+    control characters (no id holds one)."""
+
+    def __init__(self) -> None:
+        super().__init__(required=False, max_length=100, error_messages=_messages("q"))
+
+    def validate(self, value: Any) -> None:
+        super().validate(value)
+        if "\x00" not in value and any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise ValidationError("q contains a control character", code="invalid")
+
+
+class SinceField(forms.DateTimeField):
+    """A date and time as ISO 8601 (what the page itself sends), nothing else."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            required=False,
+            error_messages={**_messages("since"), "invalid": "since must be a date and time, as ISO 8601"},
+        )
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, str) and any(ord(c) < 32 for c in value):
+            raise ValidationError(self.error_messages["invalid"], code="invalid")
+        return super().to_python(value)
+
+
 QUEUE_REASONS = [*OutcomeReason.choices, (selectors.STUCK, "Stuck: the agent went quiet")]
 
 
@@ -253,9 +365,11 @@ class QueueFiltersForm(forms.Form):
     reason = choice_parameter("reason", QUEUE_REASONS)
     status = choice_parameter("status", RunStatus.choices)
     assignee = text_parameter("assignee", 150)
-    q = text_parameter("q", 100)
+    q = SearchField()
     sort = choice_parameter("sort", [("deadline", "nearest deadline first"), ("oldest", "oldest first")])
     page = PageNumberField()
+    # When the open page was first drawn: each poll counts the escalations that arrived since.
+    since = SinceField()
 
     def filters(self) -> selectors.QueueFilters:
         data = self.cleaned_data
@@ -289,6 +403,7 @@ class AuditFiltersForm(forms.Form):
 
 
 class RunListForm(forms.Form):
+    q = SearchField()
     page = PageNumberField()
 
 

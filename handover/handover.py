@@ -35,12 +35,22 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
 from compensations.mapping import MappingError, compensation_args
-from compensations.models import CatalogueEntry, Compensation, CompensationStatus
+from compensations.models import Compensation, CompensationStatus
 from compensations.reversibility import ReversibilityNow, reversibility_now
+from compensations.selectors import catalogue_for
 from fanout.models import Outcome as FanOutOutcome
 from fanout.selectors import run_coverage
 from journal.channels import CustomerChannel
-from journal.models import ActorKind, CustomerMessage, Intent, IntentStatus, JournalEvent, Run, RunStatus
+from journal.models import (
+    ActorKind,
+    CustomerMessage,
+    Intent,
+    IntentStatus,
+    JournalEvent,
+    OutcomeReason,
+    Run,
+    RunStatus,
+)
 from journal.selectors import compensation_intent_ids_in, plan_with_keys, stuck_runs
 from tools.registry import all_tools, find_tool
 
@@ -72,6 +82,19 @@ class StepCompensation:
     dead_letter: Annotated[
         int | None, described("The dead letter's id when the undo failed and a person owns it.")
     ]
+    settled_by_hand: Annotated[
+        str,
+        described(
+            "Who resolved the failed undo's dead letter and their note, once resolved by a person; "
+            "empty while it is open (or when the undo did not fail)."
+        ),
+    ] = ""
+    undone_at: Annotated[
+        datetime | None, described("When the undo went through (wholly or partly); null otherwise.")
+    ] = None
+    dead_letter_resolved: Annotated[
+        bool, described("A person (or a retry) answered the failed undo's dead letter.")
+    ] = False
 
 
 @dataclass(frozen=True)
@@ -80,7 +103,7 @@ class CompletedStep:
 
     step_id: str
     tool: str
-    at: Annotated[str, described("Local time of day it settled, HH:MM:SS, as the run page shows it.")]
+    at: Annotated[str, described("Local time of day it settled, HH:MM:SS (settled_at is the moment itself).")]
     settled_at: datetime
     detail: Annotated[str, described("The receipt in words.")]
     reversibility: Annotated[ReversibilityNow, described("How far it can still be taken back, now.")]
@@ -95,6 +118,16 @@ class CompletedStep:
             "offered); empty when it can."
         ),
     ] = ""
+    intended_at: Annotated[datetime | None, described("When the call was about to be sent.")] = None
+    settled_how: Annotated[
+        str,
+        described(
+            'What settled_at is: "happened" (the call\'s own answer), "found" (reconciliation '
+            'asked the downstream), or "marked" (a person judged it happened: settled_at is when '
+            "they said so, not when it happened)."
+        ),
+    ] = "happened"
+    settled_by: Annotated[str, described("Who found or marked it; empty for the call's own answer.")] = ""
 
     @property
     def reversible(self) -> bool | str:
@@ -112,7 +145,23 @@ class CompletedStep:
 
     @property
     def undo_failed(self) -> bool:
-        return self.compensation is not None and self.compensation.dead_letter is not None
+        """The undo failed and its dead letter is still open: a person must finish it."""
+        return (
+            self.compensation is not None
+            and self.compensation.dead_letter is not None
+            and not self.compensation.dead_letter_resolved
+        )
+
+    @property
+    def settled_by_hand(self) -> bool:
+        """The undo failed and a person resolved its dead letter (undone by hand, or left standing
+        on purpose: the resolution note says which)."""
+        return (
+            self.compensation is not None
+            and self.compensation.dead_letter is not None
+            and self.compensation.dead_letter_resolved
+            and self.compensation.status == CompensationStatus.DEAD_LETTERED
+        )
 
 
 @dataclass(frozen=True)
@@ -240,6 +289,10 @@ class NextActionCode(models.TextChoices):
     RESUME = "resume", "Resume the run (or undo what it did)"
     CHECK_AND_RESOLVE = "check_and_resolve", "Everything was done: check, then resolve"
     RESUME_OR_RESOLVE = "resume_or_resolve", "Nothing changed: resume, or resolve with a note"
+    TELL_CUSTOMER_SETTLED = (
+        "tell_customer_settled",
+        "Every step was undone or settled by hand: tell the customer, resolve",
+    )
 
 
 @dataclass(frozen=True)
@@ -320,6 +373,18 @@ class Handover:
         str, described("Why the run needs a person (an outcome reason, or run_stuck); empty if it does not.")
     ]
     reason_detail: str
+    reason_holds: Annotated[
+        bool,
+        described(
+            "Whether the reason is still true now: false once what it names was settled (the "
+            "uncertain call decided, the failed undo's dead letter resolved) or the escalation "
+            "was resolved. The reason and its detail are then history."
+        ),
+    ]
+    reason_answered: Annotated[
+        str, described("What answered the reason, in words, once it no longer holds; empty while it does.")
+    ]
+    awaiting_person: Annotated[bool, described("An escalation of the run is open: it is in the queue.")]
     assignee: str | None
     completed: list[CompletedStep]
     not_done: list[NotDoneStep]
@@ -369,16 +434,29 @@ class HandoverRows:
 
 
 # The newest events of a run that handover_rows loads for the timeline, beside those the
-# handover reads (customer_told, intent_reconciled, and the intent_recorded event of an undo or
-# of a call that reached the customer): a run of 10,000 calls has 20,000 events, and building each
-# as a model cost seconds (bench/pages.py).
+# handover reads (_notable_events): a run of 10,000 calls has 20,000 events, and building each as
+# a model cost seconds (bench/pages.py).
 RECENT_EVENTS = 200
 
 
 def _notable_events(facing_tools: set[str]) -> Q:
-    recorded = Q(kind=JournalEvent.Kind.INTENT_RECORDED)
-    return Q(kind__in=[JournalEvent.Kind.CUSTOMER_TOLD, JournalEvent.Kind.INTENT_RECONCILED]) | (
-        recorded & (Q(data__compensation=True) | Q(intent__tool__in=facing_tools))
+    """The events the handover reads, whatever their age: what the customer was told, lookups'
+    answers, a person's judgements, escalations and their resolutions, and the intent_recorded
+    event of an undo or of a call that reached the customer."""
+    kind = JournalEvent.Kind
+    recorded = Q(kind=kind.INTENT_RECORDED)
+    return (
+        Q(
+            kind__in=[
+                kind.CUSTOMER_TOLD,
+                kind.INTENT_RECONCILED,
+                kind.RUN_ESCALATED,
+                kind.RUN_COMPENSATED,
+                kind.ESCALATION_RESOLVED,
+            ]
+        )
+        | Q(kind=kind.OUTCOME_RECORDED, data__has_key="judged_by")
+        | (recorded & (Q(data__compensation=True) | Q(intent__tool__in=facing_tools)))
     )
 
 
@@ -432,11 +510,11 @@ def handover_rows(run: Run) -> HandoverRows:
     compensations = {
         c.original_id: c
         for c in Compensation.objects.filter(original__run=run)
-        .select_related("dead_letter__owner", "intent")
+        .select_related("dead_letter__owner", "dead_letter__resolved_by", "intent")
         .order_by("id")
     }
     tools = {i.tool for i in intents} | {step.get("tool", "") for step in run.plan}
-    catalogue = {e.tool: e for e in CatalogueEntry.objects.filter(tool__in=tools)}
+    catalogue = catalogue_for(tenant_id=run.tenant_id, tools=tools)
     compensation_intent_ids = compensation_intent_ids_in(events)  # notable: all of them are loaded
     return HandoverRows(
         run=run,
@@ -527,11 +605,20 @@ def _step_compensation(compensation: Any) -> StepCompensation | None:
     if compensation is None:
         return None
     dead_letter = getattr(compensation, "dead_letter", None)
+    settled = ""
+    if dead_letter is not None and dead_letter.resolved_at is not None:
+        who = dead_letter.resolved_by.get_username() if dead_letter.resolved_by else "a retry"
+        settled = f"{who}: {dead_letter.resolution_note}" if dead_letter.resolution_note else who
     return StepCompensation(
         id=compensation.pk,
         status=CompensationStatus(compensation.status),
         not_undone=compensation.not_undone,
         dead_letter=dead_letter.pk if dead_letter is not None else None,
+        settled_by_hand=settled,
+        dead_letter_resolved=dead_letter is not None and dead_letter.resolved_at is not None,
+        undone_at=compensation.intent.settled_at
+        if compensation.status in UNDONE and compensation.intent is not None
+        else None,
     )
 
 
@@ -545,9 +632,24 @@ def undo_unbuildable(entry: Any, intent: Intent) -> str:
     return ""
 
 
+def _settled_how(rows: HandoverRows) -> dict[int, tuple[str, str]]:
+    """intent id → how its performed outcome was learnt ("found", "marked") and by whom; the
+    call's own answer ("happened") is the default."""
+    how: dict[int, tuple[str, str]] = {}
+    for event in rows.events:
+        if event.intent_id is None or event.data.get("status") != IntentStatus.PERFORMED:
+            continue
+        if event.kind == JournalEvent.Kind.OUTCOME_RECORDED and event.data.get("judged_by"):
+            how[event.intent_id] = ("marked", str(event.data["judged_by"]))
+        elif event.kind == JournalEvent.Kind.INTENT_RECONCILED:
+            how[event.intent_id] = ("found", event.actor_name)
+    return how
+
+
 def _completed(rows: HandoverRows, plan_detail: dict[str, str], now: datetime) -> list[CompletedStep]:
     completed = []
     zone = timezone.get_current_timezone()  # once: looking it up per step is slow
+    settled_how = _settled_how(rows)
     for intent in rows.intents:
         if intent.status != IntentStatus.PERFORMED or intent.pk in rows.compensation_intent_ids:
             continue
@@ -569,6 +671,9 @@ def _completed(rows: HandoverRows, plan_detail: dict[str, str], now: datetime) -
                 receipt=intent.receipt,
                 undo_tool=undo_tool,
                 undo_blocked=undo_unbuildable(entry, intent) if undo_tool else "",
+                intended_at=intent.intended_at,
+                settled_how=settled_how.get(intent.pk, ("happened", ""))[0],
+                settled_by=settled_how.get(intent.pk, ("happened", ""))[1],
                 compensation=_step_compensation(compensation),
                 warnings=[]
                 if compensation is not None
@@ -795,7 +900,10 @@ def next_action(
     failed_undo = [c for c in completed if c.undo_failed]
     undone = [c for c in completed if c.undone]
     pending_undo = [c for c in completed if c.undo_pending]
-    standing = [c for c in completed if not c.undone]
+    # A failed undo whose dead letter a person resolved is settled: undone by hand, or left
+    # standing on purpose (their note says which). It is neither undoable nor still owed.
+    by_hand = [c for c in completed if c.settled_by_hand]
+    standing = [c for c in completed if not c.undone and not c.settled_by_hand]
     # What still stands splits into what can still be undone and what nothing undoes (its undo
     # `not_possible`, or no compensating tool); a partial undo leaves its loss standing.
     undoable = [c for c in standing if c.undo_tool and c.compensation is None]
@@ -810,8 +918,8 @@ def next_action(
         first = uncertain[0]
         code = NextActionCode.SETTLE_UNCERTAIN
         text = (
-            f"find out whether {_words(first.tool)} happened before anything else: retry the lookup of "
-            f"key {first.idempotency_key[:12]}…, or mark it performed or not performed with a note"
+            f"find out whether {_words(first.tool)} happened before anything else: ask the downstream "
+            f"again (retry the lookup), or mark it performed or not performed with a note"
         )
     elif failed_undo:
         code = NextActionCode.FINISH_FAILED_UNDO
@@ -831,6 +939,15 @@ def next_action(
             text += f"; undone since: {', '.join(_words(c.tool) for c in undone)}"
         if available:
             text += "; a step it did can still be undone below if the customer asks"
+    elif by_hand and not standing and not partly:
+        code = NextActionCode.TELL_CUSTOMER_SETTLED
+        settled = "; ".join(
+            f"{_words(c.tool)}'s failed undo was resolved by {c.compensation.settled_by_hand}"
+            for c in by_hand
+            if c.compensation
+        )
+        text = f"{', '.join(_words(c.tool) for c in undone)} was undone and {settled}" if undone else settled
+        text += ": tell the customer what was and was not carried out, then resolve"
     elif undone and not standing and not partly:
         code = NextActionCode.TELL_CUSTOMER_UNDONE
         text = "everything the run did was undone: tell the customer the request was not carried out, then resolve"
@@ -889,6 +1006,74 @@ def run_state_token(run: Run, rows: HandoverRows | None = None) -> str:
     return f"{run.version}.{last_event}.{last_audit}"
 
 
+def _when_words(at: datetime) -> str:
+    return timezone.localtime(at).strftime("%Y-%m-%d %H:%M %Z")
+
+
+def reason_now(
+    rows: HandoverRows, *, reason: str, completed: list[CompletedStep], uncertain: list[UncertainStep]
+) -> tuple[bool, str]:
+    """Whether the run's reason for needing a person is still true, and if not what answered it,
+    from the rows: an escalation resolved answers any reason; an unknown outcome is answered
+    once nothing is uncertain, a failed undo once no dead letter of the run is open. Other
+    reasons (policy, a death mid-sequence, versions, a deadline) hold while the escalation is open."""
+    run = rows.run
+    if not reason:
+        return True, ""
+    if run.status == RunStatus.RUNNING and reason == "run_stuck":
+        return True, ""
+    escalated_at = max(
+        (
+            e.pk
+            for e in rows.events
+            if e.kind == JournalEvent.Kind.RUN_ESCALATED
+            or (e.kind == JournalEvent.Kind.RUN_COMPENSATED and "reason" in e.data)
+        ),
+        default=0,
+    )
+    later = [e for e in rows.events if e.pk > escalated_at]
+    if not run.awaiting_person and run.status != RunStatus.RUNNING:
+        resolved = next((e for e in reversed(later) if e.kind == JournalEvent.Kind.ESCALATION_RESOLVED), None)
+        if resolved is not None:
+            note = resolved.data.get("note", "")
+            return False, (
+                f"resolved by {resolved.actor_name} at {_when_words(resolved.at)}"
+                + (f": {note}" if note else "")
+            )
+        return False, f"nobody waits on this run now: it is {run.get_status_display().lower()}"
+    if reason == OutcomeReason.UNKNOWN_OUTCOME and not uncertain:
+        settled = [
+            e
+            for e in later
+            if e.intent is not None
+            and e.intent_id not in rows.compensation_intent_ids
+            and e.kind in (JournalEvent.Kind.OUTCOME_RECORDED, JournalEvent.Kind.INTENT_RECONCILED)
+        ]
+        words = [
+            f"{_words(e.intent.tool)} "
+            + (
+                f"marked {e.data.get('status', e.intent.status)} by {e.actor_name}"
+                if e.data.get("judged_by")
+                else f"found {e.data.get('status', e.intent.status)} by {e.actor_name}"
+            )
+            + f" at {_when_words(e.at)}"
+            + (f" ({e.data['note']})" if e.data.get("note") else "")
+            for e in settled
+            if e.intent is not None
+        ]
+        return False, "; ".join(words) or "nothing is uncertain any more"
+    if reason == OutcomeReason.COMPENSATION_FAILED and not any(c.undo_failed for c in completed):
+        words = [
+            f"{_words(c.tool)}: dead letter resolved by {c.compensation.settled_by_hand}"
+            if c.settled_by_hand and c.compensation
+            else f"{_words(c.tool)}: the undo went through on a retry"
+            for c in completed
+            if c.compensation is not None and c.compensation.dead_letter is not None
+        ]
+        return False, "; ".join(words) or "no undo of this run is failing any more"
+    return True, ""
+
+
 def handover_build(rows: HandoverRows, now: datetime | None = None) -> Handover:
     now = now or timezone.now()
     run = rows.run
@@ -907,6 +1092,7 @@ def handover_build(rows: HandoverRows, now: datetime | None = None) -> Handover:
         "already_so": already_so,
         "customer_told": customer_told,
     }
+    holds, answered = reason_now(rows, reason=reason, completed=completed, uncertain=uncertain)
     return Handover(
         handover_version=HANDOVER_VERSION,
         run_id=run.pk,
@@ -916,6 +1102,9 @@ def handover_build(rows: HandoverRows, now: datetime | None = None) -> Handover:
         status=RunStatus(run.status),
         reason=reason,
         reason_detail=run.outcome_detail,
+        reason_holds=holds,
+        reason_answered=answered,
+        awaiting_person=run.awaiting_person,
         assignee=run.assignee.get_username() if run.assignee_id and run.assignee else None,
         completed=completed,
         not_done=not_done,

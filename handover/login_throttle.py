@@ -28,21 +28,24 @@ from .models import AuditAction, AuditEntry
 
 log = logging.getLogger(__name__)
 
-# axes.models.AccessAttempt.username is a CharField(max_length=255).
-RECORDED_USERNAME_CHARS = 255
-
-
-def login_username(request: HttpRequest, credentials: dict[str, Any] | None) -> str:
-    """The username axes counts and records for a login: as given, cut to what its table holds
-    (the fuzzing of tests/security/test_page_fuzz.py sent 20,000 characters; PostgreSQL refused
-    the row and the login page answered 500). NUL characters are dropped for the same reason."""
-    field = get_user_model().USERNAME_FIELD
-    given = (credentials or {}).get(field) or request.POST.get(field, "")
-    return str(given).replace("\x00", "")[:RECORDED_USERNAME_CHARS]
-
 
 def _cool_off_minutes() -> int:
     return int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
+
+
+def login_username(request: HttpRequest, credentials: dict[str, Any] | None = None) -> str | None:
+    """The username failures are counted under (settings.AXES_USERNAME_CALLABLE): as typed, without
+    NUL characters and cut to the longest a username can be. Django's login form does not enforce
+    that length before it authenticates, and axes stores what it is given: an attacker's 10,000
+    characters or a NUL would otherwise fail the write and answer 500. No account has a longer
+    name, so two such guesses sharing a counter costs no one anything."""
+    field = get_user_model().USERNAME_FIELD
+    source: Any = credentials if credentials else getattr(request, "data", request.POST)
+    username = source.get(field) if source else None
+    if username is None:
+        return None
+    limit = getattr(get_user_model()._meta.get_field(field), "max_length", None) or 150
+    return str(username).replace("\x00", "")[:limit]
 
 
 def login_locked_out_audit(

@@ -4,7 +4,10 @@ journal.models; the console only reads them and changes them through the journal
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 
 from journal.models import Run, Tenant
@@ -131,3 +134,63 @@ class NotificationRule(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tenant.slug}: {self.task_type or 'all task types'}"
+
+
+TICKET_ID_PLACEHOLDER = "{ticket_id}"
+
+
+def validate_ticket_url_template(value: str) -> None:
+    """An http(s) address with `{ticket_id}` once, and no other braces."""
+    if not value.startswith(("https://", "http://")):
+        raise ValidationError("the helpdesk link must start with https:// or http://", code="scheme")
+    if value.count(TICKET_ID_PLACEHOLDER) != 1:
+        raise ValidationError("the helpdesk link must contain {ticket_id} exactly once", code="placeholder")
+    rest = value.replace(TICKET_ID_PLACEHOLDER, "")
+    if "{" in rest or "}" in rest or any(c.isspace() or ord(c) < 32 for c in rest):
+        raise ValidationError(
+            "the helpdesk link may hold no spaces, control characters or braces besides {ticket_id}",
+            code="invalid",
+        )
+
+
+class TenantSettings(models.Model):
+    """How the staff console works for one tenant. Edited by admins in the Django admin; a tenant
+    without a row has every default."""
+
+    tenant = models.OneToOneField(
+        Tenant, on_delete=models.CASCADE, primary_key=True, related_name="console_settings"
+    )
+    helpdesk_ticket_url = models.CharField(
+        "helpdesk link for a ticket",
+        max_length=500,
+        blank=True,
+        validators=[validate_ticket_url_template],
+        help_text="The helpdesk's page of a ticket, with {ticket_id} where the ticket id goes, e.g. "
+        "https://help.example.com/tickets/{ticket_id}. Blank: ticket ids are not linked.",
+    )
+
+    class Meta:
+        verbose_name = "tenant's console settings"
+        verbose_name_plural = "tenants' console settings"
+
+    def __str__(self) -> str:
+        return f"console settings of {self.tenant}"
+
+
+def helpdesk_ticket_url(template: str, ticket_id: str) -> str:
+    """The helpdesk's address of a ticket: the tenant's template with the ticket id URL-escaped
+    into it (a ticket id is whatever the agent sent, so it may hold `/`, `?`, `#` or quotes)."""
+    if not template or not ticket_id:
+        return ""
+    return template.replace(TICKET_ID_PLACEHOLDER, quote(ticket_id, safe=""))
+
+
+def tenant_helpdesk_template(tenant: Tenant | None) -> str:
+    """The tenant's helpdesk link template, from its settings row if one was joined or exists."""
+    if tenant is None:
+        return ""
+    try:
+        settings_row = tenant.console_settings
+    except TenantSettings.DoesNotExist:
+        return ""
+    return settings_row.helpdesk_ticket_url if settings_row else ""

@@ -4,7 +4,8 @@ own grants survive.
 
 - support_staff: act on runs (compensate, resume, settle an uncertain step, resolve).
 - team_lead: all of that, plus the audit trail and assigning dead letters to people.
-- admin: all of that, plus the catalogue, task policies and notification rules (Django admin).
+- admin: all of that, plus the catalogue, task policies and notification rules (Django admin):
+  their own tenant's rows only, over the defaults that only superusers change (journal.tenant_admin).
 Agent tokens are not users: they reach the REST API only, for one tenant."""
 
 from __future__ import annotations
@@ -22,7 +23,10 @@ ADMIN = [
     "handover.change_notificationrule",
     "handover.delete_notificationrule",
     "reconciliation.view_taskpolicy",
+    "reconciliation.add_taskpolicy",
     "reconciliation.change_taskpolicy",
+    "reconciliation.delete_taskpolicy",
+    "compensations.view_deadletter",
 ]
 
 ROLE_PERMISSIONS: dict[str, list[str]] = {"support_staff": SUPPORT, "team_lead": TEAM_LEAD, "admin": ADMIN}

@@ -25,12 +25,15 @@ from django.db.models.functions import Coalesce
 
 from compensations.models import DeadLetter
 from journal.models import (
+    Escalation,
     Intent,
     IntentStatus,
     JournalEvent,
+    Membership,
     Run,
     Tenant,
 )
+from journal.selectors import runs_with_counts as journal_runs_with_counts
 from journal.selectors import stuck_runs_q
 
 from .models import AuditEntry, AuditVerification
@@ -44,7 +47,7 @@ class QueueFilters:
     reason: str = ""
     status: str = ""
     assignee: str = ""  # "me", "none", or a username
-    q: str = ""  # a ticket or order id
+    q: str = ""  # any part of a ticket or order id, in any case: searches every run, ended too
     sort: str = "deadline"  # "deadline" (nearest first, then oldest) or "oldest"
 
 
@@ -58,12 +61,28 @@ def _queue_base(*, tenant: Tenant, now: datetime) -> QuerySet[Run]:
 STUCK = "run_stuck"
 
 
+def search_q(text: str) -> Q:
+    """Runs whose ticket or order id contains `text`, in any case. `icontains` is
+    UPPER(col) LIKE UPPER('%text%') with `%` and `_` escaped, which the trigram indexes
+    run_ticket_trgm_idx and run_order_trgm_idx answer (journal.models.Run)."""
+    text = text.strip()
+    return Q(ticket_id__icontains=text) | Q(order_id__icontains=text)
+
+
 def queue_runs(*, tenant: Tenant, user: Any, filters: QueueFilters, now: datetime) -> QuerySet[Run]:
-    runs = _queue_base(tenant=tenant, now=now)
+    """The queue, or with a search (`filters.q`) every run of the tenant that matches, ended ones
+    included: a person looking for a ticket should find it whether or not it waits for them."""
+    if filters.q.strip():
+        runs = Run.objects.filter(tenant=tenant).filter(search_q(filters.q))
+    else:
+        runs = _queue_base(tenant=tenant, now=now)
     if filters.task_type:
         runs = runs.filter(task_type=filters.task_type)
     if filters.reason == STUCK:
+        # In the queue every run not awaiting a person is stuck; a search must ask the rule.
         runs = runs.filter(awaiting_person=False)
+        if filters.q.strip():
+            runs = runs.filter(stuck_runs_q(now=now))
     elif filters.reason:
         runs = runs.filter(outcome_reason=filters.reason, awaiting_person=True)
     if filters.status:
@@ -74,8 +93,6 @@ def queue_runs(*, tenant: Tenant, user: Any, filters: QueueFilters, now: datetim
         runs = runs.filter(assignee__isnull=True)
     elif filters.assignee:
         runs = runs.filter(assignee__username=filters.assignee)
-    if filters.q:
-        runs = runs.filter(Q(ticket_id=filters.q.strip()) | Q(order_id=filters.q.strip()))
     last_event = JournalEvent.objects.filter(run=OuterRef("pk")).order_by("-id").values("id")[:1]
     last_audit = AuditEntry.objects.filter(run=OuterRef("pk")).order_by("-seq").values("seq")[:1]
     # A scalar subquery, not Exists: PostgreSQL may answer an EXISTS in the select list with a
@@ -109,18 +126,51 @@ def queue_task_types(*, tenant: Tenant, now: datetime) -> list[str]:
     )
 
 
-def queue_reason_counts(*, tenant: Tenant, now: datetime) -> dict[str, int]:
-    """How many runs wait for each reason (stuck runs under "run_stuck"), in one query."""
+@dataclass(frozen=True)
+class QueueCounts:
+    """How many runs wait for each reason (stuck runs under "run_stuck"), and how many of all
+    the waiting runs are the person's own."""
+
+    by_reason: dict[str, int]
+    mine: int
+
+
+def queue_counts(*, tenant: Tenant, user_id: int | None, now: datetime) -> QueueCounts:
+    """The queue's counts per reason and the person's own (`user_id`'s), in one query."""
     rows = (
         _queue_base(tenant=tenant, now=now)
         .annotate(
             queue_reason=Case(When(awaiting_person=True, then=F("outcome_reason")), default=Value(STUCK))
         )
         .values("queue_reason")
-        .annotate(n=Count("id"))
+        .annotate(
+            n=Count("id"),
+            mine=Count("id", filter=Q(assignee_id=user_id)) if user_id is not None else Value(0),
+        )
         .order_by("queue_reason")
     )
-    return {row["queue_reason"] or "unspecified": row["n"] for row in rows}
+    by_reason: dict[str, int] = {}
+    mine = 0
+    for row in rows:
+        by_reason[row["queue_reason"] or "unspecified"] = row["n"]
+        mine += row["mine"]
+    return QueueCounts(by_reason=by_reason, mine=mine)
+
+
+def queue_reason_counts(*, tenant: Tenant, now: datetime) -> dict[str, int]:
+    """How many runs wait for each reason (stuck runs under "run_stuck"), in one query."""
+    return queue_counts(tenant=tenant, user_id=None, now=now).by_reason
+
+
+def escalations_since(*, tenant: Tenant, since: datetime) -> int:
+    """Runs handed to a person after `since` and still waiting (the open queue's tab title),
+    read from the open escalations' partial index."""
+    return (
+        Escalation.objects.filter(resolved_at__isnull=True, created_at__gt=since, run__tenant=tenant)
+        .values("run_id")
+        .distinct()
+        .count()
+    )
 
 
 @dataclass(frozen=True)
@@ -202,12 +252,37 @@ def tenant_staff(*, tenant: Tenant) -> QuerySet[Any]:
     return get_user_model().objects.filter(membership__tenant=tenant, is_active=True).order_by("username")
 
 
+def assignable_staff(*, tenant: Tenant) -> QuerySet[Any]:
+    """The people of the tenant a run may be handed to: active, with a role that acts on runs
+    (handover.actions.staff_member checks the same of whoever is posted)."""
+    acts = Q(
+        groups__permissions__codename="act_on_run", groups__permissions__content_type__app_label="handover"
+    )
+    acts |= Q(user_permissions__codename="act_on_run", user_permissions__content_type__app_label="handover")
+    return tenant_staff(tenant=tenant).filter(acts | Q(is_superuser=True)).distinct().order_by("username")
+
+
+def staff_tenant(*, user: Any) -> Tenant | None:
+    """The person's tenant with its console settings (handover.models.TenantSettings) joined:
+    what journal.selectors.tenant_for_user reads, in the same one query."""
+    if not getattr(user, "is_authenticated", False):
+        return None
+    membership = (
+        Membership.objects.select_related("tenant", "tenant__console_settings").filter(user=user).first()
+    )
+    return membership.tenant if membership else None
+
+
 def run_get_for_page(*, tenant: Tenant, run_id: Any) -> Run | None:
     try:
         pk = uuid.UUID(str(run_id))
     except ValueError:
         return None
-    return Run.objects.select_related("tenant", "assignee").filter(tenant=tenant, pk=pk).first()
+    return (
+        Run.objects.select_related("tenant", "tenant__console_settings", "assignee")
+        .filter(tenant=tenant, pk=pk)
+        .first()
+    )
 
 
 # --- compensation intents ---------------------------------------------------------------------
@@ -215,3 +290,10 @@ def run_get_for_page(*, tenant: Tenant, run_id: Any) -> Run | None:
 # An undo is recorded like any call; what marks it is its `intent_recorded` event, written with
 # `compensation: true` (journal.services.intent_record). Compensation intents are never listed
 # as the run's own work and never undone themselves.
+
+
+def runs_listed(*, tenant: Tenant, q: str = "") -> QuerySet[Run]:
+    """Every run of the tenant with its intent tallies, newest first; with `q`, those whose
+    ticket or order id contains it (search_q)."""
+    runs = journal_runs_with_counts(tenant=tenant)
+    return runs.filter(search_q(q)) if q.strip() else runs

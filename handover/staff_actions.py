@@ -25,7 +25,7 @@ from django import forms as django_forms
 from compensations.models import DeadLetter
 from journal.models import Run
 
-from . import actions, dead_letters, forms
+from . import actions, dead_letters, forms, selectors
 from .actions import ACT, Confirmation, ResumePreview, StaffContext
 from .handover import CompletedStep, Handover, HandoverRows, UncertainStep
 
@@ -130,7 +130,8 @@ class StaffAction:
     offer: OfferRule
     confirm: Callable[..., Confirmation] | None = None
     ask_first: bool = True
-    # What the form needs from the page beyond the posted data (e.g. the people to choose from).
+    # What the form needs beyond the posted data (e.g. the people to choose from), given the run
+    # (for a run action) or the LetterPage (for a dead letter's).
     form_kwargs: Callable[[Any], dict[str, Any]] | None = None
 
     def confirmation(self, *args: Any) -> Confirmation:
@@ -229,6 +230,10 @@ def _offer_assign(action: StaffAction, page: RunPage) -> Iterator[Offer]:
         yield Offer(action, Place.ASSIGNEE, text="assign to me", css="link")
 
 
+def _offer_assign_to(action: StaffAction, page: RunPage) -> Iterator[Offer]:
+    yield Offer(action, Place.ASSIGNEE, text="assign to a colleague", css="link")
+
+
 def _offer_resume(action: StaffAction, page: RunPage) -> Iterator[Offer]:
     # Not done steps are what resuming sends; a disabled button says why it cannot work now.
     if page.handover.not_done:
@@ -311,7 +316,7 @@ def offer_on_open_letter(when: Callable[[LetterPage], bool] = lambda page: True)
 
 def _retry_prompt(letter: DeadLetter) -> Confirmation:
     tool = letter.compensation.intent.tool if letter.compensation.intent else "the compensation"
-    return Confirmation("retry", f"Send {tool} again, with a new key? It may act on the world.")
+    return Confirmation("retry", f"Send {tool} again? It is a new attempt, and it may act on the world.")
 
 
 def _register_all() -> None:
@@ -329,6 +334,20 @@ def _register_all() -> None:
             confirm=_confirm_run("assign"),
             ask_first=False,
             offer=_offer_assign,
+        ),
+        StaffAction(
+            kind=run,
+            name="assign-to",
+            label="Assign to a colleague",
+            permission=ACT,
+            form_class=forms.AssignToForm,
+            form_kwargs=lambda run: {"staff": selectors.assignable_staff(tenant=run.tenant)},
+            perform=lambda ctx, run, data: actions.run_assign(
+                ctx, run_id=run.pk, state=data["state"], assignee_id=data["assignee"]
+            ),
+            done_message="The run is assigned.",
+            confirm=_confirm_run("assign-to"),
+            offer=_offer_assign_to,
         ),
         StaffAction(
             kind=run,

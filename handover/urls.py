@@ -7,6 +7,7 @@ app_name = "handover"
 urlpatterns = [
     path("", views.queue, name="queue"),
     path("runs/", views.run_list, name="run_list"),
+    path("runs/bulk/", views.run_bulk, name="run_bulk"),
     path("runs/<uuid:run_id>/", views.run_detail, name="run_detail"),
     path("runs/<uuid:run_id>/panel/", views.run_panel, name="run_panel"),
     path("runs/<uuid:run_id>/confirm/<slug:action>/", views.run_confirm, name="run_confirm"),

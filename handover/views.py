@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from django import forms as django_forms
@@ -25,7 +26,6 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import reswap, retarget
 from django_htmx.middleware import HtmxDetails
 
-from journal import selectors as journal_selectors
 from journal.models import OutcomeReason, Run, RunStatus
 from journal.services import JournalError
 
@@ -40,8 +40,9 @@ from .handover import (
     run_events,
     run_state_token,
 )
-from .models import AuditAction
+from .models import AuditAction, tenant_helpdesk_template
 from .staff import request_tenant, staff_context
+from .timeline import timeline_of
 
 RUNS_PER_PAGE = 50
 REASON_LABELS = {**dict(OutcomeReason.choices), "run_stuck": "Stuck: the agent went quiet"}
@@ -129,10 +130,13 @@ def _run_url(name: str, *args: Any) -> Callable[[Any], str]:
     return lambda run_id: f"{before}{run_id}{after}"
 
 
-def _queue(request: HtmxHttpRequest, parameters: forms.QueueFiltersForm) -> HttpResponse:
-    """Escalated and stuck runs, nearest deadline (or oldest) first, with counts per reason."""
-    tenant = journal_selectors.tenant_for_user(request.user)
-    context: dict[str, Any] = {"tenant": tenant}
+def _queue(
+    request: HtmxHttpRequest, parameters: forms.QueueFiltersForm, *, status: int = 200, **extra: Any
+) -> HttpResponse:
+    """Escalated and stuck runs, nearest deadline (or oldest) first, with counts per reason and
+    the person's own; with a search, every run of the tenant whose ticket or order id matches."""
+    tenant = selectors.staff_tenant(user=request.user)
+    context: dict[str, Any] = {"tenant": tenant, "helpdesk": tenant_helpdesk_template(tenant), **extra}
     if tenant is not None:
         now = timezone.now()
         filters = parameters.filters()
@@ -140,41 +144,88 @@ def _queue(request: HtmxHttpRequest, parameters: forms.QueueFiltersForm) -> Http
         page = Paginator(runs, RUNS_PER_PAGE).get_page(parameters.cleaned_data["page"])
         assign = staff_actions.action_get(staff_actions.Kind.RUN, "assign")
         detail_url, assign_url = _run_url("handover:run_detail"), _run_url("handover:run_act", "assign")
+        counts = selectors.queue_counts(tenant=tenant, user_id=request.user.pk, now=now)
+        since = parameters.cleaned_data["since"]
         context |= {
             "page": page,
             "rows": [(run, detail_url(run.pk), assign_url(run.pk)) for run in page.object_list],
             # The queue offers the registry's assign, to those its permission allows.
             "assign": assign if assign and request.user.has_perm(assign.permission) else None,
             "filters": filters,
-            "counts": [
-                (reason, _reason_label(reason), n)
-                for reason, n in selectors.queue_reason_counts(tenant=tenant, now=now).items()
-            ],
+            "counts": [(reason, _reason_label(reason), n) for reason, n in counts.by_reason.items()],
+            "mine_count": counts.mine,
             "reasons": list(REASON_LABELS.items()),
             "statuses": RunStatus.choices,
             # The queue's own task types (plus the one filtered on, so the filter stays shown).
             "task_types": sorted(
                 {*selectors.queue_task_types(tenant=tenant, now=now), filters.task_type} - {""}
             ),
-            "query": request.GET.urlencode(),
+            "query": _query_without(request, "page", "since"),
             "now": now,
+            # The open page's first draw; each poll counts the escalations that arrived since.
+            "since": since or now,
+            "new_escalations": selectors.escalations_since(tenant=tenant, since=since) if since else 0,
         }
+        if not (request.htmx and not request.htmx.boosted) and context["assign"]:
+            # The bulk controls sit outside the polled results: only the full page draws them.
+            context["colleagues"] = selectors.assignable_staff(tenant=tenant)
     template = (
         "handover/queue.html#results" if request.htmx and not request.htmx.boosted else "handover/queue.html"
     )
-    return render(request, template, context)
+    return render(request, template, context, status=status)
+
+
+def _query_without(request: HttpRequest, *names: str) -> str:
+    """The page's query string without `names` (for links that set them again)."""
+    query = request.GET.copy()
+    for name in names:
+        query.pop(name, None)
+    return query.urlencode()
 
 
 @login_required
 @require_GET
 @parameters_checked
 def run_list(request: HtmxHttpRequest) -> HttpResponse:
-    number = parameters(forms.RunListForm, request.GET).cleaned_data["page"]
-    tenant = journal_selectors.tenant_for_user(request.user)
-    runs = journal_selectors.runs_with_counts(tenant=tenant) if tenant else None
-    page = Paginator(runs, RUNS_PER_PAGE).get_page(number) if runs is not None else None
+    """Every run of the tenant, newest first; with `q`, those whose ticket or order id matches."""
+    data = parameters(forms.RunListForm, request.GET).cleaned_data
+    tenant = selectors.staff_tenant(user=request.user)
+    runs = selectors.runs_listed(tenant=tenant, q=data["q"]) if tenant else None
+    page = Paginator(runs, RUNS_PER_PAGE).get_page(data["page"]) if runs is not None else None
     template = "handover/run_list.html#runs" if request.htmx else "handover/run_list.html"
-    return render(request, template, {"tenant": tenant, "page": page, "RunStatus": RunStatus})
+    context = {
+        "tenant": tenant,
+        "page": page,
+        "q": data["q"],
+        "query": _query_without(request, "page"),
+        "helpdesk": tenant_helpdesk_template(tenant),
+    }
+    return render(request, template, context)
+
+
+@login_required
+@require_POST
+@parameters_checked
+def run_bulk(request: HtmxHttpRequest) -> HttpResponse:
+    """Assign or resolve the runs ticked in the queue (handover.actions.runs_bulk): the queue
+    comes back with what became of each run, the refused ones with their reason. The queue's
+    filters it carries are checked before anything is written."""
+    if not request.user.has_perm(actions.ACT):
+        raise PermissionDenied("Your role does not allow this action.")
+    queue_parameters = _queue_parameters(request)
+    ctx = staff_context(request)
+    form = forms.BulkRunsForm(request.POST)
+    if not form.is_valid():
+        # The queue again with the refusal above it (its results stay, and keep refreshing).
+        return _queue(request, queue_parameters, status=400, bulk_refused=FormRefused(form).messages)
+    data = form.cleaned_data
+    try:
+        outcomes = actions.runs_bulk(
+            ctx, action=data["action"], runs=data["run"], assignee_id=data["colleague"], note=data["note"]
+        )
+    except JournalError as error:
+        return _queue(request, queue_parameters, status=error.status_code, bulk_refused=[error.message])
+    return _queue(request, queue_parameters, bulk_report=outcomes)
 
 
 # --- one run ----------------------------------------------------------------------------------
@@ -194,10 +245,16 @@ def _run_context(run: Run, request: HttpRequest, **extra: Any) -> dict[str, Any]
     limit = None if show_all else RUN_PAGE_LIST_LIMIT
     totals = {
         **handover.totals,
+        "standing": sum(1 for step in handover.completed if not step.undone),
         "intents": len(rows.intents),
         "events": rows.event_count,
         "audit": len(rows.audit),
     }
+    every_event = (
+        replace(rows, events=run_events(run, {i.pk: i for i in rows.intents}, every=True).events)
+        if show_all
+        else rows
+    )
     # What the page draws: the handover with its lists cut to the limit (its buttons are offered
     # for the steps drawn only), the calls in order, the timeline and audit newest last.
     shown = handover_cut(handover, limit)
@@ -213,15 +270,16 @@ def _run_context(run: Run, request: HttpRequest, **extra: Any) -> dict[str, Any]
         "run_list_limit": RUN_PAGE_LIST_LIMIT,
         "resume": resume,
         "state": handover.state,
+        # What the run did, apart: what still stands, and what was undone (wholly or partly) since.
+        "standing": [step for step in shown.completed if not step.undone],
+        "undone": [step for step in shown.completed if step.undone],
         "reason_label": _reason_label(handover.reason),
-        "events": (
-            run_events(run, {i.pk: i for i in rows.intents}, every=True).events
-            if show_all
-            else rows.events[-RUN_PAGE_LIST_LIMIT:]
-        ),
         "audit": rows.audit if show_all else rows.audit[-RUN_PAGE_LIST_LIMIT:],
         "intents": rows.intents[:limit],
         "offers": staff_actions.run_offers(page),
+        "helpdesk": tenant_helpdesk_template(run.tenant),
+        # The newest events (every one when asked: they are read again for it).
+        "timeline": timeline_of(every_event) if show_all else timeline_of(rows)[-RUN_PAGE_LIST_LIMIT:],
         **extra,
     }
 
@@ -279,6 +337,10 @@ def _dialog(
     }
 
 
+def _form_kwargs(entry: staff_actions.StaffAction, run: Run) -> dict[str, Any]:
+    return entry.form_kwargs(run) if entry.form_kwargs else {}
+
+
 @login_required
 @require_GET
 @parameters_checked
@@ -288,7 +350,7 @@ def run_confirm(request: HtmxHttpRequest, run_id: str, action: str) -> HttpRespo
     run = _run_or_404(request, run_id)
     step_id = parameters(forms.RunConfirmForm, request.GET).cleaned_data["step"]
     context = _run_context(run, request)
-    form = entry.form(initial={"state": context["state"], "step_id": step_id})
+    form = entry.form(initial={"state": context["state"], "step_id": step_id}, **_form_kwargs(entry, run))
     context |= _dialog(entry, context, step_id, form)
     return render(request, "handover/run_detail.html#confirm", context)
 
@@ -305,7 +367,7 @@ def run_act(request: HtmxHttpRequest, run_id: str, action: str) -> HttpResponse:
     # action committed.
     from_queue = parameters(forms.RunActFromForm, request.POST).cleaned_data["from"] == "queue"
     queue_parameters = _queue_parameters(request) if from_queue else None
-    form = entry.form(request.POST)
+    form = entry.form(request.POST, **_form_kwargs(entry, run))
     if not form.is_valid():
         # 400 with the form kept: the dialog again, the refused fields marked; nothing written.
         context = _run_context(run, request, error=FormRefused(form))

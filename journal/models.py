@@ -11,8 +11,10 @@ import secrets
 import uuid
 
 from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Upper
 
 from .channels import CustomerChannel
 
@@ -155,6 +157,11 @@ class Run(models.Model):
             models.Index(fields=["tenant", "-created_at"], name="run_tenant_recent_idx"),
             models.Index(fields=["tenant", "ticket_id"], name="run_tenant_ticket_idx"),
             models.Index(fields=["tenant", "order_id"], name="run_tenant_order_idx"),
+            # The console's search: any part of a ticket or order id, in any case, over every run
+            # (handover.selectors.run_search). Trigram indexes on the upper-cased ids answer the
+            # UPPER(...) LIKE UPPER('%…%') that `icontains` writes without reading every run.
+            GinIndex(OpClass(Upper("ticket_id"), name="gin_trgm_ops"), name="run_ticket_trgm_idx"),
+            GinIndex(OpClass(Upper("order_id"), name="gin_trgm_ops"), name="run_order_trgm_idx"),
             models.Index(
                 fields=["tenant", "created_at"], condition=Q(awaiting_person=True), name="run_awaiting_idx"
             ),

@@ -204,6 +204,13 @@ def run_transition(
     return Moved(moved=True, target=target, event=written)
 
 
+def run_touch(*, run_id: Any, at: datetime | None = None) -> None:
+    """Bump the run's version for a change beside it that its page shows (an undo finished, a
+    dead letter opened or closed by a worker): a page polling the state token then redraws, and
+    an action drawn before the change is refused as stale. No status moves, so no event."""
+    Run.objects.filter(pk=run_id).update(version=F("version") + 1, updated_at=at or timezone.now())
+
+
 def run_plan_rewrite(
     *, run: Run, plan: list[dict[str, Any]], actor: Actor, data: dict[str, Any] | None = None
 ) -> Moved:

@@ -34,7 +34,8 @@ from journal.tool_errors import ToolError
 from tools import services as tools
 from tools.registry import UnknownTool
 
-from .models import PHASES, Strategy, TaskPolicy
+from .models import PHASES, Strategy
+from .selectors import policy_for
 
 # --- version upgrades -------------------------------------------------------------------------
 
@@ -195,7 +196,7 @@ def run_decide(*, run: Run, actor: journal.Actor, quiet_for: timedelta | None = 
             f"({settings.SEAM_MAX_PLAN_STEPS}): a person decides",
             actor=actor,
         )
-    policy = TaskPolicy.objects.filter(task_type=run.task_type).first()
+    policy = policy_for(tenant_id=run.tenant_id, task_type=run.task_type)
     if policy is None:
         return _escalate(
             run=run,

@@ -67,7 +67,8 @@ def policies_seed(
     history_model: Any = None,
     using: str = DEFAULT_DB_ALIAS,
 ) -> int:
-    """Create each policy ({"task_type": ..., "strategy": ..., ...}) whose task type has none;
+    """Create each default policy (no tenant; {"task_type": ..., "strategy": ..., ...}) whose task
+    type has none;
     edited policies are kept. A field the model does not have (a historical model of an older
     migration state) is left out. At run time django-simple-history records each creation
     itself; a historical model, which has no such hook, needs `history_model`, so that the
@@ -80,8 +81,10 @@ def policies_seed(
         policy_fields = declared.as_fields() if isinstance(declared, TaskPolicySpec) else dict(declared)
         defaults = {name: value for name, value in policy_fields.items() if name in fields}
         task_type = defaults.pop("task_type")
+        # Seeds are the defaults (no tenant); a migration's older model has no tenant column yet.
+        default = {"tenant": None} if "tenant" in fields else {}
         policy, created = task_policy_model.objects.using(using).get_or_create(
-            task_type=task_type, defaults=defaults
+            task_type=task_type, **default, defaults=defaults
         )
         created_count += created
         if created and history_model is not None:

@@ -1,6 +1,9 @@
 """The written policy that decides, per task type, what happens to a run that died once its
 calls are settled: finish it (resume), finish it only if it had not yet started acting, or
-undo what can be undone and hand it to a person. Admins edit it; every change is kept."""
+undo what can be undone and hand it to a person. Admins edit it; every change is kept.
+
+A policy without a tenant is the default for every tenant; a tenant's own policy for the same
+task type is used instead of it for that tenant's runs (reconciliation.selectors)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,8 @@ from datetime import timedelta
 
 from django.db import models
 from simple_history.models import HistoricalRecords
+
+from journal.models import Tenant
 
 PHASES = ("gather", "decide", "act", "notify")
 
@@ -24,7 +29,16 @@ class TaskPolicy(models.Model):
     is re-run; one that had already acted is compensated. `max_resume_age` bounds how old the
     information a resumption would act on may be. `version` increases with every edit."""
 
-    task_type = models.SlugField(max_length=64, unique=True)
+    tenant = models.ForeignKey(
+        Tenant,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Blank: the default for every tenant (superusers only). A tenant's own policy for a "
+        "task type is used instead of the default for that tenant's runs.",
+    )
+    task_type = models.SlugField(max_length=64)
     strategy = models.CharField(max_length=30, choices=Strategy.choices)
     phase = models.CharField(
         max_length=20, blank=True, choices=[(p, p) for p in PHASES], help_text="For resume_until_phase."
@@ -43,6 +57,17 @@ class TaskPolicy(models.Model):
 
     class Meta:
         verbose_name_plural = "task policies"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "task_type"], name="policy_one_per_tenant_and_task_type"
+            ),
+            models.UniqueConstraint(
+                fields=["task_type"],
+                condition=models.Q(tenant__isnull=True),
+                name="policy_one_default_per_task_type",
+            ),
+        ]
 
     def __str__(self) -> str:
-        return f"{self.task_type}: {self.strategy} (v{self.version})"
+        whose = f"{self.tenant.slug}: " if self.tenant is not None else ""
+        return f"{whose}{self.task_type}: {self.strategy} (v{self.version})"

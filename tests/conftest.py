@@ -102,17 +102,22 @@ def ledger() -> Any:
 # made, so each call grants them again.
 @pytest.fixture
 def persona() -> Callable[..., Any]:
-    """persona("support_staff", tenant) → a user of that role in that tenant."""
+    """persona("support_staff", tenant) → a user of that role in that tenant. "admin" is a
+    superuser; "tenant_admin" holds the admin role as a staff user who is not one."""
 
     def make(role: str, tenant: Tenant, username: str = "") -> Any:
         catalogue_grant_roles()
         roles_grant()
-        user = factories.StaffUserFactory(
+        user: Any = factories.StaffUserFactory(
             username=username or f"{role}-{tenant.slug}", membership__tenant=tenant
         )
         if role == "admin":
             user.is_staff = user.is_superuser = True
             user.save()
+        if role == "tenant_admin":  # the admin role without being a superuser: one tenant's admin
+            user.is_staff = True
+            user.save()
+            role = "admin"
         user.groups.add(Group.objects.get(name=role))
         return type(user).objects.get(pk=user.pk)  # a fresh copy: no cached permissions
 

@@ -37,6 +37,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    # OpClass in index expressions (the trigram indexes of journal.models.Run), pg_trgm lookups.
+    "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -150,8 +152,6 @@ if AXES_FAILURE_LIMIT < 1 or SEAM_LOGIN_COOLOFF_MINUTES < 1:
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "handover.login_throttle.login_locked_out_response"
-# Axes records the username a failed login gave in a column of 255 characters: a longer one (a
-# login form does not refuse it before authenticating) would be a 500, so it is cut to fit.
 AXES_USERNAME_CALLABLE = "handover.login_throttle.login_username"
 
 LOGIN_URL = "login"
@@ -365,6 +365,8 @@ LOGGING: dict[str, Any] = {
         }
     },
     "root": {"handlers": ["console"], "level": env("DJANGO_LOG_LEVEL", default="INFO")},
+    # django-axes logs every login at INFO; its warnings (failures, lockouts) are what matter.
+    "loggers": {"axes": {"level": "WARNING"}},
 }
 
 # /metrics (observability): when set, a scrape must present it as `Authorization: Bearer ...`.

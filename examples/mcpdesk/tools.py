@@ -106,7 +106,8 @@ async def _session(state_file: str, url: str) -> AsyncIterator[ClientSession]:
 
 
 def tools() -> list[ToolSpec]:
-    state_file = os.environ.get("MCPDESK_STATE", "mcpdesk-state.json")
+    # Resolved here: the connector starts the desk from the repository root.
+    state_file = str(Path(os.environ.get("MCPDESK_STATE", "mcpdesk-state.json")).resolve())
     url = os.environ.get("MCPDESK_URL", "")
     return [
         ToolSpec(

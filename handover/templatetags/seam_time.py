@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 from django import template
 from django.utils import timezone
+from django.utils.html import format_html
 from django.utils.timesince import timesince
 
 register = template.Library()
@@ -21,3 +22,58 @@ def elapsed(value: datetime | None, now: datetime | None = None) -> str:
     if now - value < timedelta(minutes=1):
         return "under a minute"
     return timesince(value, now)
+
+
+# One way of writing a moment on every page: the local date and time, to the minute, with the
+# time zone ("2026-12-01 21:43 UTC"), in a <time> element carrying the exact instant.
+WHEN_FORMAT = "%Y-%m-%d %H:%M %Z"
+
+
+def when_text(value: datetime) -> str:
+    return timezone.localtime(value).strftime(WHEN_FORMAT)
+
+
+@register.filter
+def when(value: datetime | None) -> str:
+    if value is None:
+        return "—"
+    return format_html('<time datetime="{}">{}</time>', value.isoformat(), when_text(value))
+
+
+def _span(delta: timedelta) -> str:
+    minutes = int(delta.total_seconds() // 60)
+    if minutes < 1:
+        return "under a minute"
+    days, rest = divmod(minutes, 24 * 60)
+    hours, minutes = divmod(rest, 60)
+    parts = [f"{days} d"] if days else []
+    if hours:
+        parts.append(f"{hours} h")
+    if minutes and not days:
+        parts.append(f"{minutes} min")
+    return " ".join(parts)
+
+
+def countdown_text(deadline: datetime, now: datetime | None = None) -> str:
+    """ "3 h 20 min left" before the deadline, "passed 12 min ago" after it."""
+    now = now or timezone.now()
+    if deadline > now:
+        return f"{_span(deadline - now)} left"
+    return f"passed {_span(now - deadline)} ago"
+
+
+@register.filter
+def countdown(deadline: datetime | None, now: datetime | None = None) -> str:
+    """A deadline as time left, with the moment itself in the one date format beside it."""
+    if deadline is None:
+        return "none"
+    now = now or timezone.now()
+    css = "countdown passed" if deadline <= now else "countdown"
+    return format_html(
+        '<time class="{}" datetime="{}" title="{}">{}</time> <span class="muted">({})</span>',
+        css,
+        deadline.isoformat(),
+        when_text(deadline),
+        countdown_text(deadline, now),
+        when_text(deadline),
+    )

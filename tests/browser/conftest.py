@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.db import connections
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
 
 from tests.reconciliation.test_workers import fleet_env  # noqa: F401 (fixture, on `broker` below)
 from tests.support.processes import Fleet, emptied_redis
@@ -61,12 +61,15 @@ def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Browser]:
 
 
 @pytest.fixture
-def log_in(browser: Browser, live_server: Any) -> Callable[[Any], Page]:
+def log_in(browser: Browser, live_server: Any) -> Callable[..., Page]:
     """log_in(user) → a page of a new browser context (its own cookies), logged in through the
-    login form and showing the queue."""
+    login form and showing the queue; log_in(user, viewport={"width": 390, "height": 844}) for
+    another screen than the default 1280 by 900."""
 
-    def open_as(user: Any) -> Page:
-        context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
+    def open_as(user: Any, viewport: ViewportSize | None = None) -> Page:
+        context = browser.new_context(
+            base_url=live_server.url, viewport=viewport or {"width": 1280, "height": 900}
+        )
         context.set_default_timeout(TIMEOUT_MS)
         page = context.new_page()
         page.goto("/accounts/login/?next=/")

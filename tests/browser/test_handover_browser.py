@@ -124,7 +124,7 @@ def test_staff_compensate_the_pickup_and_see_the_run_update_without_a_reload(
     expect(not_done).to_contain_text("issue_refund")
     expect(not_done).to_contain_text("$14.95 expedited delivery fee")
     told = page.locator("section.customer-told")
-    expect(told).to_contain_text(re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d via chat: Return label sent\."))
+    expect(told).to_contain_text(re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC via chat: Return label sent\."))
     expect(page.locator("h1 .pill.reason")).to_have_text("Run died mid-sequence")
     assert _overflowing_the_lists(page) == []
     _screenshot(page, "run.png")
@@ -140,7 +140,7 @@ def test_staff_compensate_the_pickup_and_see_the_run_update_without_a_reload(
     expect(entry).to_contain_text("Compensated one step")
     expect(entry).to_contain_text("sam")
     try:
-        expect(pickup.locator(".compensation")).to_contain_text("undo: done", timeout=WORKER_TIMEOUT_MS)
+        expect(pickup.locator(".compensation")).to_contain_text("undone", timeout=WORKER_TIMEOUT_MS)
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{worker.logs()}") from exc
     assert _was_not_reloaded(page), "the page was reloaded; htmx should have updated it in place"
@@ -185,7 +185,7 @@ def test_two_browsers_compensating_at_once_make_one_compensation(
     expect(refused.locator("#completed-start_return .compensation")).to_be_visible()
     try:
         expect(winner.locator("#completed-start_return .compensation")).to_contain_text(
-            "undo: done", timeout=WORKER_TIMEOUT_MS
+            "undone", timeout=WORKER_TIMEOUT_MS
         )
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{worker.logs()}") from exc

@@ -123,6 +123,9 @@ def _pages(world: World) -> list[tuple[str, str, Any]]:
         ("dead-letters", reverse("compensations:dead_letters"), world.lead),
         ("audit", reverse("handover:audit"), world.lead),
         ("catalogue", reverse("compensations:catalogue"), world.lead),
+        ("insights", reverse("handover:insights"), world.lead),
+        ("forbidden", reverse("handover:audit"), world.support),
+        ("not-found", run_path.replace(str(world.run.pk)[:8], "00000000"), world.lead),
         ("admin", reverse("admin:index"), world.admin),
     ]
 

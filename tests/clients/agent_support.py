@@ -1,50 +1,55 @@
-"""What the framework agents under test share: plain tools on the giftdesk's keyless points ledger
-(written with no thought of Seam), the script their fake models follow, and the run they
-journal in. The agents run in child processes (`python -m tests.clients.langgraph_agent`, …)
-that a test kills."""
+"""What the framework agents under test share: the agent modules that docs/integrating.md shows
+(loaded from the page itself, so the page's code is the code under test), the script their fake
+models follow, and the test's crash point. The agents run in child processes
+(`python -m tests.clients.langgraph_agent`, …) that a test kills."""
 
 from __future__ import annotations
 
 import os
+import re
 import time
+import types
 from typing import Any
 
 import requests
-from seam_client import Run, SeamClient
 
-# The model's script: two points awards, then a final answer.
+from tests.support.processes import ROOT
+
+DOC = ROOT / "docs" / "integrating.md"
+# The model's script: the balance (read-only), two points awards, then a final answer.
 AWARDS = [
     {"customer": "C-7", "points": 100, "reference": "GD-AG-1"},
     {"customer": "C-7", "points": 250, "reference": "GD-AG-2"},
 ]
 FINAL_ANSWER = "Both awards are booked."
-VERSIONS = {"schema": "1", "flow": "agent", "policy": "1", "capability": "points"}
 
 
-def award_points(customer: str, points: int, reference: str) -> dict[str, Any]:
-    """Award loyalty points to a customer under a reference."""
-    response = requests.post(
-        f"{os.environ['GIFTDESK_URL']}/points",
-        json={"customer": customer, "points": points, "reference": reference},
-        timeout=5,
-    )
-    response.raise_for_status()
-    entry: dict[str, Any] = response.json()
-    # The test's crash point: the ledger booked the entry, and the answer goes no further.
-    if os.environ.get("HOLD_AFTER_REFERENCE") == reference:
-        time.sleep(3600)
-    return entry
+def doc_file(name: str) -> str:
+    """The page's ```python block that starts `# NAME: …`."""
+    for block in re.findall(r"^```python\n(.*?)^```$", DOC.read_text(), flags=re.DOTALL | re.MULTILINE):
+        if block.startswith(f"# {name}:"):
+            return str(block)
+    raise LookupError(f"docs/integrating.md shows no {name}")
 
 
-def points_balance(customer: str) -> str:
-    """How many points a customer holds (reads only)."""
-    state = requests.get(f"{os.environ['GIFTDESK_URL']}/state", timeout=5).json()
-    return str(sum(entry["points"] for entry in state["points"] if entry["customer"] == customer))
+def doc_module(name: str) -> types.ModuleType:
+    """The page's `name` block, executed as a module, with the test's crash point in its HTTP calls."""
+    module = types.ModuleType(name.removesuffix(".py"))
+    exec(compile(doc_file(name), f"docs/integrating.md ({name})", "exec"), module.__dict__)  # noqa: S102
+    module.requests = HoldingRequests()  # type: ignore[attr-defined]
+    return module
 
 
-def the_run() -> Run:
-    """The agent's run: the same one again when the agent is started again on the same id."""
-    seam = SeamClient(os.environ["SEAM_URL"], os.environ["SEAM_TOKEN"])
-    return seam.start_run(
-        task_type="points_agent", versions=VERSIONS, plan=[], external_id=os.environ["RUN_EXTERNAL_ID"]
-    )
+class HoldingRequests:
+    """`requests` as the page's tools use it, except that the POST carrying the reference named by
+    HOLD_AFTER_REFERENCE is answered and then never returns: the downstream booked it, and the
+    process is killed before its outcome is recorded."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(requests, name)
+
+    def post(self, url: str, **kwargs: Any) -> requests.Response:
+        response = requests.post(url, **kwargs)  # noqa: S113 - the page's call passes its timeout
+        if (kwargs.get("json") or {}).get("reference") == os.environ.get("HOLD_AFTER_REFERENCE"):
+            time.sleep(3600)
+        return response

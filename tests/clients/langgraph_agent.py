@@ -1,5 +1,5 @@
-"""A LangGraph agent (create_react_agent: the model node and LangGraph's ToolNode) whose plain
-tools are journaled in Seam by seam_client.adapters.langchain. Its model is scripted: it asks for
+"""The LangGraph agent that docs/integrating.md shows (points_langgraph.py: create_react_agent, whose
+ToolNode runs the journaled tools), run with a scripted chat model: it asks for the balance, then
 each of agent_support.AWARDS in turn, then answers. Run by tests/clients/test_framework_adapters.py
 in a child process that is killed mid-run and started again.
 
@@ -7,16 +7,14 @@ in a child process that is killed mid-run and started again.
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import Any
 
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage
-from langchain_core.tools import StructuredTool
-from langgraph.prebuilt import create_react_agent
-from seam_client.adapters.langchain import journaled_tools
 
-from tests.clients.agent_support import AWARDS, FINAL_ANSWER, award_points, points_balance, the_run
+from tests.clients.agent_support import AWARDS, FINAL_ANSWER, doc_module
 
 
 class ScriptedModel(FakeMessagesListChatModel):
@@ -27,28 +25,21 @@ class ScriptedModel(FakeMessagesListChatModel):
 
 
 def script() -> list[AIMessage]:
-    calls = [
-        AIMessage(content="", tool_calls=[{"name": "award_points", "args": args, "id": f"call-{n}"}])
-        for n, args in enumerate(AWARDS, start=1)
+    calls = [("points_balance", {"customer": "C-7"})] + [("award_points", args) for args in AWARDS]
+    return [
+        *(
+            AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"call-{n}"}])
+            for n, (name, args) in enumerate(calls)
+        ),
+        AIMessage(content=FINAL_ANSWER),
     ]
-    balance = AIMessage(
-        content="", tool_calls=[{"name": "points_balance", "args": {"customer": "C-7"}, "id": "call-balance"}]
-    )
-    return [balance, *calls, AIMessage(content=FINAL_ANSWER)]
 
 
 def main() -> None:
-    run = the_run()
-    tools = [StructuredTool.from_function(award_points), StructuredTool.from_function(points_balance)]
+    agent = doc_module("points_langgraph.py")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # create_react_agent's move to langchain.agents
-        agent = create_react_agent(
-            ScriptedModel(responses=script()), journaled_tools(tools, run, read_only={"points_balance"})
-        )
-    with run.heartbeat(every=5.0):
-        result = agent.invoke({"messages": [("user", "Award C-7 the goodwill points.")]})
-    run.complete()
-    print(result["messages"][-1].content)
+        print(agent.run_agent(ScriptedModel(responses=script()), os.environ["RUN_EXTERNAL_ID"]))
 
 
 if __name__ == "__main__":

@@ -73,6 +73,7 @@ def proxy_parameters(
     desk: Desk,
     *,
     server: list[str] | None = None,
+    options: tuple[str, ...] = (),
     env: dict[str, str] | None = None,
 ) -> StdioServerParameters:
     """`python -m seam_client.mcp_proxy` in front of the desk (a stdio child of the proxy unless
@@ -98,6 +99,7 @@ def proxy_parameters(
             "desk_session",
             "--catalogued",
             "credit_account",
+            *options,
             *upstream,
         ],
         env={

@@ -1,7 +1,7 @@
-"""An OpenAI Agents SDK agent (agents.Runner runs its function tools) whose plain tools are
-journaled in Seam by seam_client.adapters.openai_agents. Its model is scripted: it asks for each
-of agent_support.AWARDS in turn, then answers. Run by tests/clients/test_framework_adapters.py
-in a child process that is killed mid-run and started again.
+"""The OpenAI Agents SDK agent that docs/integrating.md shows (points_openai.py: agents.Runner runs
+the journaled function tools), run with a scripted model: it asks for the balance, then each of
+agent_support.AWARDS in turn, then answers. Run by tests/clients/test_framework_adapters.py in a
+child process that is killed mid-run and started again.
 
     python -m tests.clients.openai_agent    (SEAM_URL, SEAM_TOKEN, RUN_EXTERNAL_ID, GIFTDESK_URL)"""
 
@@ -13,12 +13,10 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agents import Agent, Model, ModelResponse, Runner, Usage, function_tool, set_tracing_disabled
+from agents import Model, ModelResponse, Usage, set_tracing_disabled
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
-from seam_client import AsyncSeamClient
-from seam_client.adapters.openai_agents import journaled_tools
 
-from tests.clients.agent_support import AWARDS, FINAL_ANSWER, VERSIONS, award_points, points_balance
+from tests.clients.agent_support import AWARDS, FINAL_ANSWER, doc_module
 
 
 class ScriptedModel(Model):
@@ -49,23 +47,11 @@ class ScriptedModel(Model):
         raise NotImplementedError
 
 
-async def main() -> None:
-    set_tracing_disabled(True)
-    async with AsyncSeamClient(os.environ["SEAM_URL"], os.environ["SEAM_TOKEN"]) as seam:
-        run = await seam.start_run(
-            task_type="points_agent", versions=VERSIONS, plan=[], external_id=os.environ["RUN_EXTERNAL_ID"]
-        )
-        tools = journaled_tools(
-            [function_tool(award_points), function_tool(points_balance)], run, read_only={"points_balance"}
-        )
-        agent = Agent(
-            name="points desk", instructions="Award the points.", tools=tools, model=ScriptedModel()
-        )
-        async with run.heartbeat(every=5.0):
-            result = await Runner.run(agent, "Award C-7 the goodwill points.")
-        await run.complete()
-    print(result.final_output)
+def main() -> None:
+    set_tracing_disabled(True)  # no traces leave the process
+    agent = doc_module("points_openai.py")
+    print(asyncio.run(agent.run_agent(ScriptedModel(), os.environ["RUN_EXTERNAL_ID"])))
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

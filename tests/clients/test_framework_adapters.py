@@ -5,7 +5,8 @@ giftdesk's keyless points ledger. The agent's process is SIGKILLed after the led
 second award and before the outcome was recorded; Seam's reconciliation finds the entry by its
 reference; the handover, read through Seam's API, shows both awards done and nothing in doubt;
 and the agent started again on the same run replays both awards from the journal (the ledger,
-which books every request, still holds each once) and finishes."""
+which books every request, still holds each once) and finishes. Started again before the
+reconciliation, it stops at the call in doubt without running the tool."""
 
 from __future__ import annotations
 
@@ -110,6 +111,13 @@ def test_an_agent_killed_after_the_ledger_booked_is_reconciled_handed_over_and_r
         (2, "award_points", second, IntentStatus.INTENDED),
     ]
     assert intents[0].receipt["entry_id"] == booked(giftdesk, AWARDS[0]["reference"])[0]["entry_id"]
+
+    # Started again before reconciliation: the open call is in doubt, so the tool is not run again
+    # and the agent stops there.
+    early = agent_process(module, env)
+    _, err = early.communicate(timeout=120)
+    assert early.returncode != 0 and "IntentInDoubt" in err, err[-3000:]
+    assert [len(booked(giftdesk, award["reference"])) for award in AWARDS] == [1, 1]
 
     open_calls_past_in_flight(run=run)
     call_command("reconcile", older_than=0, stdout=io.StringIO())

@@ -18,6 +18,8 @@ import mcp_types as types
 import pytest
 import requests
 from django.core.management import call_command
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 from seam_client import SeamClient
 
 from journal.models import Intent, IntentStatus, Run, RunStatus, Tenant
@@ -215,3 +217,56 @@ def test_a_proxy_killed_after_the_server_accepted_is_reconciled_by_its_key_and_h
     run.refresh_from_db()
     assert run.status == RunStatus.ESCALATED
     assert desk.state()["accounts"]["A-1"]["balance"] == "25.00"
+
+
+def test_clients_over_streamable_http_get_a_run_each(desk: Desk, live_server: Any, tenant: Tenant) -> None:
+    token = agent_token(tenant)
+    port = free_port()
+    params = proxy_parameters(live_server.url, token, desk, options=("--http", "--port", str(port)))
+    proxy = subprocess.Popen(
+        [params.command, *params.args],
+        cwd=ROOT,
+        env=params.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                requests.get(url, timeout=1)
+                break
+            except requests.RequestException:
+                assert time.monotonic() < deadline and proxy.poll() is None, "the proxy did not start"
+                time.sleep(0.1)
+
+        async def one_session(account: str) -> Any:
+            async with (
+                streamable_http_client(url) as (read, write, *_),
+                ClientSession(read, write) as client,
+            ):
+                await client.initialize()
+                return await client.call_tool("credit_account", {"account": account, "amount": "1.00"})
+
+        async def two_sessions() -> list[Any]:
+            return [await one_session("S-1"), await one_session("S-2")]
+
+        results = anyio.run(two_sessions)
+        run_ids = {result.meta["seam/run_id"] for result in results}
+        assert len(run_ids) == 2
+        deadline = time.monotonic() + 30
+        # Each session's run is completed when its session closes.
+        while Run.objects.filter(tenant=tenant, status=RunStatus.COMPLETED).count() < 2:
+            assert time.monotonic() < deadline, "the sessions' runs were not completed"
+            time.sleep(0.2)
+    finally:
+        proxy.terminate()
+        proxy.wait(timeout=10)
+
+    runs = Run.objects.filter(tenant=tenant, task_type="desk_session")
+    assert {str(run.id) for run in runs} == run_ids
+    for run in runs:
+        (intent,) = Intent.objects.filter(run=run)
+        assert intent.status == IntentStatus.PERFORMED
+        assert intent.idempotency_key in desk.state()["calls"]

@@ -42,6 +42,9 @@ def test_migrate_seeds_the_demo_catalogue_with_history_and_grants_the_roles() ->
             "handover.change_notificationrule",
             "handover.delete_notificationrule",
             "reconciliation.view_taskpolicy",
+            "reconciliation.add_taskpolicy",
             "reconciliation.change_taskpolicy",
+            "reconciliation.delete_taskpolicy",
+            "compensations.view_deadletter",
         },
     }

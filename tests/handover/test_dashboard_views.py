@@ -326,7 +326,11 @@ def test_retry_lookup_reopens_the_uncertain_step_and_queues_its_lookup(
     confirm = _confirm(client, uncertain_refund, "retry-lookup", step)
     assert confirm.status_code == 200
     intent = uncertain_refund.intents.get(step_id=step)
-    assert f"the downstream is asked about key {intent.idempotency_key}" in confirm.content.decode()
+    # Plain words (issue 19): the step, never its full key.
+    assert f"the downstream is asked whether {intent.tool} happened" in confirm.content.decode()
+    assert (
+        intent.idempotency_key not in confirm.content.decode().split('class="effects"')[1].split("</ul>")[0]
+    )
 
     response = _act(
         client,
@@ -649,7 +653,9 @@ def test_the_queue_shows_escalated_and_stuck_runs_only_with_counts_per_reason(
         ({"assignee": "me"}, []),
         ({"q": "T-2"}, ["T-2"]),
         ({"q": "SU-3"}, ["T-3"]),
-        ({"q": "T-5"}, []),
+        # A search reaches every run of the tenant, ended ones too, never another tenant's.
+        ({"q": "T-5"}, ["T-5"]),
+        ({"q": "T-6"}, []),
     ],
 )
 def test_queue_filters(

@@ -289,6 +289,8 @@ def test_actions_per_person_come_from_the_audit_trail(
         audit_record(user=lead, tenant=tenant, action=AuditAction.RESOLVE, run=runs["r3"])
         audit_record(user=lead, tenant=tenant, action=AuditAction.DEAD_LETTER_TAKE)
         audit_record(user=outsider, tenant=other_tenant, action=AuditAction.ASSIGN, run=runs["acme"])
+        # Locked out after failed logins: audited, but not something the person did.
+        audit_record(user=support, tenant=tenant, action=AuditAction.LOGIN_LOCKED_OUT)
     today = timezone.localdate()
     filters = insights.InsightsFilters(since=today - timedelta(days=1), until=today)
 

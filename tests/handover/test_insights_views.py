@@ -94,7 +94,11 @@ def test_leads_and_admins_see_the_page_and_support_gets_403(tenant: Tenant, pers
     assert [key for key in PANELS if f'id="insight-{key}"' in html] == list(PANELS)
     assert html.count("<svg") == len(PANELS) and html.count('<table class="insight-table">') == len(PANELS)
     assert _client(admin).get(URL).status_code == 200
-    assert _client(support).get(URL).status_code == 403
+    refused = _client(support).get(URL)
+    assert refused.status_code == 403
+    # The console's own 403 page (templates/403.html), inside the header, not a bare "403 Forbidden".
+    assert "<h1>Not allowed</h1>" in refused.content.decode()
+    assert 'class="top"' in refused.content.decode()
     assert _client(support).get(CSV_URL, {"chart": "escalations"}).status_code == 403
     anonymous = Client().get(URL)
     assert anonymous.status_code == 302 and anonymous["Location"].startswith("/accounts/login/")
@@ -239,6 +243,18 @@ def test_csv_cells_that_a_spreadsheet_would_evaluate_are_neutralised(
     audit = _csv(client.get(reverse("handover:audit_csv")))
     assert sorted(row[2] for row in audit[1:]) == sorted("'" + name for name in formulas)
     assert {row[9] for row in audit[1:]} == {"'=1+1"}
+
+
+def test_names_in_the_charts_and_tables_are_escaped(
+    seen: dict[str, Run], tenant: Tenant, persona: Any
+) -> None:
+    person = persona("support_staff", tenant, username='<img src=x onerror="alert(1)">')
+    with transaction.atomic():
+        audit_record(user=person, tenant=tenant, action=AuditAction.ASSIGN, run=seen["returns"])
+    html = _client(persona("team_lead", tenant)).get(URL).content.decode()
+    actions = _section(html, "actions")
+    assert "<img" not in actions
+    assert actions.count("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;") >= 2  # the table and the bar
 
 
 # --- cost -------------------------------------------------------------------------------------

@@ -72,6 +72,7 @@ def _nothing_written(run: Run) -> None:
 def test_the_registry_lists_exactly_the_console_actions_with_their_permissions_and_forms() -> None:
     assert [(a.name, a.permission, a.form_class) for a in staff_actions.run_actions()] == [
         ("assign", ACT, forms.AssignForm),
+        ("assign-to", ACT, forms.AssignToForm),
         ("resume", ACT, forms.ResumeForm),
         ("compensate-run", ACT, forms.CompensateRunForm),
         ("customer-told", ACT, forms.CustomerToldForm),

@@ -123,10 +123,12 @@ def test_an_escalated_run_page_names_its_reason_in_words_and_asks_for_a_person(
 
     body = _logged_in(support_user).get(reverse("handover:run_detail", args=[run.pk])).content.decode()
 
-    assert '<span class="pill reason" title="run_died_mid_sequence">Run died mid-sequence</span>' in body
+    assert (
+        '<span class="pill reason" data-reason="run_died_mid_sequence">Run died mid-sequence</span>' in body
+    )
     assert '<section class="next-action" data-code="resume">' in body
     assert "Resume the run to" in body
-    assert "<dt>Why</dt><dd>died</dd>" in body
+    assert '<dt>Why</dt><dd class="why-now">died</dd>' in body
 
     # Resumed by a person and finished: why it once stopped is history (the timeline keeps it).
     Run.objects.filter(pk=run.pk).update(status=RunStatus.COMPLETED, outcome_reason="", awaiting_person=False)
@@ -172,7 +174,8 @@ def test_an_uncertain_run_offers_resume_only_once_its_step_is_settled(
 
     assert '<button type="button" disabled aria-describedby="resume-blocked">Resume…</button>' in body
     assert (
-        '<small id="resume-blocked">not now: issue_refund: outcome unknown; settle it first</small>' in body
+        '<small class="blocked-why" id="resume-blocked">Not possible now: issue_refund: outcome unknown; '
+        "settle it first</small>" in body
     )
     assert reverse("handover:run_confirm", args=[run.pk, "resume"]) not in body
     assert "Resolve…" in body

@@ -7,8 +7,9 @@ open step, a (resolved) dead letter of that tenant, each action slug the view kn
 admin the primary key of an existing row of the model.
 
 The callers: nobody logged in; support staff, a team lead and an admin (superuser) of tenant
-sundry; support staff of another tenant (acme); an agent token of sundry, and one of acme, sent
-as `Authorization: Bearer`. Decisions this table records:
+sundry; support staff of another tenant (acme); an admin of acme who is no superuser (the admin
+role: a tenant's admin); an agent token of sundry, and one of acme, sent as `Authorization:
+Bearer`. Decisions this table records:
 
 - HTML pages and their actions are for staff sessions. An agent token is not a session, so it
   is sent to log in like nobody (302), never served a page.
@@ -18,7 +19,10 @@ as `Authorization: Bearer`. Decisions this table records:
   a role that may not do something is a 403.
 - The OpenAPI schema and its browser (`/api/schema/`, `/api/docs/`) are public: they describe
   the contract, not any tenant's data.
-- The Django admin is for the admin only; everyone else is sent to its login page.
+- The Django admin is for the admin and a tenant's admin; everyone else is sent to its login
+  page. A tenant's admin gets past its door, and a page naming a row of another tenant (the change,
+  delete and history views of every tenant-scoped model: sundry's notification rule, catalogue
+  entry, task policy, dead letter, users, runs...) is a 404 or 403 for it.
 - The sandbox (a test double of the downstream systems) answers everyone the same: it has no
   users at all, which is why production does not mount it (test_production_settings)."""
 
@@ -36,19 +40,22 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
-from compensations.models import Compensation, CompensationStatus, DeadLetter
+from compensations.models import CatalogueEntry, Compensation, CompensationStatus, DeadLetter, Reversibility
 from handover import staff_actions
 from handover.actions import ACT
 from handover.dead_letters import ASSIGN
 from handover.forms import RunActionForm
+from handover.models import NotificationRule
 from journal import services
 from journal.models import AgentToken, Run, Tenant
+from journal.tenant_admin import TenantScopedAdmin
+from reconciliation.models import Strategy, TaskPolicy
 from tests import factories
 from tests.security.figures import MATRIX
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-PERSONAS = ["anonymous", "support", "lead", "admin", "outsider", "agent", "other_agent"]
+PERSONAS = ["anonymous", "support", "lead", "admin", "outsider", "tenant_admin", "agent", "other_agent"]
 STAFF = ["support", "lead", "admin"]
 AGENTS = ["agent", "other_agent"]
 
@@ -115,6 +122,7 @@ def page(**overrides: Expect) -> Call:
         "lead": OK,
         "admin": OK,
         "outsider": OK,
+        "tenant_admin": OK,
         "agent": LOGIN,
         "other_agent": LOGIN,
     }
@@ -132,6 +140,7 @@ def api_read(outsider: Expect = NOT_FOUND) -> Call:
             "anonymous": UNAUTHORISED,
             **dict.fromkeys(STAFF, OK),
             "outsider": outsider,
+            "tenant_admin": outsider,
             "agent": OK,
             "other_agent": outsider,
         },
@@ -144,7 +153,7 @@ def api_write(data: dict[str, Any] | None = None, outsider_agent: Expect = NOT_F
         {
             "anonymous": UNAUTHORISED,
             # A staff session may read the API but never write the journal.
-            **dict.fromkeys([*STAFF, "outsider"], FORBIDDEN),
+            **dict.fromkeys([*STAFF, "outsider", "tenant_admin"], FORBIDDEN),
             "agent": AGENT_WRITE,
             "other_agent": outsider_agent,
         },
@@ -159,6 +168,7 @@ RUN_ACT = Call(
         # Past the role and tenant checks, the action refuses a form without the page's state.
         **dict.fromkeys(STAFF, status(400)),
         "outsider": NOT_FOUND,
+        "tenant_admin": NOT_FOUND,
         "agent": LOGIN,
         "other_agent": LOGIN,
     },
@@ -174,6 +184,7 @@ def _dead_letter_act(allowed: Expect, support: Expect, outsider: Expect = NOT_FO
         "lead": allowed,
         "admin": allowed,
         "outsider": outsider,
+        "tenant_admin": NOT_FOUND,  # every role's check passes; the letter is of another tenant
         "agent": LOGIN,
         "other_agent": LOGIN,
     }
@@ -186,10 +197,29 @@ EXPECTED: dict[str, list[Call]] = {
     # The staff dashboard.
     "": [page()],
     "runs/": [page()],
-    "runs/<uuid:run_id>/": [page(outsider=NOT_FOUND)],
-    "runs/<uuid:run_id>/panel/": [page(outsider=NOT_FOUND)],
+    # Bulk assign / resolve from the queue: past the role check, a form naming no runs is a 400
+    # (another tenant's runs in it would be reported not found, run by run).
+    "runs/bulk/": [
+        Call(
+            "POST",
+            {
+                "anonymous": LOGIN,
+                # Another tenant's people may act in their own tenant: past the role check too.
+                **dict.fromkeys([*STAFF, "outsider", "tenant_admin"], status(400)),
+                "agent": LOGIN,
+                "other_agent": LOGIN,
+            },
+            {"action": "resolve", "note": "checked the carrier portal"},
+        )
+    ],
+    "runs/<uuid:run_id>/": [page(outsider=NOT_FOUND, tenant_admin=NOT_FOUND)],
+    "runs/<uuid:run_id>/panel/": [page(outsider=NOT_FOUND, tenant_admin=NOT_FOUND)],
     "runs/<uuid:run_id>/confirm/<slug:action>/": [
-        Call("GET", page(outsider=NOT_FOUND).expect, actions=action_names(staff_actions.Kind.RUN))
+        Call(
+            "GET",
+            page(outsider=NOT_FOUND, tenant_admin=NOT_FOUND).expect,
+            actions=action_names(staff_actions.Kind.RUN),
+        )
     ],
     "runs/<uuid:run_id>/act/<slug:action>/": [RUN_ACT],
     "audit/": [page(support=FORBIDDEN, outsider=FORBIDDEN)],
@@ -203,13 +233,23 @@ EXPECTED: dict[str, list[Call]] = {
                 outsider=FORBIDDEN,
                 lead=Expect("302 to /audit/", _redirect_to("/audit/")),
                 admin=Expect("302 to /audit/", _redirect_to("/audit/")),
+                tenant_admin=Expect("302 to /audit/", _redirect_to("/audit/")),
             ).expect,
         )
     ],
     "insights/": [page(support=FORBIDDEN, outsider=FORBIDDEN)],
     "insights.csv": [
         # Past the role check, a CSV must name its chart: 400 without one, 200 with one.
-        Call("GET", page(support=FORBIDDEN, outsider=FORBIDDEN, lead=status(400), admin=status(400)).expect),
+        Call(
+            "GET",
+            page(
+                support=FORBIDDEN,
+                outsider=FORBIDDEN,
+                lead=status(400),
+                admin=status(400),
+                tenant_admin=status(400),
+            ).expect,
+        ),
         Call("GET", page(support=FORBIDDEN, outsider=FORBIDDEN).expect, {"chart": "escalations"}),
     ],
     "dead-letters/": [page()],
@@ -266,20 +306,28 @@ EXPECTED: dict[str, list[Call]] = {
     # The admin's own login and logout (every other admin route is ADMIN_ROUTE below).
     "admin/login/": [
         Call(
-            "GET", dict.fromkeys(PERSONAS, OK) | {"admin": Expect("302 to /admin/", _redirect_to("/admin/"))}
+            "GET",
+            dict.fromkeys(PERSONAS, OK)
+            | dict.fromkeys(["admin", "tenant_admin"], Expect("302 to /admin/", _redirect_to("/admin/"))),
         )
     ],
     "admin/logout/": [
         Call(
             "POST",
             dict.fromkeys(PERSONAS, Expect("302 to /admin/", _redirect_to("/admin/")))
-            | {"admin": LOGIN},  # logged out, then LOGOUT_REDIRECT_URL
+            | dict.fromkeys(["admin", "tenant_admin"], LOGIN),  # logged out, then LOGOUT_REDIRECT_URL
         )
     ],
 }
 # Every other route under admin/ is one of the admin site's own views (its index, app lists,
 # and the views of each registered model), all behind `admin_site.admin_view`.
-ADMIN_ROUTE = Call("GET", dict.fromkeys(PERSONAS, ADMIN_LOGIN) | {"admin": PAST_THE_ADMIN_DOOR})
+ADMIN_ROUTE = Call(
+    "GET",
+    dict.fromkeys(PERSONAS, ADMIN_LOGIN) | dict.fromkeys(["admin", "tenant_admin"], PAST_THE_ADMIN_DOOR),
+)
+# A tenant's admin asking for a view of one row of another tenant.
+ANOTHER_TENANTS_ROW = Expect("403 or 404 (a row of another tenant)", lambda r: r.status_code in (403, 404))
+_ONE_ROW_VIEW = re.compile(r"(<path:object_id>|<id>|\^\(\[\^/\]\+\))/(change|delete|history|password)/")
 # Every route under sandbox/ is the test double's, answered alike to everyone.
 SANDBOX_ROUTE = everyone(ANSWERED)
 
@@ -288,6 +336,8 @@ def expected_calls(route: str) -> list[Call] | None:
     if route in EXPECTED:
         return EXPECTED[route]
     if route.startswith("admin/"):
+        if _ONE_ROW_VIEW.search(route) and _sundry_row_pk(route) is not None:
+            return [Call("GET", ADMIN_ROUTE.expect | {"tenant_admin": ANOTHER_TENANTS_ROW})]
         return [ADMIN_ROUTE]
     if route.startswith("sandbox/"):
         return [SANDBOX_ROUTE]
@@ -327,17 +377,37 @@ class World:
     clients: dict[str, Callable[[], Client]]
 
 
-def _admin_object_pk(route: str) -> str:
-    """A real primary key of the model an admin route is about (or 0 when it has no rows)."""
+def _route_model(route: str) -> Any:
     match = re.match(r"admin/(\w+)/(\w+)/", route)
     if match is None:
-        return "0"
+        return None
     try:
-        model = apps.get_model(match[1], match[2])
+        return apps.get_model(match[1], match[2])
     except LookupError:
+        return None
+
+
+def _sundry_row_pk(route: str) -> str | None:
+    """For a tenant-scoped model's route, a row of tenant sundry (the world's), if it has one."""
+    model = _route_model(route)
+    model_admin = admin_site._registry.get(model) if model is not None else None
+    if not isinstance(model_admin, TenantScopedAdmin):
+        return None
+    path = f"{model_admin.tenant_path}__slug"
+    row = model._default_manager.filter(**{path: "sundry"}).order_by("pk").first()
+    return str(row.pk) if row is not None else None
+
+
+def _admin_object_pk(route: str) -> str:
+    """A real primary key of the model an admin route is about (or 0 when it has no rows): of
+    tenant sundry's rows where the model belongs to tenants."""
+    model = _route_model(route)
+    if model is None:
         return "0"
-    first = model._default_manager.order_by("pk").first()
-    return str(first.pk) if first is not None else "0"
+    first = (
+        _sundry_row_pk(route) or model._default_manager.order_by("pk").values_list("pk", flat=True).first()
+    )
+    return str(first) if first is not None else "0"
 
 
 def url_for(route: str, world: World, action: str = "") -> str:
@@ -380,7 +450,14 @@ def world(persona: Any, tenant: Tenant, other_tenant: Tenant) -> World:
         "lead": persona("team_lead", tenant),
         "admin": persona("admin", tenant),
         "outsider": persona("support_staff", other_tenant),
+        "tenant_admin": persona("tenant_admin", other_tenant),
     }
+    # One row of sundry's own in each tenant-scoped model an admin edits, for the admin routes.
+    NotificationRule.objects.create(tenant=tenant, webhook_url="https://chat.sundry.example/hook")
+    CatalogueEntry.objects.create(
+        tenant=tenant, tool="start_return", description="sundry's own", reversibility=Reversibility.NONE
+    )
+    TaskPolicy.objects.create(tenant=tenant, task_type="returns", strategy=Strategy.COMPENSATE_AND_ESCALATE)
     letter = DeadLetter.objects.create(
         compensation=compensation,
         error_class="permanent",

@@ -110,3 +110,15 @@ def test_a_success_before_the_limit_starts_the_count_again(lead: Any) -> None:
     for n in range(settings.AXES_FAILURE_LIMIT - 1):
         _login(client, lead.username, f"again-{n}")
     assert _login(client, lead.username, PASSWORD).status_code == 302
+
+
+def test_a_hostile_username_is_counted_not_a_500(lead: Any) -> None:
+    # Django's login form checks no length before it authenticates: 10,000 characters reach axes.
+    client = Client()
+    answers = [
+        _login(client, "x" * 10_000, f"guess-{n}").status_code for n in range(settings.AXES_FAILURE_LIMIT + 1)
+    ]
+    assert answers[-1] == 429 and 500 not in answers
+    # A NUL is refused by the form itself, before any password is checked: nothing to count.
+    assert {_login(client, "lead\x00admin", "guess").status_code for _ in range(3)} == {200}
+    assert _login(client, lead.username, PASSWORD).status_code == 302  # another username: untouched

@@ -135,6 +135,7 @@ class SessionJournal:
         self.run: AsyncRun | None = None
         self.turns = 0
         self.open_calls = 0
+        self.closed = anyio.Event()
         self._lock = anyio.Lock()
 
     async def ensure_run(self) -> AsyncRun:
@@ -151,7 +152,7 @@ class SessionJournal:
                 self.run = await self.proxy.seam.start_run(
                     task_type=settings.task_type, versions=versions, plan=[], external_id=self.external_id
                 )
-                self.proxy.keep_alive(self.run)
+                self.proxy.keep_alive(self.run, until=self.closed)
             return self.run
 
     async def call(
@@ -228,6 +229,7 @@ class SessionJournal:
     async def close(self) -> None:
         """Complete the run if every intent it recorded is settled; otherwise leave it running
         (reconciliation settles what is open once the heartbeat stops)."""
+        self.closed.set()  # its heartbeat stops: a run left open goes stale for reconciliation
         if self.run is None or self.open_calls:
             return
         try:
@@ -313,13 +315,20 @@ class Proxy:
         if journal is not None:
             await journal.close()
 
-    def keep_alive(self, run: AsyncRun) -> None:
+    def keep_alive(self, run: AsyncRun, *, until: anyio.Event) -> None:
+        """Beat for the run until its session closes (or the proxy stops)."""
         if self._task_group is not None:
-            self._task_group.start_soon(self._heartbeat, run)
+            self._task_group.start_soon(self._heartbeat, run, until)
 
-    async def _heartbeat(self, run: AsyncRun) -> None:
-        async with run.heartbeat(every=self.settings.heartbeat_every):
-            await self._stopped.wait()
+    async def _heartbeat(self, run: AsyncRun, until: anyio.Event) -> None:
+        async with run.heartbeat(every=self.settings.heartbeat_every), anyio.create_task_group() as group:
+
+            async def stop_on(event: anyio.Event) -> None:
+                await event.wait()
+                group.cancel_scope.cancel()
+
+            group.start_soon(stop_on, until)
+            group.start_soon(stop_on, self._stopped)
 
     @contextlib.asynccontextmanager
     async def serving(self) -> AsyncIterator[Proxy]:

@@ -12,7 +12,6 @@ finds its effect the way its registered connector says (by a business reference,
 from __future__ import annotations
 
 import contextvars
-import itertools
 import json
 import threading
 from collections.abc import Iterator
@@ -45,17 +44,25 @@ def calling_with(key: str) -> Iterator[None]:
 
 
 class Turns:
-    """Numbers an agent's journaled calls 1, 2, … in the order they are made, across all its
-    tools. An agent that is started again on the same run, and makes the same calls in the same
-    order, therefore meets its settled calls again and gets them replayed, not re-run."""
+    """Numbers an agent's journaled calls of each tool 1, 2, … in the order they are made: the
+    intent's `turn` is the call's rank among the calls of its tool. An agent that is started again
+    on the same run and makes the same calls in the same order therefore meets its settled calls
+    again and gets them replayed, not re-run.
 
-    def __init__(self, start: int = 1) -> None:
-        self._count = itertools.count(start)
+    Counting per tool keeps calls that a framework runs in parallel threads (several tool calls
+    in one model message, under LangGraph's sync ToolNode) on their own steps when they are of
+    different tools, whichever starts first. Two parallel calls of the same tool with different
+    arguments may swap ranks on a second start: Seam then refuses the differing intent (409)
+    rather than guess, and the agent stops."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def next(self) -> int:
+    def next(self, tool: str) -> int:
         with self._lock:
-            return next(self._count)
+            self._counts[tool] = self._counts.get(tool, 0) + 1
+            return self._counts[tool]
 
 
 def receipt_of(value: Any) -> dict[str, Any]:

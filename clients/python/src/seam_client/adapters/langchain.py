@@ -90,7 +90,7 @@ class JournaledTool(BaseTool):
             return Outcome(summary=summary_of(content), receipt=receipt_of(artifact) or receipt_of(content))
 
         try:
-            intent = self.seam_run.perform(self.name, args, call, turn=self.turns.next())
+            intent = self.seam_run.perform(self.name, args, call, turn=self.turns.next(self.name))
         except ToolError:
             if "answer" in answered:  # the tool answered with its own error: the agent sees it
                 return answered["answer"]
@@ -118,7 +118,7 @@ def journaled_tools(
     tools: Sequence[BaseTool], run: Run, *, read_only: Collection[str] = (), turns: Turns | None = None
 ) -> list[BaseTool]:
     """The agent's tools, each write journaled in `run`; the tools named in `read_only` (lookups
-    that change nothing) are returned as they are. One `Turns` numbers all their calls."""
+    that change nothing) are returned as they are. One `Turns` numbers their calls."""
     turns = turns or Turns()
     return [tool if tool.name in read_only else JournaledTool(tool, run, turns) for tool in tools]
 

@@ -68,7 +68,7 @@ def journaled_tool(tool: FunctionTool, run: AsyncRun, turns: Turns) -> FunctionT
             return Outcome(summary=summary_of(answer), receipt=receipt_of(answer))
 
         try:
-            intent = await run.perform(tool.name, args, call, turn=turns.next())
+            intent = await run.perform(tool.name, args, call, turn=turns.next(tool.name))
         except ToolError as exc:
             error = answered.get("error", exc)
             message = await maybe_invoke_function_tool_failure_error_function(
@@ -89,7 +89,7 @@ def journaled_tools(
 ) -> list[Tool]:
     """The agent's tools, each function tool journaled in `run`; those named in `read_only`
     (lookups that change nothing) and tools that are not function tools (hosted tools run on
-    the model provider's side) are returned as they are. One `Turns` numbers all their calls."""
+    the model provider's side) are returned as they are. One `Turns` numbers their calls."""
     turns = turns or Turns()
     return [
         journaled_tool(tool, run, turns)

@@ -1,0 +1,34 @@
+"""The pages' filters of handover.words: plain words for what the rows store in the engine's
+terms. The raw value stays reachable behind a disclosure wherever a page shows it."""
+
+from __future__ import annotations
+
+from django import template
+
+from handover import words
+
+register = template.Library()
+
+
+@register.filter
+def plain(text: str) -> str:
+    """Stored error or outcome text without HTTP status codes or idempotency keys."""
+    return words.plain_text(str(text or ""))
+
+
+@register.filter
+def step_words(step_id: str) -> str:
+    """`<run id>:3:issue_credit` as "step 3, issue credit"."""
+    return words.step_words(step_id)
+
+
+@register.filter
+def who(name: str) -> str:
+    """A process's name as what it does; a person's or an agent's as it is."""
+    return words.who(name)
+
+
+@register.filter
+def plain_class(error_class: str) -> str:
+    """An error class (conflict, transient, …) in words."""
+    return words.ERROR_CLASS_WORDS.get(error_class, error_class)

@@ -1,0 +1,156 @@
+"""The run page stays true in a real browser (issue 19, item 1), on the demo's runs: after each
+action the header, reason, next action and buttons are drawn from the rows as they now are; a
+change made elsewhere (a dead letter resolved on its own page) reaches an open page by its poll,
+without a reload; a refresh that fails says the page is out of date, with a reload link."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, Route, expect
+
+from compensations.models import DeadLetter
+from handover.models import AuditAction, AuditEntry
+from journal.models import Run
+from tests.handover.conftest import demo_ticket
+
+from .conftest import PASSWORD
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+POLL_MS = 15_000  # the panel polls every 4 s; a loaded machine answers slower
+
+
+def _person(persona: Callable[..., Any], run: Run, role: str, username: str) -> Any:
+    user = persona(role, run.tenant, username)
+    user.set_password(PASSWORD)
+    user.save()
+    return user
+
+
+def _open(page: Page, run: Run) -> None:
+    page.goto(f"/runs/{run.pk}/")
+    expect(page.get_by_role("heading", level=1)).to_contain_text(run.ticket_id)
+    page.evaluate("window.seamNoReload = true")
+
+
+def _not_reloaded(page: Page) -> bool:
+    return bool(page.evaluate("window.seamNoReload === true"))
+
+
+def _confirm(page: Page, button: str, note: str, submit: str) -> None:
+    page.get_by_role("button", name=button).first.click()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_label("Note").fill(note)
+    dialog.get_by_role("button", name=submit, exact=True).click()
+
+
+def test_resolving_t41402_redraws_the_header_and_it_leaves_the_queue(
+    sandbox_tools: str, persona: Callable[..., Any], log_in: Callable[[Any], Page]
+) -> None:
+    run = demo_ticket(sandbox_tools, "T-41402")
+    page = log_in(_person(persona, run, "support_staff", "sam"))
+    expect(page.locator('#queue-results tr[data-ticket="T-41402"]')).to_be_visible()
+    _open(page, run)
+    heading = page.get_by_role("heading", level=1)
+    expect(heading.locator(".pill.status-escalated")).to_have_text("Escalated")
+
+    _confirm(page, "Resolve…", "told the buyer the credit was reversed", "Resolve")
+
+    expect(page.get_by_role("status")).to_contain_text("Resolved.")
+    expect(heading.locator(".pill.status-resolved")).to_have_text("Resolved")
+    expect(heading).not_to_contain_text("Escalated")
+    expect(heading.locator(".pill.reason")).to_have_text("was: Policy says a person decides")
+    expect(page.locator("dd.answered")).to_contain_text("Resolved by sam at")
+    expect(page.locator("dd.answered")).to_contain_text("told the buyer the credit was reversed")
+    expect(page.locator(".next-action")).to_contain_text("Nothing waits on a person")
+    expect(page.get_by_role("button", name="Resolve…")).to_have_count(0)
+    assert _not_reloaded(page)
+    assert AuditEntry.objects.filter(run=run, action=AuditAction.RESOLVE, username="sam").count() == 1
+
+    page.get_by_role("link", name="Queue", exact=True).click()
+    expect(page.locator("#queue-results")).to_be_visible()
+    expect(page.locator('#queue-results tr[data-ticket="T-41402"]')).to_have_count(0)
+
+
+def test_marking_t41518s_refund_answers_the_unknown_outcome_in_the_header(
+    sandbox_tools: str, persona: Callable[..., Any], log_in: Callable[[Any], Page]
+) -> None:
+    run = demo_ticket(sandbox_tools, "T-41518")
+    page = log_in(_person(persona, run, "support_staff", "sam"))
+    _open(page, run)
+    heading = page.get_by_role("heading", level=1)
+    expect(heading.locator(".pill.reason")).to_have_text("A call's outcome is unknown")
+
+    _confirm(page, "It happened…", "the payments portal shows the refund", "Mark performed")
+
+    expect(page.get_by_role("status")).to_contain_text("Marked performed.")
+    expect(heading.locator(".pill.reason")).to_have_text("was: A call's outcome is unknown")
+    expect(page.locator("dd.answered")).to_contain_text("Issue refund marked performed by sam")
+    expect(page.locator(".next-action")).not_to_contain_text("find out whether")
+    expect(page.locator("section.uncertain")).to_contain_text("Nothing is in doubt.")
+    assert _not_reloaded(page)
+    assert AuditEntry.objects.get(run=run, action=AuditAction.MARK_PERFORMED).username == "sam"
+
+
+def test_t41207s_open_page_follows_its_dead_letter_resolved_elsewhere(
+    sandbox_tools: str, persona: Callable[..., Any], log_in: Callable[[Any], Page]
+) -> None:
+    run = demo_ticket(sandbox_tools, "T-41207")
+    lead = _person(persona, run, "team_lead", "lead")
+    letter = DeadLetter.objects.get(compensation__original__run=run)
+    watching = log_in(_person(persona, run, "support_staff", "sam"))
+    _open(watching, run)
+    next_action = watching.locator(".next-action")
+    expect(next_action).to_contain_text("take its dead letter")
+
+    acting = log_in(lead)
+    acting.get_by_role("link", name="Dead letters").click()
+    card = acting.locator(f"#dl-{letter.pk}")
+    card.get_by_placeholder("how it was settled (required)").fill(
+        "the accounting desk had reversed the memo by hand"
+    )
+    card.get_by_role("button", name="Resolve").click()
+    expect(acting.locator(f"#dl-{letter.pk}")).to_have_count(0)  # gone from the open letters
+
+    # The watching page learns it by its poll, without a reload.
+    expect(next_action).not_to_contain_text("take its dead letter", timeout=POLL_MS)
+    expect(next_action).to_contain_text("resolved by lead: the accounting desk had reversed the memo by hand")
+    expect(watching.get_by_role("heading", level=1).locator(".pill.reason")).to_have_text(
+        "was: Compensation failed"
+    )
+    expect(watching.locator("#completed-issue_credit .compensation")).to_contain_text("resolved by lead")
+    assert _not_reloaded(watching)
+    assert DeadLetter.objects.get(pk=letter.pk).resolved_by == lead
+
+
+@pytest.mark.parametrize("failure", ["unreachable", "server error"])
+def test_a_refresh_that_fails_says_the_page_is_out_of_date(
+    failure: str, sandbox_tools: str, persona: Callable[..., Any], log_in: Callable[[Any], Page]
+) -> None:
+    run = demo_ticket(sandbox_tools, "T-41518")
+    page = log_in(_person(persona, run, "support_staff", "sam"))
+    _open(page, run)
+    notice = page.get_by_role("alert").filter(has_text="out of date")
+    expect(notice).to_be_hidden()
+
+    def fail(route: Route) -> None:
+        if failure == "unreachable":
+            route.abort("connectionrefused")
+        else:
+            route.fulfill(status=500, body="Server Error (500)")
+
+    page.route(re.compile(r".*/panel/.*"), fail)
+    expect(notice).to_be_visible(timeout=POLL_MS)
+    expect(notice).to_contain_text("This page is out of date")
+    reload = notice.get_by_role("link", name="Reload it")
+    assert _not_reloaded(page)
+
+    page.unroute(re.compile(r".*/panel/.*"))
+    reload.click()
+    page.wait_for_load_state()
+    assert not _not_reloaded(page)
+    expect(notice).to_be_hidden()

@@ -400,6 +400,7 @@ class JournalStatements:
             now=now,
             **self.ACTOR,
             compensation=False,
+            max_intents=0,
         )
         row = self.conn.execute(sql.INSERT_INTENT, params, prepare=True).fetchone()
         if row is None:
@@ -601,6 +602,9 @@ def truncate_bench_tables(database: str) -> None:
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
+    # Every call of a round goes to one long run: no per-run intent limit (0) here, or the rounds
+    # would stop at SEAM_MAX_INTENTS_PER_RUN.
+    os.environ["SEAM_MAX_INTENTS_PER_RUN"] = "0"
     database_url = setup_django(args.database)
 
     from django.db import connection

@@ -866,6 +866,10 @@ def main(argv: list[str] | None = None) -> int:
     # A terminated run still stops its server (`finally` in gunicorn_server).
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
+        # Runs of more calls than SEAM_MAX_INTENTS_PER_RUN allows by default are admitted (the
+        # server inherits this environment).
+        limit = max(1000, config.calls_per_run)
+        os.environ["SEAM_MAX_INTENTS_PER_RUN"] = os.environ.get("SEAM_MAX_INTENTS_PER_RUN") or str(limit)
         database_url = setup_django(args.database)
         try:
             result = run_load(config, database_url=database_url)

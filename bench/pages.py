@@ -15,6 +15,8 @@ run measures, against a real gunicorn server on loopback, with a logged-in suppo
    team lead (support staff may not see it): six aggregates over the period's escalations,
    unknown outcomes, compensations, dead letters and audit rows. Its budget is 300 ms of server
    time at this volume; the result says whether its median and p95 kept to it.
+6. a run of 10,000 intents (its page, its poll unchanged and changed, and its handover
+   from the API): long lists are collapsed to their first items with a "show all" link.
 
 Each page is warmed up, then requested in alternating rounds (the order reversed every other
 round) so that machine noise falls on all of them alike; median and p95 are over every request
@@ -217,6 +219,82 @@ FROM bench_seed WHERE status IN ('escalated', 'compensated') ORDER BY ended
 """
 
 
+# The big run: one escalated run whose agent recorded BIG_RUN_INTENTS calls (a batch job gone
+# wrong), the last one's outcome unknown. Its pages must stay as fast as a small run's: the run
+# page, its poll and the handover collapse their long lists (issue 20, "Big runs stay fast").
+BIG_RUN_INTENTS = 10_000
+BIG_RUN_EXTERNAL_ID = "bench-big-run"
+
+INSERT_BIG_RUN = """
+WITH run AS (
+    INSERT INTO handover_run (
+        id, tenant_id, external_id, task_type, ticket_id, order_id, status, deadline, schema_version,
+        flow_version, policy_version, capability_version, plan, last_heartbeat_at, created_at,
+        updated_at, version, outcome_reason, outcome_detail, ended_at, retries, repairs, replans,
+        reflections, escalations, assignee_id, awaiting_person)
+    VALUES (md5(%(external_id)s)::uuid, %(tenant)s, %(external_id)s, 'refund', 'T-BIG', 'SU-BIG',
+            'escalated', NULL, '1', 'bench-1', 'bench-1', '1', '[]'::jsonb, %(now)s, %(now)s - interval '1 hour',
+            %(now)s, 2 * %(n)s, 'unknown_outcome', 'seeded for the benchmark: a run of many calls',
+            %(now)s, 0, 0, 0, 0, 1, NULL, true)
+    RETURNING id, created_at
+), intents AS (
+    INSERT INTO handover_intent (
+        run_id, step_id, turn, tool, args, occurrence, idempotency_key, status, error_class,
+        outcome_summary, receipt, request_id, intended_at, settled_at, lookup_attempts,
+        last_lookup_error, next_lookup_at, unknown_reason)
+    SELECT run.id, run.id::text || ':' || t || ':' || tool, t, tool,
+           jsonb_build_object('order_id', 'SU-BIG', 'amount', (t %% 20000) / 100.0, 'line', t),
+           0, encode(sha256(convert_to(%(external_id)s || ':' || t, 'UTF8')), 'hex'), status, '',
+           CASE WHEN status = 'performed' THEN 'ok' ELSE '' END,
+           CASE WHEN status = 'performed' THEN jsonb_build_object('id', 'rcpt_big_' || t) ELSE '{{}}'::jsonb END,
+           '', run.created_at + t * interval '300 milliseconds',
+           CASE WHEN status = 'performed' THEN run.created_at + t * interval '300 milliseconds' END,
+           CASE WHEN status = 'unknown' THEN 5 ELSE 0 END, '', NULL,
+           CASE WHEN status = 'unknown' THEN 'the downstream answered neither yes nor no' ELSE '' END
+    FROM run CROSS JOIN LATERAL generate_series(1, %(n)s) AS t
+    CROSS JOIN LATERAL (
+        SELECT (%(tools)s::text[])[1 + t %% {tools}] AS tool,
+               CASE WHEN t = %(n)s THEN 'unknown' ELSE 'performed' END AS status
+    ) AS x
+    RETURNING id, run_id, tool, turn, status, intended_at
+)
+INSERT INTO handover_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
+SELECT run_id, intent_id, kind, 'agent', 'bench-agent', NULL, data, at FROM (
+    SELECT run_id, id AS intent_id, 'intent_recorded' AS kind,
+           jsonb_build_object('tool', tool, 'turn', turn) AS data, intended_at AS at, 0 AS o FROM intents
+    UNION ALL
+    SELECT run_id, id, CASE status WHEN 'unknown' THEN 'dispatch_ambiguous' ELSE 'outcome_recorded' END,
+           jsonb_build_object('status', status), intended_at + interval '100 milliseconds', 1 FROM intents
+) AS e ORDER BY at, o
+"""
+
+
+def seed_big_run(tenant: Any, intents: int = BIG_RUN_INTENTS, external_id: str = BIG_RUN_EXTERNAL_ID) -> Any:
+    """The big run of `tenant` named `external_id`, seeded with SQL when missing: `intents`
+    calls, each with its two events, and an open escalation."""
+    from journal.models import Escalation, Run
+
+    run = Run.objects.filter(tenant=tenant, external_id=external_id).first()
+    if run is not None:
+        return run
+    progress(f"seeding the big run: {intents:,} intents")
+    params = {
+        "tenant": tenant.pk,
+        "external_id": external_id,
+        "now": datetime.now(UTC),
+        "n": intents,
+        "tools": TOOLS,
+    }
+    with raw_connection() as conn:
+        conn.execute(INSERT_BIG_RUN.format(tools=len(TOOLS)), params)
+        conn.execute("ANALYZE handover_intent, handover_journalevent")
+    run = Run.objects.get(tenant=tenant, external_id=external_id)
+    Escalation.objects.create(
+        run=run, reason="unknown_outcome", detail="seeded for the benchmark", created_at=run.created_at
+    )
+    return run
+
+
 def _tenant_and_counts() -> tuple[Any, int, int]:
     from journal.models import Intent, Run, Tenant
 
@@ -225,8 +303,9 @@ def _tenant_and_counts() -> tuple[Any, int, int]:
         return None, 0, 0
     return (
         tenant,
-        Run.objects.filter(tenant=tenant).count(),
-        Intent.objects.filter(run__tenant=tenant).count(),
+        Run.objects.filter(tenant=tenant).exclude(external_id=BIG_RUN_EXTERNAL_ID).count(),
+        # The big run is seeded apart (seed_big_run): the volume is the other runs'.
+        Intent.objects.filter(run__tenant=tenant).exclude(run__external_id=BIG_RUN_EXTERNAL_ID).count(),
     )
 
 
@@ -621,6 +700,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     user = staff_user(tenant)
     lead = lead_user(tenant)
     run = measured_run(tenant)
+    big = seed_big_run(tenant)
+    big_intents = big.intents.count()
     refresh_live_heartbeats(tenant)
     pages = [
         Page("static", "static file /static/seam.css (whitenoise)", "/static/seam.css", logged_in=False),
@@ -635,6 +716,19 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             expect=204,
         ),
         Page("insights", "insights page GET /insights/ (lead, 30 days)", "/insights/", lead=True),
+        Page("big_run", f"run page, {big_intents:,} intents", f"/runs/{big.pk}/"),
+        Page(
+            "big_panel_204",
+            f"its panel poll, unchanged (204), {big_intents:,} intents",
+            f"/runs/{big.pk}/panel/?state={run_state_token(big)}",
+            expect=204,
+        ),
+        Page(
+            "big_panel",
+            f"its panel poll, changed (200), {big_intents:,}",
+            f"/runs/{big.pk}/panel/?state=0.0.0",
+        ),
+        Page("big_handover", f"handover API, {big_intents:,} intents", f"/api/v1/runs/{big.pk}/handover/"),
     ]
     by_name = {p.name: p for p in pages}
     progress("queries per page, in process")

@@ -318,6 +318,9 @@ class RunCompensation:
     not_undone: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)
+    # Compensations requested but left for their own tasks (beyond SEAM_STEPS_PER_PASS): the
+    # caller queues compensations.compensate_step for each id once this pass is committed.
+    queued: list[int] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -337,18 +340,28 @@ class RunCompensation:
 
 def run_compensate(*, run: Run, actor: journal.Actor) -> RunCompensation:
     """Undo the run's performed steps in reverse order, each through compensation_execute, and
-    say what could not be undone. Compensation intents themselves are never compensated."""
+    say what could not be undone. Compensation intents themselves are never compensated.
+
+    At most settings.SEAM_STEPS_PER_PASS undos are sent here; the rest are requested and left
+    pending in `queued`, each for a task of its own, so one long run never holds a worker."""
     result = RunCompensation()
     steps = list(
         run.intents.filter(status=IntentStatus.PERFORMED)
         .exclude(pk__in=compensation_intent_ids(run=run))
         .order_by("-intended_at", "-id")
     )
+    sent = 0
     for step in steps:
         compensation = compensation_request(original=step, actor=actor)
         if compensation.status == CompensationStatus.NOT_POSSIBLE:
             result.not_undone.append(f"{step.tool} ({compensation.not_undone})")
             continue
+        if compensation.status not in FINISHED:
+            if sent >= settings.SEAM_STEPS_PER_PASS:
+                result.pending.append(step.tool)
+                result.queued.append(compensation.pk)
+                continue
+            sent += 1
         try:
             done = compensation_execute(compensation=compensation, actor=actor)
         except (CompensationPending, CompensationRetry):

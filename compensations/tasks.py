@@ -70,6 +70,8 @@ def compensate_run(self: Task, run_id: str, user_id: int) -> str:
     run = Run.objects.select_related("tenant").get(pk=run_id)
     actor = Actor.user(get_user_model().objects.get(pk=user_id))
     result = run_undo(run=run, actor=actor)
+    for compensation_id in result.queued:
+        compensate_step.delay(compensation_id)
     if result.pending:
         raise self.retry(countdown=settings.SEAM_COMPENSATION_PENDING_RETRY_SECONDS)
     return result.summary()

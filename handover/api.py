@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound as DRFNotFound
@@ -22,15 +24,23 @@ from journal import selectors, services
 from journal.models import CustomerMessage, ErrorClass, Intent, Run, RunStatus, Tenant
 
 from .authentication import AgentPrincipal
-from .handover import handover_for
+from .forms import RunPageForm
+from .handover import HANDOVER_LIST_LIMIT, handover_cut, handover_for
 from .handover_schema import HandoverSerializer
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """Journal refusals become 4xx answers naming the offending field: {"<field>": ["why"]}."""
+    """Journal refusals become 4xx answers naming the offending field: {"<field>": ["why"]}; a
+    body over the upload limit is a 413 naming the limit (Django would answer a 400 page)."""
     if isinstance(exc, services.JournalError):
         body: dict[str, Any] = {exc.field: [exc.message]} if exc.field else {"detail": exc.message}
         return Response(body, status=exc.status_code)
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return Response(
+            {"detail": f"the request body is larger than {limit} bytes (DATA_UPLOAD_MAX_MEMORY_SIZE)"},
+            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
     return drf_exception_handler(exc, context)
 
 
@@ -307,14 +317,22 @@ class RunDetailApi(APIView):
 
 
 class HandoverApi(APIView):
-    """The handover object of a run (handover.handover), exactly as the run page shows it."""
+    """The handover object of a run (handover.handover), exactly as the run page shows it: each
+    list cut to its first HANDOVER_LIST_LIMIT items unless `?all=1` (`totals` says how many)."""
 
-    @extend_schema(responses={200: HandoverSerializer})
+    @extend_schema(
+        parameters=[OpenApiParameter("all", str, enum=["1"], description="every item of every list")],
+        responses={200: HandoverSerializer},
+    )
     def get(self, request: Request, run_id: str) -> Response:
+        cut = RunPageForm(request.query_params)
+        if not cut.is_valid():
+            return Response(cut.errors, status=status.HTTP_400_BAD_REQUEST)
         run = selectors.run_get(tenant=_tenant(request), run_id=run_id)
         if run is None:
             raise DRFNotFound(f"Run {run_id} not found.")
-        return Response(HandoverSerializer(handover_for(run)).data)
+        limit = None if cut.cleaned_data["all"] == "1" else HANDOVER_LIST_LIMIT
+        return Response(HandoverSerializer(handover_cut(handover_for(run), limit)).data)
 
 
 class IntentCreateApi(APIView):

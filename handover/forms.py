@@ -407,6 +407,12 @@ class RunListForm(forms.Form):
     page = PageNumberField()
 
 
+class RunPageForm(forms.Form):
+    """The run page (and its panel): `all=1` draws its long lists whole."""
+
+    all = choice_parameter("all", [("1", "every item")])
+
+
 class RunPanelForm(forms.Form):
     """The poll of a run page: the state token of what the page shows."""
 

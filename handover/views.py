@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from django import forms as django_forms
@@ -31,7 +32,14 @@ from journal.services import JournalError
 from . import actions, forms, selectors, staff_actions
 from .audit import state_json
 from .csv_export import csv_streaming_response
-from .handover import handover_build, handover_rows, run_state_token
+from .handover import (
+    HANDOVER_LIST_LIMIT,
+    handover_build,
+    handover_cut,
+    handover_rows,
+    run_events,
+    run_state_token,
+)
 from .models import AuditAction, tenant_helpdesk_template
 from .staff import request_tenant, staff_context
 from .timeline import timeline_of
@@ -223,29 +231,55 @@ def run_bulk(request: HtmxHttpRequest) -> HttpResponse:
 # --- one run ----------------------------------------------------------------------------------
 
 
+# A run's long lists (its steps, calls, events) show their first RUN_PAGE_LIST_LIMIT items (the
+# timeline and the audit their newest) and a "show all N" link: a run of 10,000 calls must draw as
+# fast as one of ten (bench/pages.py).
+RUN_PAGE_LIST_LIMIT = HANDOVER_LIST_LIMIT
+
+
 def _run_context(run: Run, request: HttpRequest, **extra: Any) -> dict[str, Any]:
     # The run's rows load once per request; everything the page shows is drawn from them.
     rows = handover_rows(run)
     handover = handover_build(rows)
+    show_all = parameters(forms.RunPageForm, request.GET).cleaned_data["all"] == "1"
+    limit = None if show_all else RUN_PAGE_LIST_LIMIT
+    totals = {
+        **handover.totals,
+        "standing": sum(1 for step in handover.completed if not step.undone),
+        "intents": len(rows.intents),
+        "events": rows.event_count,
+        "audit": len(rows.audit),
+    }
+    every_event = (
+        replace(rows, events=run_events(run, {i.pk: i for i in rows.intents}, every=True).events)
+        if show_all
+        else rows
+    )
+    # What the page draws: the handover with its lists cut to the limit (its buttons are offered
+    # for the steps drawn only), the calls in order, the timeline and audit newest last.
+    shown = handover_cut(handover, limit)
     # Whether Resume can work, and if not why, by the action's own rules (no extra query).
     resume = actions.resume_preview(run, rows)
-    page = staff_actions.RunPage(run=run, rows=rows, handover=handover, resume=resume, user=request.user)
+    page = staff_actions.RunPage(run=run, rows=rows, handover=shown, resume=resume, user=request.user)
     return {
         "run": run,
         "rows": rows,
-        "handover": handover,
+        "handover": shown,
+        "totals": totals,
+        "collapsed": not show_all,
+        "run_list_limit": RUN_PAGE_LIST_LIMIT,
         "resume": resume,
         "state": handover.state,
         # What the run did, apart: what still stands, and what was undone (wholly or partly) since.
-        "standing": [step for step in handover.completed if not step.undone],
-        "undone": [step for step in handover.completed if step.undone],
+        "standing": [step for step in shown.completed if not step.undone],
+        "undone": [step for step in shown.completed if step.undone],
         "reason_label": _reason_label(handover.reason),
-        "events": rows.events,
-        "audit": rows.audit,
-        "intents": rows.intents,
+        "audit": rows.audit if show_all else rows.audit[-RUN_PAGE_LIST_LIMIT:],
+        "intents": rows.intents[:limit],
         "offers": staff_actions.run_offers(page),
         "helpdesk": tenant_helpdesk_template(run.tenant),
-        "timeline": timeline_of(rows),
+        # The newest events (every one when asked: they are read again for it).
+        "timeline": timeline_of(every_event) if show_all else timeline_of(rows)[-RUN_PAGE_LIST_LIMIT:],
         **extra,
     }
 
@@ -259,6 +293,7 @@ def _run_or_404(request: HttpRequest, run_id: Any) -> Run:
 
 @login_required
 @require_GET
+@parameters_checked
 def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     run = _run_or_404(request, run_id)
     return render(request, "handover/run_detail.html", _run_context(run, request))

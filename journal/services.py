@@ -14,7 +14,7 @@ import logging
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -82,6 +82,22 @@ logger = logging.getLogger("seam.journal")
 
 class StepTaken(Conflict):
     """The step slot (run, turn, tool, occurrence) already holds a different intent."""
+
+
+class LimitExceeded(InvalidInput):
+    """A bound on the work one run may ask for (a setting, named in the message and in
+    `setting`): the request is refused and nothing is written."""
+
+    def __init__(self, message: str, *, field: str, setting: str, limit: int) -> None:
+        super().__init__(f"{message}; the limit is {limit} ({setting})", field=field)
+        self.setting = setting
+        self.limit = limit
+
+
+class IntentLimitReached(LimitExceeded):
+    """The run already holds as many intents as one run may (SEAM_MAX_INTENTS_PER_RUN)."""
+
+    status_code = 409
 
 
 class OpenTransactionRefused(JournalError):
@@ -244,6 +260,13 @@ def _clean_versions(versions: Any) -> dict[str, str]:
 def _clean_plan(plan: Any) -> list[dict[str, Any]]:
     if not isinstance(plan, list):
         raise InvalidInput("plan must be a list of planned write steps", field="plan")
+    if len(plan) > settings.SEAM_MAX_PLAN_STEPS:
+        raise LimitExceeded(
+            f"plan has {len(plan)} steps",
+            field="plan",
+            setting="SEAM_MAX_PLAN_STEPS",
+            limit=settings.SEAM_MAX_PLAN_STEPS,
+        )
     cleaned = []
     for i, step in enumerate(plan):
         where = f"plan[{i}]"
@@ -291,6 +314,21 @@ def _check_counter(value: Any, *, field: str) -> None:
         raise InvalidInput(f"{field} must be an integer from 0 to {MAX_COUNTER}", field=field)
 
 
+def _check_time(value: datetime, *, field: str, horizon: timedelta) -> None:
+    """A time an agent gives (a deadline, when the customer was told) must carry a time zone and
+    fall between settings.SEAM_EARLIEST_TIME and `horizon` from now: year 9999 is a typo or an
+    attack, and would sort every queue and deadline check wrongly."""
+    if timezone.is_naive(value):
+        raise InvalidInput(f"{field} must carry a time zone", field=field)
+    earliest = datetime.fromisoformat(settings.SEAM_EARLIEST_TIME)
+    latest = timezone.now() + horizon
+    if not earliest <= value <= latest:
+        raise InvalidInput(
+            f"{field} {value.isoformat()} is outside {earliest:%Y-%m-%d} .. {latest:%Y-%m-%d %H:%M} UTC",
+            field=field,
+        )
+
+
 def _clean_text(value: Any, *, field: str, limit: int, required: bool = False) -> str:
     if value is None:
         value = ""
@@ -335,8 +373,8 @@ def run_create(
     ticket_id = _clean_text(ticket_id, field="ticket_id", limit=100)
     order_id = _clean_text(order_id, field="order_id", limit=100)
     external_id = _clean_text(external_id, field="external_id", limit=200)
-    if deadline is not None and timezone.is_naive(deadline):
-        raise InvalidInput("deadline must carry a time zone", field="deadline")
+    if deadline is not None:
+        _check_time(deadline, field="deadline", horizon=timedelta(days=settings.SEAM_MAX_DEADLINE_DAYS))
 
     if external_id:
         existing = Run.objects.filter(tenant=tenant, external_id=external_id).first()
@@ -527,12 +565,26 @@ def _intent_already_recorded(draft: _IntentDraft, *, compensation: bool) -> Inte
         raise NotFound("run not found", field="run")
     if run_status != RunStatus.RUNNING and not compensation:
         raise Conflict(f"run is {run_status}; no new intents are admitted", field="run")
+    if not compensation and _intents_full(draft.run.pk):
+        raise IntentLimitReached(
+            "the run holds as many intents as a run may",
+            field="run",
+            setting="SEAM_MAX_INTENTS_PER_RUN",
+            limit=settings.SEAM_MAX_INTENTS_PER_RUN,
+        )
     taken = Intent.objects.filter(run=draft.run, step_id=draft.step_id).first()
     raise StepTaken(
         f"step {draft.step_id} is already recorded with different arguments"
         f"{f' (key {taken.idempotency_key})' if taken else ''}; use another turn or occurrence for a new intent",
         field="args",
     )
+
+
+def _intents_full(run_id: Any) -> bool:
+    """Whether the run holds SEAM_MAX_INTENTS_PER_RUN intents (read without counting them all;
+    0 is no limit)."""
+    limit = settings.SEAM_MAX_INTENTS_PER_RUN
+    return bool(limit) and Intent.objects.filter(run_id=run_id)[limit - 1 :].exists()
 
 
 def _intent_loaded(pk: int, draft: _IntentDraft, *, intended_at: datetime, **settled: Any) -> Intent:
@@ -628,6 +680,7 @@ def _insert_intent(draft: _IntentDraft, *, now: datetime, actor: Actor, any_run_
                 actor_name=actor.name,
                 user_id=actor.user_id,
                 compensation=any_run_status,
+                max_intents=settings.SEAM_MAX_INTENTS_PER_RUN,
             )
             return journal_sql.insert_intent(db, params)
     with durable():
@@ -640,6 +693,8 @@ def _insert_intent(draft: _IntentDraft, *, now: datetime, actor: Actor, any_run_
             .first()
         )
         if status is None or (status != RunStatus.RUNNING and not any_run_status):
+            return None
+        if not any_run_status and _intents_full(draft.run.pk):
             return None
         try:
             with transaction.atomic():
@@ -1207,8 +1262,8 @@ def customer_message_record(
     `about_steps` names the run's steps whose effects the message reports."""
     message = customer_message_validate(channel=channel, body=body)
     told_at = told_at or timezone.now()
-    if timezone.is_naive(told_at):
-        raise InvalidInput("told_at must carry a time zone", field="told_at")
+    # A few minutes ahead is a clock's skew; more is not when anyone was told.
+    _check_time(told_at, field="told_at", horizon=timedelta(minutes=10))
     with durable():
         return customer_message_insert(
             run=run,

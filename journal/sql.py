@@ -32,6 +32,10 @@ WITH inserted AS (
     FROM handover_run AS run
     -- A run admits new intents while running; a compensation is admitted on any run.
     WHERE run.id = %s::uuid AND (run.status = 'running' OR %s::boolean)
+    -- A run admits at most SEAM_MAX_INTENTS_PER_RUN intents of its own (the parameter is that
+    -- limit less one: no row at that offset); a compensation is admitted beyond it.
+    AND (%s::boolean OR NOT EXISTS (
+        SELECT 1 FROM handover_intent AS recorded WHERE recorded.run_id = run.id OFFSET %s::integer))
     -- FOR SHARE: intents of one run may be admitted side by side, but never while the run's
     -- status is being changed (completed, cancelled) under them.
     FOR SHARE OF run
@@ -99,6 +103,7 @@ def insert_intent_params(
     actor_name: str,
     user_id: int | None,
     compensation: bool,
+    max_intents: int,
 ) -> tuple[Any, ...]:
     """INSERT_INTENT's parameters, in the order of its placeholders."""
     return (
@@ -114,6 +119,8 @@ def insert_intent_params(
         now,
         run_id,
         compensation,
+        compensation or not max_intents,  # 0: no limit (the benchmarks' single long run)
+        max(max_intents - 1, 0),
         str(actor_kind),
         actor_name,
         user_id,
@@ -123,7 +130,7 @@ def insert_intent_params(
 
 def insert_intent(db: BaseDatabaseWrapper, params: tuple[Any, ...]) -> int | None:
     """Run INSERT_INTENT with `params` (insert_intent_params): the new intent's id, or None if
-    there is no such run, the run admits no intents or the key is already recorded
+    there is no such run, the run admits no intents (or no more), or the key is already recorded
     (services._intent_already_recorded says which). Raises IntegrityError when the step slot is
     taken by a different intent. A compensation is admitted on a run in any state."""
     cursor = _prepared_cursor(db)

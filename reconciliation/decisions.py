@@ -25,6 +25,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from compensations.services import run_compensate
+from compensations.tasks import compensate_step
 from journal import services as journal
 from journal import transitions
 from journal.models import Intent, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
@@ -72,6 +73,7 @@ class DecisionOutcome(models.TextChoices):
     ESCALATED = "escalated", "Handed to a person"
     COMPENSATED = "compensated", "Every write undone, and handed to a person"
     WAITING = "waiting", "Waiting: a call is still in doubt"
+    CONTINUING = "continuing", "Resumed in part: the next steps are queued (SEAM_STEPS_PER_PASS)"
     SKIPPED = "skipped", "Skipped: alive, ended, or decided by another sweeper"
 
 
@@ -98,6 +100,9 @@ def _escalate(
     (an open escalation), because the customer's request was not done; otherwise `escalated`."""
     if compensate:
         undone = run_compensate(run=run, actor=actor)
+        for compensation_id in undone.queued:
+            # Beyond this pass's share (SEAM_STEPS_PER_PASS), each undo is a task of its own.
+            compensate_step.delay(compensation_id)
         detail = f"{detail}; {undone.summary()}"
         if not always_escalate and undone.complete:
             return _end(run=run, status=RunStatus.COMPENSATED, reason=reason, detail=detail, actor=actor)
@@ -179,6 +184,16 @@ def run_decide(*, run: Run, actor: journal.Actor, quiet_for: timedelta | None = 
             run=run,
             reason=OutcomeReason.UNKNOWN_OUTCOME,
             detail=journal.unknown_outcome_detail(unknown),
+            actor=actor,
+        )
+    if len(run.plan) > settings.SEAM_MAX_PLAN_STEPS:
+        # Recorded before the limit was lowered, or rewritten by an upgrade: too much for the
+        # sweep to carry out unattended.
+        return _escalate(
+            run=run,
+            reason=OutcomeReason.POLICY,
+            detail=f"the plan has {len(run.plan)} steps, more than SEAM_MAX_PLAN_STEPS "
+            f"({settings.SEAM_MAX_PLAN_STEPS}): a person decides",
             actor=actor,
         )
     policy = policy_for(tenant_id=run.tenant_id, task_type=run.task_type)
@@ -283,19 +298,32 @@ def run_resume(*, run: Run, actor: journal.Actor) -> Decision:
     used. A performed step is skipped, and so is one found `already_so` (the world was already as
     it would leave it, before the run: sending it would do it twice); a `not_performed` one is re-admitted and sent with its
     own key; a missing one is recorded and sent. Any failure other than a transient one stops
-    and escalates (ambiguous: waits for reconciliation)."""
+    and escalates (ambiguous: waits for reconciliation).
+
+    One pass sends at most settings.SEAM_STEPS_PER_PASS steps, then answers CONTINUING: the
+    caller queues the next pass (reconciliation.resume_run), which finds the steps sent so far
+    by their keys. The run's heartbeat is kept fresh meanwhile, so no sweep decides it again."""
     with journal.durable():
         journal.event_record(
             run=run, kind=JournalEvent.Kind.RUN_RESUMED, actor=actor, at=timezone.now(), data={}
         )
     by_key = {i.idempotency_key: i for i in run.intents.all()}
     next_turn = max((i.turn for i in by_key.values()), default=0) + 1
+    sent = 0
     for step in plan_with_keys(run):
         intent = by_key.get(step["key"])
-        _heartbeat(run, expected=run.last_heartbeat_at)
         try:
             if intent is not None and intent.status in (IntentStatus.PERFORMED, IntentStatus.ALREADY_SO):
                 continue
+            if sent >= settings.SEAM_STEPS_PER_PASS:
+                _heartbeat(run, expected=run.last_heartbeat_at)
+                return Decision(
+                    run_id=str(run.pk),
+                    outcome=DecisionOutcome.CONTINUING,
+                    detail=f"{sent} steps sent in this pass; the rest are queued",
+                )
+            sent += 1
+            _heartbeat(run, expected=run.last_heartbeat_at)
             if intent is not None and intent.status == IntentStatus.FAILED:
                 return _escalate(
                     run=run,

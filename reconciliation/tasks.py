@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from journal.models import Run, RunStatus
 from journal.services import Actor
 
-from .decisions import decide_dead_runs, run_resume
+from .decisions import DecisionOutcome, decide_dead_runs, run_resume
 from .services import intent_reconcile, reconcile_sweep
 
 SWEEP_ACTOR = "reconciliation-sweep"
@@ -32,6 +32,9 @@ def sweep_stale_intents() -> dict[str, int]:
     decisions = decide_dead_runs(actor=actor)
     for decision in decisions:
         counts[f"run_{decision.outcome}"] = counts.get(f"run_{decision.outcome}", 0) + 1
+        if decision.outcome == DecisionOutcome.CONTINUING:
+            # A long resumption goes on in tasks of its own: this sweep does not wait for it.
+            resume_run.delay(decision.run_id, None)
     return counts
 
 
@@ -52,12 +55,18 @@ def reconcile_intent(intent_id: int) -> str:
     soft_time_limit=540,
     ignore_result=True,
 )
-def resume_run(run_id: str, user_id: int) -> str:
-    """A person asked for the run to be finished. A redelivery after a killed worker resumes
-    again: performed steps are found by their keys and skipped, never sent twice."""
+def resume_run(run_id: str, user_id: int | None) -> str:
+    """A person (user_id), or the sweep (None), asked for the run to be finished. A redelivery
+    after a killed worker resumes again: performed steps are found by their keys and skipped,
+    never sent twice. A pass that stops at SEAM_STEPS_PER_PASS queues the next one."""
 
     run = Run.objects.select_related("tenant").get(pk=run_id)
     if run.status != RunStatus.RUNNING:
         return f"skipped: the run is {run.status}"
-    actor = Actor.user(get_user_model().objects.get(pk=user_id))
-    return run_resume(run=run, actor=actor).outcome
+    actor = (
+        Actor.system(SWEEP_ACTOR) if user_id is None else Actor.user(get_user_model().objects.get(pk=user_id))
+    )
+    decision = run_resume(run=run, actor=actor)
+    if decision.outcome == DecisionOutcome.CONTINUING:
+        resume_run.delay(run_id, user_id)
+    return decision.outcome

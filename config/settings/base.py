@@ -225,6 +225,18 @@ SEAM_WEBHOOK_TIMEOUT_SECONDS = _env_or_fail(env.float, "SEAM_WEBHOOK_TIMEOUT_SEC
 # the request as a whole may carry a plan of several such steps.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 
+# Bounded work (docs/reliability.md, "Bounded work"): a run's plan holds at most
+# SEAM_MAX_PLAN_STEPS steps and a run records at most SEAM_MAX_INTENTS_PER_RUN intents (0: no
+# limit; undos are admitted beyond it); beyond either the journal refuses, naming the field and
+# the setting. A resumption or an undo of a run sends at most SEAM_STEPS_PER_PASS calls in one
+# task, then queues the rest, so one run never holds a worker for long.
+SEAM_MAX_PLAN_STEPS = _env_or_fail(env.int, "SEAM_MAX_PLAN_STEPS", default=200)
+SEAM_MAX_INTENTS_PER_RUN = _env_or_fail(env.int, "SEAM_MAX_INTENTS_PER_RUN", default=1000)
+SEAM_STEPS_PER_PASS = _env_or_fail(env.int, "SEAM_STEPS_PER_PASS", default=50)
+# A deadline or a "told at" time is refused outside [SEAM_EARLIEST_TIME, now + its horizon].
+SEAM_EARLIEST_TIME = env("SEAM_EARLIEST_TIME", default="2000-01-01T00:00:00+00:00")
+SEAM_MAX_DEADLINE_DAYS = _env_or_fail(env.int, "SEAM_MAX_DEADLINE_DAYS", default=366)
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "handover.authentication.AgentTokenAuthentication",

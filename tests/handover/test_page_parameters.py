@@ -137,3 +137,16 @@ def test_assigning_from_the_queue_with_a_bad_filter_writes_nothing(people: dict[
     run.refresh_from_db()
     assert run.assignee_id is None
     assert not AuditEntry.objects.exists()
+
+
+@pytest.mark.parametrize("username", ["x" * 20_000, "a\x00b"])
+def test_a_login_with_a_huge_or_nul_username_is_refused_not_a_500(username: str) -> None:
+    """Login throttling records the username of a failed login; one longer than its column (or
+    with a NUL) used to be a DataError."""
+    response = Client(raise_request_exception=False).post(
+        reverse("login"), {"username": username, "password": "wrong"}
+    )
+    assert response.status_code == 200  # the form again, with its error
+    assert "Please enter a correct username and password" in response.content.decode() or (
+        "username" in response.content.decode()
+    )

@@ -16,7 +16,8 @@ from journal.models import Intent, IntentStatus, Run, RunStatus
 from tests.factories import VERSIONS
 from tests.support.processes import ROOT
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# A fresh virtualenv and a pip install: a minute, so in `make chaos` (which CI runs after `make test`).
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.chaos]
 
 PACKAGE = ROOT / "clients" / "python"
 

@@ -50,6 +50,9 @@ def test_every_block_of_the_guide_is_a_file_or_a_command() -> None:
         assert step in script
 
 
+# The whole walkthrough (an install, a killed agent, reconciliation) takes a minute and a half:
+# in `make chaos`, which CI runs after `make test`.
+@pytest.mark.chaos
 def test_the_guide_takes_an_agent_from_pip_install_to_a_handed_over_run(
     tmp_path: Path, seam_server: str
 ) -> None:

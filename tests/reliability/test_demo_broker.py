@@ -26,7 +26,8 @@ from django.utils import timezone
 from handover.models import AuditVerification
 from tests.support.processes import ROOT, Fleet, database_url
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Hundreds of tasks from concurrent producers and a killed worker: in `make chaos` (CI runs it after `make test`).
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.chaos]
 
 PRODUCERS = 4
 TASKS = 600

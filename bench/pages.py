@@ -27,6 +27,8 @@ runs, so that a scan over all runs shows up. Run it from the project root:
 
     DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python -m bench.pages [--requests N] [--json]
 
+`--pages big_run big_panel ...` measures only those pages beside the two baselines.
+
 The database, `seam_bench_pages` unless `--database` says otherwise, on the server DATABASE_URL
 names, is created and migrated if missing and seeded with SQL (INSERT ... SELECT generate_series,
 a few statements): one tenant, 100,000 runs over five weeks (about 97% completed, 1% escalated
@@ -730,11 +732,19 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         ),
         Page("big_handover", f"handover API, {big_intents:,} intents", f"/api/v1/runs/{big.pk}/handover/"),
     ]
+    if args.pages:
+        unknown = set(args.pages) - {p.name for p in pages}
+        if unknown:
+            raise BenchError(f"--pages: no page named {', '.join(sorted(unknown))}")
+        # The baselines are always measured: every figure is a ratio against them.
+        pages = [p for p in pages if p.name in {"static", "login", *args.pages}]
     by_name = {p.name: p for p in pages}
     progress("queries per page, in process")
     sql = sql_per_page(user, pages, lead)
-    progress("EXPLAIN ANALYZE of the queue's queries")
-    plans = queue_plans(tenant, user, sql["queue"]["statements"])
+    plans: dict[str, Any] = {"main": "", "main_summary": "", "seq_scan_of_runs": False, "queries": []}
+    if "queue" in sql:
+        progress("EXPLAIN ANALYZE of the queue's queries")
+        plans = queue_plans(tenant, user, sql["queue"]["statements"])
 
     per_round = max(1, args.requests // args.rounds)
     warmup = max(10, per_round // 2)
@@ -796,7 +806,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "median_ms": figures["insights"]["median_ms"],
             "p95_ms": figures["insights"]["p95_ms"],
             "kept": figures["insights"]["p95_ms"] <= INSIGHTS_BUDGET_MS,
-        },
+        }
+        if "insights" in figures
+        else None,
     }
 
 
@@ -850,7 +862,9 @@ def render(result: dict[str, Any]) -> str:
         f"insights page (p95 held to the budget): median {result['insights_budget']['median_ms']:.1f} ms, p95 "
         f"{result['insights_budget']['p95_ms']:.1f} ms against a budget of "
         f"{result['insights_budget']['budget_ms']:.0f} ms: "
-        + ("kept" if result["insights_budget"]["kept"] else "EXCEEDED"),
+        + ("kept" if result["insights_budget"]["kept"] else "EXCEEDED")
+        if result["insights_budget"]
+        else "insights page: not measured (--pages)",
         "",
         "slowest query per page (in process):",
         *(f"  {name:<14}{q['slowest_ms']:7.2f} ms  {q['slowest_sql']}" for name, q in result["sql"].items()),
@@ -873,6 +887,13 @@ def main(argv: list[str] | None = None) -> int:
         "--database", default="seam_bench_pages", help="database to use (default seam_bench_pages)"
     )
     parser.add_argument("--reseed", action="store_true", help="empty the handover tables and seed again")
+    parser.add_argument(
+        "--pages",
+        nargs="+",
+        metavar="NAME",
+        help="measure only these pages (and the static and login baselines), e.g. "
+        "--pages run big_run big_panel_204 big_panel big_handover",
+    )
     parser.add_argument("--json", action="store_true", help="print only a JSON object of the figures")
     args = parser.parse_args(argv)
     if args.requests < 20 or args.rounds < 1 or args.workers < 1 or args.requests < args.rounds:

@@ -25,7 +25,7 @@ from journal.models import CustomerMessage, ErrorClass, Intent, Run, RunStatus, 
 
 from .authentication import AgentPrincipal
 from .forms import RunPageForm
-from .handover import HANDOVER_LIST_LIMIT, handover_cut, handover_for
+from .handover import HANDOVER_LIST_LIMIT, handover_for
 from .handover_schema import HandoverSerializer
 
 
@@ -332,7 +332,7 @@ class HandoverApi(APIView):
         if run is None:
             raise DRFNotFound(f"Run {run_id} not found.")
         limit = None if cut.cleaned_data["all"] == "1" else HANDOVER_LIST_LIMIT
-        return Response(HandoverSerializer(handover_cut(handover_for(run), limit)).data)
+        return Response(HandoverSerializer(handover_for(run, limit)).data)
 
 
 class IntentCreateApi(APIView):

@@ -239,13 +239,16 @@ RUN_PAGE_LIST_LIMIT = HANDOVER_LIST_LIMIT
 
 def _run_context(run: Run, request: HttpRequest, **extra: Any) -> dict[str, Any]:
     # The run's rows load once per request; everything the page shows is drawn from them.
-    rows = handover_rows(run)
-    handover = handover_build(rows)
     show_all = parameters(forms.RunPageForm, request.GET).cleaned_data["all"] == "1"
     limit = None if show_all else RUN_PAGE_LIST_LIMIT
+    rows = handover_rows(run)
+    handover = handover_build(rows, limit=limit)
     totals = {
         **handover.totals,
-        "standing": sum(1 for step in handover.completed if not step.undone),
+        # The steps a cut handover did not build all stand (an undo asked for is always built).
+        "standing": sum(1 for step in handover.completed if not step.undone)
+        + handover.totals["completed"]
+        - len(handover.completed),
         "intents": len(rows.intents),
         "events": rows.event_count,
         "audit": len(rows.audit),

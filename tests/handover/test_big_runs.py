@@ -13,9 +13,17 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
 from bench.pages import seed_big_run
-from handover.handover import RECENT_EVENTS, handover_rows, run_state_token
+from handover.handover import (
+    RECENT_EVENTS,
+    CompletedStep,
+    handover_build,
+    handover_cut,
+    handover_rows,
+    run_state_token,
+)
 from handover.views import RUN_PAGE_LIST_LIMIT
 from journal.models import Run
 
@@ -94,3 +102,22 @@ def test_the_handover_api_answers_the_first_items_of_each_list_and_all_when_aske
     assert len(whole["completed"]) == 299
     refused = agent_client.get(url, {"all": "\x00"})
     assert refused.status_code == 400 and "all" in refused.json()
+
+
+def test_a_cut_handover_builds_only_the_steps_it_shows_and_says_the_same(tenant: Any) -> None:
+    # The steps past the shown ones are read for the next action and the totals only
+    # (handover.StandingStep): the cut handover builds RUN_PAGE_LIST_LIMIT CompletedSteps at any
+    # size, and every sentence and count it answers is the whole handover's.
+    run = _big_run(tenant, 2000, "big-2000")
+    rows = handover_rows(run)
+    now = timezone.now()
+    whole = handover_build(rows, now)
+    cut = handover_build(rows, now, limit=RUN_PAGE_LIST_LIMIT)
+    assert len(whole.completed) == 1999
+    assert len(cut.completed) == RUN_PAGE_LIST_LIMIT
+    assert all(isinstance(step, CompletedStep) for step in cut.completed)
+    assert cut.completed == whole.completed[:RUN_PAGE_LIST_LIMIT]
+    assert cut.totals == whole.totals and cut.totals["completed"] == 1999
+    assert cut.next_action == whole.next_action
+    assert (cut.reason_holds, cut.reason_answered) == (whole.reason_holds, whole.reason_answered)
+    assert handover_cut(cut) == handover_cut(whole)

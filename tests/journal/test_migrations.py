@@ -68,10 +68,16 @@ Message.objects.create(run=run, channel="email", body="Return label sent.", told
 Escalation.objects.create(run=run, reason="run_died_mid_sequence", created_at=now)
 Compensation.objects.create(original=intent, status="pending")
 FanOut.objects.create(run=run, turn=2, name="stock", deadline_ms=2000, started_at=now, deadline_at=now)
-AuditEntry.objects.create(
-    seq=1, tenant=tenant, at=now, user=user, username="lead", action="assign", run=run,
-    prev_hash="0" * 64, hash="a" * 64,
+# Chained as that release chained it (plain SHA-256), so that the re-keying migration finds the
+# chain intact and keys it.
+import importlib
+unkeyed = importlib.import_module("handover.migrations.0013_audit_chain_keyed_and_verifications")._sha256
+entry = AuditEntry(
+    seq=1, tenant=tenant, at=now, user=user, username="lead", action="assign", run=run, prev_hash="0" * 64,
 )
+entry.hash = unkeyed("0" * 64, entry)
+entry.save()
+apps.get_model("handover", "AuditChainHead").objects.filter(pk=1).update(seq=1, hash=entry.hash)
 LogEntry.objects.create(
     user_id=user.pk, content_type_id=ContentType.objects.get(app_label="handover", model="run").pk,
     object_id=str(run.pk), object_repr="returns T-40912", action_flag=2, action_time=now,

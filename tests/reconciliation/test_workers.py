@@ -23,6 +23,7 @@ import redis
 import requests
 from django.db import connection
 from django.db.models import Count, Q
+from django.test import override_settings
 from django.utils import timezone
 
 from journal import services as journal
@@ -171,6 +172,9 @@ def fleet(fleet_env: dict[str, str], tmp_path: Path) -> Iterator[Fleet]:
 # --- the tests --------------------------------------------------------------------------------
 
 
+# 2,000 calls on one run, past the default SEAM_MAX_INTENTS_PER_RUN: a batch job's run, admitted here
+# so that the sweeps have one run's worth of rows to share.
+@override_settings(SEAM_MAX_INTENTS_PER_RUN=0)
 def test_two_workers_and_two_beats_settle_each_stale_intent_once_with_one_lookup(
     sandbox_tools: str, fleet: Fleet, make_run: Callable[..., Run], ledger: Any
 ) -> None:

@@ -246,6 +246,7 @@ def time_to_resolve_per_week(*, tenant: Tenant, filters: InsightsFilters) -> Bre
     resolved = _escalations_of(
         tenant=tenant, filters=filters, resolved_at__gte=filters.start, resolved_at__lt=filters.end
     )
+    by_week: dict[date, dict[str, Any]]
     if connection.vendor == "postgresql":
         took = EpochSeconds(F("resolved_at") - F("created_at"))
         weeks = (
@@ -258,7 +259,7 @@ def time_to_resolve_per_week(*, tenant: Tenant, filters: InsightsFilters) -> Bre
             )
             .order_by()
         )
-        by_week = {timezone.localtime(w["week"]).date(): w for w in weeks}
+        by_week = {timezone.localtime(w["week"]).date(): dict(w) for w in weeks}
     else:
         by_week = _percentiles_per_week(resolved)
 

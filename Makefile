@@ -64,7 +64,8 @@ chromium:
 	  esac; \
 	fi
 
-# Tests marked `chaos` (the full kill matrix, infrastructure faults) take minutes: `make chaos`
+# Tests marked `chaos` (the full kill matrix, infrastructure faults, workers killed, load, the
+# fuzzing of every page, fresh installs) take minutes: `make chaos`
 # runs them, after `make test` in CI (.ci/run).
 pytest: install services chromium
 	$(BIN)/pytest -p no:cacheprovider -m "not chaos" $(PYTEST_ARGS)

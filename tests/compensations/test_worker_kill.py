@@ -26,7 +26,8 @@ from tests.reconciliation.test_workers import broker, fleet, fleet_env  # noqa: 
 from tests.support.processes import Fleet
 from tools import services as tools
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Real workers killed mid-compensation: in `make chaos`, which CI runs after `make test`.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.chaos]
 
 REFUND = {"order_id": "SU-90317", "amount": "14.95", "currency": "USD"}
 ACTOR = Actor.system("test")

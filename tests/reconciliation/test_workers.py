@@ -175,6 +175,7 @@ def fleet(fleet_env: dict[str, str], tmp_path: Path) -> Iterator[Fleet]:
 # 2,000 calls on one run, past the default SEAM_MAX_INTENTS_PER_RUN: a batch job's run, admitted here
 # so that the sweeps have one run's worth of rows to share.
 @override_settings(SEAM_MAX_INTENTS_PER_RUN=0)
+@pytest.mark.chaos  # a minute of two fleets settling 2,000 rows: in `make chaos` (CI runs it)
 def test_two_workers_and_two_beats_settle_each_stale_intent_once_with_one_lookup(
     sandbox_tools: str, fleet: Fleet, make_run: Callable[..., Run], ledger: Any
 ) -> None:
@@ -201,6 +202,7 @@ def test_two_workers_and_two_beats_settle_each_stale_intent_once_with_one_lookup
         assert "reconciliation.sweep_stale_intents" in fleet.log(name), fleet.logs()
 
 
+@pytest.mark.chaos  # a worker SIGKILLed mid-sweep: in `make chaos` (CI runs it)
 def test_a_worker_killed_mid_sweep_leaves_the_rest_to_the_other_once_its_claims_lapse(
     sandbox_tools: str,
     fleet: Fleet,

@@ -14,7 +14,8 @@ from bench.load import LoadConfig, render, run_load
 from tests.support.processes import database_url
 
 # The server writes through its own connections: the test must see their commits.
-pytestmark = pytest.mark.django_db(transaction=True)
+# A load of concurrent agents: in `make chaos`, which CI runs after `make test`.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.chaos]
 
 CONFIG = LoadConfig(
     rate=20,

@@ -40,7 +40,8 @@ from journal.models import Run
 from tests import factories
 from tests.security.figures import PAGE_FUZZ
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# About 3,700 requests (a minute and a half): in `make chaos`, which CI runs after `make test`.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.chaos]
 
 PERSONAS = {"support": "support_staff", "lead": "team_lead", "admin": "admin", "outsider": "support_staff"}
 CONSOLE_NAMESPACES = {"handover", "compensations"}

@@ -159,7 +159,7 @@ def chart_build(breakdown: Breakdown, *, key: str, title: str) -> Chart:
                 continue
             column = breakdown.columns[i]
             height = value / top * plot_height
-            colour = PALETTE[position % len(PALETTE)]
+            colour = column.colour or PALETTE[position % len(PALETTE)]
             tooltip = f"{row.label} · {column.label}: {_number(value)} {breakdown.unit}"
             if stacked:
                 base -= height
@@ -177,7 +177,9 @@ def chart_build(breakdown: Breakdown, *, key: str, title: str) -> Chart:
         if n % every == 0
     )
     legend = tuple(
-        LegendItem(PALETTE[position % len(PALETTE)], breakdown.columns[i].label)
+        LegendItem(
+            breakdown.columns[i].colour or PALETTE[position % len(PALETTE)], breakdown.columns[i].label
+        )
         for position, i in enumerate(charted)
     )
     return Chart(

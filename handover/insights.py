@@ -55,6 +55,8 @@ class Column:
     label: str
     # False: shown in the table and the CSV but not drawn (a count beside two durations).
     charted: bool = True
+    # A colour that carries a meaning (failed in red, done in green); otherwise the palette's next.
+    colour: str = ""
 
 
 @dataclass(frozen=True)
@@ -327,11 +329,11 @@ def unknown_outcomes_per_tool(*, tenant: Tenant, filters: InsightsFilters) -> Br
 
 
 COMPENSATION_COLUMNS = (
-    Column(CompensationStatus.DONE, "Done"),
-    Column(CompensationStatus.PARTIAL, "Partial"),
-    Column(CompensationStatus.DEAD_LETTERED, "Failed"),
-    Column(CompensationStatus.NOT_POSSIBLE, "Not possible"),
-    Column(CompensationStatus.PENDING, "Pending"),
+    Column(CompensationStatus.DONE, "Done", colour="#009e73"),
+    Column(CompensationStatus.PARTIAL, "Partial", colour="#e69f00"),
+    Column(CompensationStatus.DEAD_LETTERED, "Failed", colour="#d55e00"),
+    Column(CompensationStatus.NOT_POSSIBLE, "Not possible", colour="#404040"),
+    Column(CompensationStatus.PENDING, "Pending", colour="#56b4e9"),
 )
 
 

@@ -83,3 +83,19 @@ def test_an_empty_chart_says_so() -> None:
     chart = chart_build(empty, key="k", title="Unknown outcomes")
     assert chart.empty and chart.bars == ()
     assert chart.desc.endswith("Nothing in this period.")
+
+
+def test_an_undo_that_failed_is_drawn_in_red_and_one_done_in_green() -> None:
+    """Colours that mean something keep their meaning: a failed undo is never the palette's green."""
+    from handover.insights import COMPENSATION_COLUMNS
+
+    breakdown = Breakdown(
+        row_heading="Tool undone",
+        unit="compensations",
+        columns=COMPENSATION_COLUMNS,
+        rows=(Row("start_return", "start_return", (1, 0, 2, 0, 0)),),
+    )
+    chart = chart_build(breakdown, key="compensations", title="Compensations")
+    colours = {item.label: item.colour for item in chart.legend}
+    assert (colours["Done"], colours["Failed"]) == ("#009e73", "#d55e00")
+    assert {bar.colour for bar in chart.bars} == {"#009e73", "#d55e00"}

@@ -7,15 +7,28 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from celery import current_app
 from django.contrib.auth.models import Group
 from django.test import override_settings
 from rest_framework.test import APIClient
 
 from compensations.defaults import catalogue_grant_roles
+from config.celery import app as seam_celery_app
 from handover.roles import roles_grant
 from journal.models import AgentToken, Tenant
 from journal.services import Actor
 from tests import factories
+
+
+@pytest.fixture(autouse=True)
+def seam_celery_app_stays_current() -> Iterator[None]:
+    """Seam's tasks are shared tasks: they publish through whichever Celery app is current. A test
+    that builds an app of its own (to reach a private broker) and leaves it current sends every
+    later test's tasks there, to a broker that may be gone; such apps take set_as_current=False."""
+    yield
+    assert current_app._get_current_object() is seam_celery_app, (
+        "this test left its own Celery app current; build it with Celery(..., set_as_current=False)"
+    )
 
 
 @pytest.fixture

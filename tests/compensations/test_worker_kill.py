@@ -58,7 +58,9 @@ def test_a_worker_killed_mid_compensation_undoes_the_refund_once(
         "worker", "worker", "--pool=prefork", "--concurrency=1", "--without-gossip", "--without-mingle"
     )
     compensation = compensation_request(original=original, actor=ACTOR)
-    Celery(broker=broker).send_task("compensations.compensate_step", args=[compensation.pk])
+    Celery(broker=broker, set_as_current=False).send_task(
+        "compensations.compensate_step", args=[compensation.pk]
+    )
 
     undos = ledger.filter(undoes__idempotency_key=original.idempotency_key)
     fleet.wait_for(undos.exists, timeout=60, what="the provider reversing the refund")

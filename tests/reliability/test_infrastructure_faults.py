@@ -221,7 +221,7 @@ def test_workers_killed_five_times_mid_compensation_undo_each_refund_exactly_onc
     fleet.beat("beat")
     fleet.worker("worker-0")
     compensations = [compensation_request(original=o, actor=ACTOR) for o in originals]
-    app = Celery(broker=shared_broker)
+    app = Celery(broker=shared_broker, set_as_current=False)
     for compensation in compensations:
         app.send_task("compensations.compensate_step", args=[compensation.pk])
     undos = ledger.filter(provider="payments", undoes__isnull=False)
@@ -316,7 +316,7 @@ def test_a_private_redis_killed_and_restarted_mid_run_loses_no_row(
     worker = fleet.processes["worker"]
     os.killpg(worker.pid, signal.SIGSTOP)
     compensations = [compensation_request(original=r, actor=ACTOR) for r in refunds]
-    app = Celery(broker=private_redis.url)
+    app = Celery(broker=private_redis.url, set_as_current=False)
     for compensation in compensations:
         app.send_task("compensations.compensate_step", args=[compensation.pk])
     app.close()

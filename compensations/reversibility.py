@@ -113,11 +113,18 @@ def _deadline_of(entry: Any, receipt: dict[str, Any]) -> datetime | None:
     return parse_datetime(raw) if isinstance(raw, str) else None
 
 
+def may_undo(entry: Any) -> bool:
+    """Whether some step of `entry`'s tool may be undone: the catalogue has an entry for it, not
+    graded `none`, with a compensating tool. When not, no step of the tool can be, whatever its
+    receipt says, and nothing of the step need be read to know it."""
+    return entry is not None and entry.reversibility != Reversibility.NONE and bool(entry.compensating_tool)
+
+
 def reversibility_now(entry: Any, receipt: dict[str, Any] | None, now: datetime) -> ReversibilityNow:
     """How far a step of `entry`'s tool, with this receipt, can be taken back at `now`. No entry,
-    a `none` grade or no compensating tool: none. A deadline that passed leaves the step
-    partial when undoing it late still works at a loss, else none."""
-    if entry is None or entry.reversibility == Reversibility.NONE or not entry.compensating_tool:
+    a `none` grade or no compensating tool: none (may_undo). A deadline that passed leaves the
+    step partial when undoing it late still works at a loss, else none."""
+    if not may_undo(entry):
         return ReversibilityNow.none()
     if entry.reversibility == Reversibility.REVERSIBLE:
         return ReversibilityNow.yes()

@@ -295,10 +295,13 @@ def resume_preview(run: Run, rows: HandoverRows | None = None) -> ResumePreview:
     query of its own, by the same rules the action applies."""
     rows = rows or handover_rows(run)
     by_key = {i.idempotency_key: i for i in rows.intents}
+    performed_tail = rows.tail_keys
     steps, blockers, warnings = [], [], []
     for step in plan_with_keys(run):
         intent = by_key.get(step["key"])
-        status = intent.status if intent is not None else None
+        status = (
+            IntentStatus.PERFORMED if step["key"] in performed_tail else intent.status if intent else None
+        )
         verb, why = RESUME_VERBS.get(status, ("blocked", ""))
         if verb == "blocked":
             blocked_why: dict[str, str] = {
@@ -648,8 +651,10 @@ def _undo_words(intent: Intent) -> tuple[str, list[str]]:
 def confirmation(
     run: Run, *, action: str, step_id: str = "", rows: HandoverRows | None = None
 ) -> Confirmation:
-    # The page hands over the rows it already loaded: one load per request.
-    rows = rows or handover_rows(run)
+    # The page hands over the rows it already loaded: one load per request, unless the page's
+    # were cut to its first items (a step past them, or every step, is asked about here).
+    if rows is None or not rows.complete:
+        rows = handover_rows(run)
     intent = next((i for i in rows.intents if i.step_id == step_id), None) if step_id else None
     step_words = f"{intent.tool} ({intent.step_id})" if intent else step_id
     if action == "compensate-step":

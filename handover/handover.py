@@ -22,25 +22,23 @@ annotation is its description there; `__json_properties__` names properties the 
 from __future__ import annotations
 
 import dataclasses
-import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
+from functools import cached_property
 from typing import Annotated, Any, ClassVar
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Max, Q
-from django.db.models.base import ModelState
-from django.db.models.functions import Cast
+from django.db.models import Case, Max, Q, Value, When
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
 from compensations.mapping import MappingError, compensation_args
 from compensations.models import Compensation, CompensationStatus
-from compensations.reversibility import ReversibilityNow, reversibility_now
+from compensations.reversibility import ReversibilityNow, may_undo, reversibility_now
 from compensations.selectors import catalogue_for
 from fanout.models import Outcome as FanOutOutcome
 from fanout.selectors import run_coverage
@@ -418,6 +416,27 @@ class Handover:
 # --- the rows -----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class PerformedStep:
+    """A performed step of a long run that no list shows whole, read without building a model:
+    no undo was asked for it and no loaded event names it. Its arguments and receipt are read
+    (`args`, `receipt`) only when its tool is one the catalogue may undo or the customer hears
+    from, the only cases the handover reads them in for a step it does not show; otherwise None.
+    The handover counts it, tells whether it can still be undone, names it in the next action and
+    checks declared links against it; building 10,000 of them as models cost a run of 10,000
+    calls a third of its page's time (bench/pages.py)."""
+
+    pk: int
+    step_id: str
+    tool: str
+    idempotency_key: str
+    intended_at: datetime
+    settled_at: datetime | None
+    args: dict[str, Any] | None
+    receipt: dict[str, Any] | None
+    status: ClassVar[str] = IntentStatus.PERFORMED
+
+
 @dataclass
 class HandoverRows:
     """Everything the handover is generated from, loaded in a fixed number of queries."""
@@ -435,6 +454,30 @@ class HandoverRows:
     # How many events the run has, and the newest one's id: `events` may hold only some of them.
     event_count: int = 0
     last_event_id: int = 0
+    # Loaded for a handover cut to its first items (handover_rows' `limit`): the performed steps
+    # past them read as scalars, in order. `intents` then holds every other step.
+    tail: list[PerformedStep] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Whether `intents` holds every step of the run."""
+        return not self.tail
+
+    @property
+    def intent_count(self) -> int:
+        return len(self.intents) + len(self.tail)
+
+    @cached_property
+    def tail_keys(self) -> set[str]:
+        """The idempotency keys of the steps in `tail`: every one was performed."""
+        return {step.idempotency_key for step in self.tail}
+
+    @cached_property
+    def steps(self) -> list[Intent | PerformedStep]:
+        """Every step of the run in order (intended_at, id), whole or not."""
+        if not self.tail:
+            return list(self.intents)
+        return sorted([*self.intents, *self.tail], key=lambda s: (s.intended_at, s.pk))
 
 
 # The newest events of a run that handover_rows loads for the timeline, beside those the
@@ -474,7 +517,7 @@ class RunEvents:
     last_id: int
 
 
-def run_events(run: Run, intents: dict[int, Intent], *, every: bool = False) -> RunEvents:
+def run_events(run: Run, intents: dict[int, Intent] | None = None, *, every: bool = False) -> RunEvents:
     """The run's events in time order, each with its intent from `intents` (no join): every one,
     or the newest RECENT_EVENTS and the notable ones (_notable_events). A run with fewer events
     than that costs one query, as when every event was read."""
@@ -492,52 +535,86 @@ def run_events(run: Run, intents: dict[int, Intent], *, every: bool = False) -> 
             notable = list(events.filter(_notable_events(facing), id__lt=recent[-1].pk))
             loaded = sorted([*notable, *recent], key=lambda e: (e.at, e.pk))
             count = run.events.count()
-    intent_field = JournalEvent._meta.get_field("intent")
-    for event in loaded:
-        if event.intent_id is not None and event.intent_id in intents:
-            intent_field.set_cached_value(event, intents[event.intent_id])
+    if intents is not None:
+        events_attach_intents(loaded, intents)
     return RunEvents(events=loaded, count=count, last_id=last_id)
 
 
-def run_intents(run: Run) -> list[Intent]:
-    """The run's intents in order (intended_at, id), every column, each with its run cached.
-
-    Built from the rows without Model.__init__ (as Model.from_db would, field by field), the JSON
-    columns read as text and decoded with json.loads (what JSONField.from_db_value does without a
-    custom decoder, at a third of the cost): a run of 10,000 calls spent a third of its page's
-    time building its intents (bench/pages.py). No receiver of post_init exists for Intent, the
-    only thing __init__ adds for a saved row."""
-    queryset = run.intents.order_by("intended_at", "id")
-    fields = Intent._meta.concrete_fields
-    names = [f.attname for f in fields]
-    json_columns = [i for i, f in enumerate(fields) if isinstance(f, models.JSONField) and f.decoder is None]
-    columns = [Cast(name, models.TextField()) if i in json_columns else name for i, name in enumerate(names)]
-    run_cache = Intent._meta.get_field("run").cache_name
-    db = queryset.db
-    intents = []
-    for row in queryset.values_list(*columns):
-        values = list(row)
-        for i in json_columns:
-            if values[i] is not None:
-                values[i] = json.loads(values[i])
-        intent = Intent.__new__(Intent)
-        intent.__dict__.update(zip(names, values, strict=True))
-        state = intent._state = ModelState()
-        state.adding = False
-        state.db = db
-        state.fields_cache = {run_cache: run}
-        intents.append(intent)
-    return intents
+def events_attach_intents(events: list[JournalEvent], intents: dict[int, Intent]) -> None:
+    """Give each event its intent from `intents` (no join, no query per event)."""
+    intent_field = JournalEvent._meta.get_field("intent")
+    for event in events:
+        if event.intent_id is not None and event.intent_id in intents:
+            intent_field.set_cached_value(event, intents[event.intent_id])
 
 
-def handover_rows(run: Run) -> HandoverRows:
+# What a handover reads of a performed step it does not load whole (PerformedStep's fields).
+PERFORMED_STEP_COLUMNS = ("id", "step_id", "tool", "idempotency_key", "intended_at", "settled_at")
+
+
+def _cut_intents(
+    run: Run,
+    *,
+    limit: int,
+    compensations: dict[int, Any],
+    compensation_intent_ids: set[int],
+    named: set[int],
+) -> tuple[list[Intent], list[PerformedStep], dict[str, Any]]:
+    """The run's steps for a handover cut to its first `limit` items: (the intents loaded whole,
+    the other performed steps as PerformedSteps, the catalogue entries of the run's tools).
+
+    Loaded whole: the first `limit` calls (the run page's calls list) and the first `limit`
+    performed steps (the completed list), every step not performed, every undo and every step
+    with one, and every step an event in `named` belongs to (the timeline's). Of the others, the
+    arguments and receipt are read for the tools the catalogue may undo (whether and how each
+    step can be undone depends on them) and those the customer hears from (what they were told)."""
+    # Every entry of the tenant's catalogue (tens of rows): which tools the run used is not known
+    # before its steps are read, and reading them twice costs more.
+    catalogue = catalogue_for(tenant_id=run.tenant_id)
+    read_tools = sorted(
+        {tool for tool, entry in catalogue.items() if may_undo(entry)}
+        | {tool for tool, spec in all_tools().items() if spec.customer_facing is not None}
+    )
+    ordered = run.intents.order_by("intended_at", "id")
+    json_columns = [
+        Case(When(tool__in=read_tools, then=column), default=None, output_field=models.JSONField())
+        if read_tools
+        else Value(None, output_field=models.JSONField())
+        for column in ("args", "receipt")
+    ]
+    scalars = list(ordered.values_list("status", *PERFORMED_STEP_COLUMNS, *json_columns))
+    keep: set[int] = set()
+    tail: list[PerformedStep] = []
+    performed = 0  # performed steps so far that are not undos: the completed list's order
+    for position, (status, pk, *step) in enumerate(scalars):
+        shown = position < limit
+        if status == IntentStatus.PERFORMED and pk not in compensation_intent_ids:
+            shown = shown or performed < limit
+            performed += 1
+        if (
+            shown
+            or status != IntentStatus.PERFORMED
+            or pk in compensations
+            or pk in compensation_intent_ids
+            or pk in named
+        ):
+            keep.add(pk)
+        else:
+            tail.append(PerformedStep(pk, *step))
+    intents = list(ordered.filter(pk__in=keep) if tail else ordered)
+    return intents, tail, catalogue
+
+
+def handover_rows(run: Run, *, limit: int | None = None) -> HandoverRows:
     """Load a run's rows for its handover: intents, messages, journal events (with who; the newest
     and those the handover reads, run_events), audit entries, compensations (with dead letters),
-    the catalogue entries of its tools, and whether the run is stuck."""
+    the catalogue entries of its tools, and whether the run is stuck.
 
-    intents = run_intents(run)
+    With `limit` (a handover to be cut to its first `limit` items, handover_build's), the
+    performed steps no list shows whole and nothing can undo are read as scalars (`tail`,
+    _cut_intents): a run of 10,000 calls builds some hundred models, not 10,000."""
     messages = list(run.customer_messages.order_by("told_at", "id"))
-    loaded = run_events(run, {i.pk: i for i in intents})
+    loaded = run_events(run)
     events = loaded.events
     audit = list(run.audit_entries.order_by("seq"))
     # The newest compensation of each step wins: a `not_possible` record followed by a live one
@@ -548,9 +625,22 @@ def handover_rows(run: Run) -> HandoverRows:
         .select_related("dead_letter__owner", "dead_letter__resolved_by", "intent")
         .order_by("id")
     }
-    tools = {i.tool for i in intents} | {step.get("tool", "") for step in run.plan}
-    catalogue = catalogue_for(tenant_id=run.tenant_id, tools=tools)
     compensation_intent_ids = compensation_intent_ids_in(events)  # notable: all of them are loaded
+    tail: list[PerformedStep] = []
+    if limit is None:
+        intents = list(run.intents.order_by("intended_at", "id"))
+        tools = {i.tool for i in intents} | {step.get("tool", "") for step in run.plan}
+        catalogue = catalogue_for(tenant_id=run.tenant_id, tools=tools)
+    else:
+        named = {e.intent_id for e in events if e.intent_id is not None}
+        intents, tail, catalogue = _cut_intents(
+            run,
+            limit=limit,
+            compensations=compensations,
+            compensation_intent_ids=compensation_intent_ids,
+            named=named,
+        )
+    events_attach_intents(events, {i.pk: i for i in intents})
     return HandoverRows(
         run=run,
         intents=intents,
@@ -564,6 +654,7 @@ def handover_rows(run: Run) -> HandoverRows:
         stuck=run_is_stuck(run),
         event_count=loaded.count,
         last_event_id=loaded.last_id,
+        tail=tail,
     )
 
 
@@ -607,7 +698,7 @@ def receipt_detail(intent: Intent) -> str:
     return ", ".join(f"{k} {v}" for k, v in readable.items())
 
 
-def reversibility(entry: Any, intent: Intent, now: datetime) -> ReversibilityNow:
+def reversibility(entry: Any, intent: Intent | PerformedStep, now: datetime) -> ReversibilityNow:
     """How far the performed step can still be taken back at `now` (compensations.reversibility)."""
     return reversibility_now(entry, intent.receipt, now)
 
@@ -657,11 +748,11 @@ def _step_compensation(compensation: Any) -> StepCompensation | None:
     )
 
 
-def undo_unbuildable(entry: Any, intent: Intent) -> str:
+def undo_unbuildable(entry: Any, intent: Intent | PerformedStep) -> str:
     """Why the compensating call cannot be built from this step (a step a person marked
     performed has no receipt to take the downstream's identifiers from); '' when it can."""
     try:
-        compensation_args(entry, intent.args, intent.receipt)
+        compensation_args(entry, intent.args or {}, intent.receipt or {})
     except MappingError as exc:
         return str(exc)
     return ""
@@ -681,7 +772,9 @@ def _settled_how(rows: HandoverRows) -> dict[int, tuple[str, str]]:
     return how
 
 
-@dataclass(frozen=True)
+# Not frozen, with slots: a long run builds one per step past the shown ones, and a frozen
+# dataclass's __init__ costs three times as much. Nothing assigns to one after it is built.
+@dataclass(slots=True)
 class StandingStep:
     """What the next action reads of a completed step past the shown ones that no undo was asked
     for: it stands, and whether (and how) it can still be undone. Never shown or serialised: a
@@ -710,14 +803,17 @@ def _completed(
     every: list[CompletedStep | StandingStep] = []
     zone = timezone.get_current_timezone()  # once: looking it up per step is slow
     settled_how = _settled_how(rows)
-    for intent in rows.intents:
+    cannot_undo = ReversibilityNow.none()  # one value for every step nothing undoes
+    for intent in rows.steps:
         if intent.status != IntentStatus.PERFORMED or intent.pk in rows.compensation_intent_ids:
             continue
         entry = rows.catalogue.get(intent.tool)
-        reversible = reversibility(entry, intent, now)
+        reversible = reversibility(entry, intent, now) if may_undo(entry) else cannot_undo
         compensation = rows.compensations.get(intent.pk)
         undo_tool = entry.compensating_tool if entry and reversible.can_undo else ""
-        if limit is not None and compensation is None and len(every) >= limit:
+        if isinstance(intent, PerformedStep) or (
+            limit is not None and compensation is None and len(every) >= limit
+        ):
             every.append(
                 StandingStep(
                     step_id=intent.step_id,
@@ -763,8 +859,11 @@ NOT_DONE_WHY: dict[str | None, str] = {
 
 def _not_done(rows: HandoverRows, planned: list[dict[str, Any]]) -> list[NotDoneStep]:
     by_key = {i.idempotency_key: i for i in rows.intents}
+    performed_tail = rows.tail_keys
     not_done = []
     for step in planned:
+        if step["key"] in performed_tail:
+            continue
         intent = by_key.get(step["key"])
         status = intent.status if intent is not None else None
         if status not in NOT_DONE_WHY:
@@ -814,7 +913,7 @@ def _uncertain(rows: HandoverRows, plan_detail: dict[str, str]) -> list[Uncertai
     return uncertain
 
 
-def _contradiction(rows: HandoverRows, intent: Intent) -> Contradiction | None:
+def _contradiction(rows: HandoverRows, intent: Intent | PerformedStep) -> Contradiction | None:
     """What contradicts a message reporting `intent`, if the rows prove something does: its undo
     went through (wholly or partly), or the step turned out not to have happened. A step still in
     doubt or with its undo under way proves nothing yet."""
@@ -850,7 +949,8 @@ def _customer_told(rows: HandoverRows) -> list[CustomerTold]:
     performed call of a tool declared customer-facing (in the run or in a resumption). A message
     is flagged only through a link someone declared (the message's `about_steps`, the tool's
     `announces`), never one guessed from its words."""
-    by_step = {i.step_id: i for i in rows.intents}
+    steps = rows.steps
+    by_step = {i.step_id: i for i in steps}
     told_event = {
         e.data.get("message_id"): e for e in rows.events if e.kind == JournalEvent.Kind.CUSTOMER_TOLD
     }
@@ -881,7 +981,7 @@ def _customer_told(rows: HandoverRows) -> list[CustomerTold]:
                 contradicted_by=contradicted(about),
             )
         )
-    for intent in rows.intents:
+    for intent in steps:
         spec = find_tool(intent.tool)
         facing = spec.customer_facing if spec is not None else None
         if facing is None or intent.status != IntentStatus.PERFORMED:
@@ -891,7 +991,7 @@ def _customer_told(rows: HandoverRows) -> list[CustomerTold]:
         sent_at = intent.settled_at or intent.intended_at
         about = [
             i.step_id
-            for i in rows.intents
+            for i in steps
             if i.tool in facing.announces
             and i.status == IntentStatus.PERFORMED
             and i.pk not in rows.compensation_intent_ids
@@ -902,7 +1002,7 @@ def _customer_told(rows: HandoverRows) -> list[CustomerTold]:
             CustomerTold(
                 at=sent_at,
                 channel=CustomerChannel(facing.channel),
-                body=facing.describe(intent.args, intent.receipt or {}),
+                body=facing.describe(intent.args or {}, intent.receipt or {}),
                 source=CustomerToldSource.TOOL,
                 told_by=sent.actor_name if sent is not None else "",
                 step_id=intent.step_id,
@@ -1153,6 +1253,8 @@ def handover_build(rows: HandoverRows, now: datetime | None = None, *, limit: in
     """The handover of the rows. With `limit`, its completed list holds the first `limit` steps
     (and any an undo was asked for) for handover_cut to draw: the steps past them, which nobody
     will see, are read for the next action and `totals` only (StandingStep)."""
+    if limit is None and not rows.complete:
+        raise ValueError("these rows were loaded for a handover cut to its first items: pass its limit")
     now = now or timezone.now()
     run = rows.run
     planned = plan_with_keys(run)
@@ -1203,7 +1305,7 @@ def handover_build(rows: HandoverRows, now: datetime | None = None, *, limit: in
 
 def handover_for(run: Run, limit: int | None = None) -> Handover:
     """The run's handover, its lists cut to their first `limit` items (None: whole)."""
-    return handover_cut(handover_build(handover_rows(run), limit=limit), limit)
+    return handover_cut(handover_build(handover_rows(run, limit=limit), limit=limit), limit)
 
 
 # How many items of each of its lists a handover answers with unless asked for all (the API's

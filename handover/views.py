@@ -241,7 +241,7 @@ def _run_context(run: Run, request: HttpRequest, **extra: Any) -> dict[str, Any]
     # The run's rows load once per request; everything the page shows is drawn from them.
     show_all = parameters(forms.RunPageForm, request.GET).cleaned_data["all"] == "1"
     limit = None if show_all else RUN_PAGE_LIST_LIMIT
-    rows = handover_rows(run)
+    rows = handover_rows(run, limit=limit)
     handover = handover_build(rows, limit=limit)
     totals = {
         **handover.totals,
@@ -249,7 +249,7 @@ def _run_context(run: Run, request: HttpRequest, **extra: Any) -> dict[str, Any]
         "standing": sum(1 for step in handover.completed if not step.undone)
         + handover.totals["completed"]
         - len(handover.completed),
-        "intents": len(rows.intents),
+        "intents": rows.intent_count,
         "events": rows.event_count,
         "audit": len(rows.audit),
     }

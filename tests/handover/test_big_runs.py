@@ -16,6 +16,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from bench.pages import seed_big_run
+from compensations.models import CatalogueEntry, Compensation, CompensationStatus
+from handover.actions import confirmation, resume_preview
 from handover.handover import (
     RECENT_EVENTS,
     CompletedStep,
@@ -25,7 +27,8 @@ from handover.handover import (
     run_state_token,
 )
 from handover.views import RUN_PAGE_LIST_LIMIT
-from journal.models import Run
+from journal.models import Intent, JournalEvent, Run
+from journal.selectors import plan_with_keys
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -121,3 +124,95 @@ def test_a_cut_handover_builds_only_the_steps_it_shows_and_says_the_same(tenant:
     assert cut.next_action == whole.next_action
     assert (cut.reason_holds, cut.reason_answered) == (whole.reason_holds, whole.reason_answered)
     assert handover_cut(cut) == handover_cut(whole)
+
+
+def test_a_handover_loaded_for_its_first_items_builds_a_bounded_number_of_steps_and_says_the_same(
+    tenant: Any,
+) -> None:
+    # A run of 2,000 calls of which one tool can be undone (the receipts of its steps decide
+    # whether the undo can be built), one step was undone, a plan names steps past the shown
+    # ones, and the last call's outcome is unknown. Loaded for a cut handover, only the steps some
+    # list shows whole are built as models, and the handover says what the whole load says.
+    run = _big_run(tenant, 2000, "big-mixed")
+    CatalogueEntry.objects.create(
+        tenant=tenant,
+        tool="adjust_stock",
+        description="stock moved back",
+        compensating_tool="reverse_stock",
+        argument_mapping={"receipt_id": "receipt.id"},
+        reversibility="reversible",
+    )
+    tail_step = run.intents.filter(tool="lookup_order", status="performed").order_by("-id")[0]
+    undo = Intent.objects.create(
+        run=run,
+        step_id=f"{run.pk}:undo",
+        turn=9999,
+        tool="reverse_lookup",
+        args={},
+        idempotency_key="f" * 64,
+        status="performed",
+        intended_at=timezone.now(),
+        settled_at=timezone.now(),
+    )
+    JournalEvent.objects.create(
+        run=run,
+        intent=undo,
+        kind=JournalEvent.Kind.INTENT_RECORDED,
+        actor_kind="system",
+        actor_name="seam",
+        data={"tool": undo.tool, "compensation": True},
+        at=undo.intended_at,
+    )
+    Compensation.objects.create(original=tail_step, intent=undo, status=CompensationStatus.DONE)
+    # A plan of four steps: three the run performed late (in the tail), one never attempted.
+    performed = list(run.intents.filter(status="performed").order_by("-id")[1:4])
+    Run.objects.filter(pk=run.pk).update(
+        plan=[{"tool": i.tool, "args": {"line": i.turn}} for i in performed]
+        + [{"tool": "send_email", "args": {"line": "never"}}]
+    )
+    run = Run.objects.select_related("tenant").get(pk=run.pk)
+    for intent, step in zip(performed, plan_with_keys(run), strict=False):
+        Intent.objects.filter(pk=intent.pk).update(idempotency_key=step["key"])
+    now = timezone.now()
+
+    whole_rows = handover_rows(run)
+    cut_rows = handover_rows(run, limit=RUN_PAGE_LIST_LIMIT)
+
+    assert len(whole_rows.intents) == cut_rows.intent_count == 2001
+    undoable = run.intents.filter(tool="adjust_stock").count()
+    assert len(cut_rows.intents) <= 3 * RUN_PAGE_LIST_LIMIT + 2
+    # The steps read without a model carry their arguments and receipt only where an undo may
+    # be built from them.
+    assert {s.tool for s in cut_rows.tail if s.receipt is not None} == {"adjust_stock"}
+    assert all(s.args is None for s in cut_rows.tail if s.tool != "adjust_stock")
+    assert tail_step.pk in {i.pk for i in cut_rows.intents}  # its undo is shown: loaded whole
+    whole = handover_build(whole_rows, now, limit=RUN_PAGE_LIST_LIMIT)
+    cut = handover_build(cut_rows, now, limit=RUN_PAGE_LIST_LIMIT)
+    assert cut.next_action == whole.next_action
+    assert len(cut.next_action.compensations_available) == undoable
+    assert [n.tool for n in cut.not_done] == ["send_email"]  # the three in the tail were done
+    assert cut.totals == whole.totals
+    assert handover_cut(cut) == handover_cut(whole)
+    assert resume_preview(run, cut_rows) == resume_preview(run, whole_rows)
+    # A confirmation asked with the cut rows reads every step (the whole run is undone).
+    effects = confirmation(run, action="compensate-run", rows=cut_rows).effects
+    assert effects == confirmation(run, action="compensate-run", rows=whole_rows).effects
+
+
+def test_the_big_run_page_and_its_handover_build_models_for_the_shown_steps_only(
+    tenant: Any, support_user: Any, agent_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = _big_run(tenant, 3000, "big-models")
+    built: list[int] = []
+    original_init = Intent.__init__
+
+    def counting_init(self: Intent, *args: Any, **kwargs: Any) -> None:
+        built.append(1)
+        original_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(Intent, "__init__", counting_init)
+    assert _client(support_user).get(reverse("handover:run_detail", args=[run.pk])).status_code == 200
+    assert 0 < len(built) <= 3 * RUN_PAGE_LIST_LIMIT, len(built)
+    built.clear()
+    assert agent_client.get(f"/api/v1/runs/{run.pk}/handover/").status_code == 200
+    assert 0 < len(built) <= 3 * RUN_PAGE_LIST_LIMIT, len(built)

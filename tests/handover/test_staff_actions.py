@@ -307,9 +307,9 @@ def row_loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     for module in (views, actions):
 
-        def counting(run: Run, _module: str = module.__name__) -> Any:
+        def counting(run: Run, *, limit: int | None = None, _module: str = module.__name__) -> Any:
             calls.append(_module)
-            return handover_rows(run)
+            return handover_rows(run, limit=limit)
 
         monkeypatch.setattr(module, "handover_rows", counting)
     return calls

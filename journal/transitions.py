@@ -14,7 +14,7 @@ from the status outcome_source answers, checked against INTENT_TRANSITIONS with 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from types import MappingProxyType
@@ -47,7 +47,8 @@ INTENT_EDGES: Final[Mapping[tuple[str, str], str]] = MappingProxyType(
             "reconciliation found the world already so, by evidence older than the intent: not the run's work"
         ),
         (IntentStatus.INTENDED, IntentStatus.INTENDED): (
-            "a person asks again about a call still open: its lookup bookkeeping starts over"
+            "a person asks again about a call still open: its lookup bookkeeping starts over; or "
+            "reconciliation's lookup failed and the call is asked about again later"
         ),
         (IntentStatus.UNKNOWN, IntentStatus.PERFORMED): "a person judged the unknown call done",
         (IntentStatus.UNKNOWN, IntentStatus.NOT_PERFORMED): "a person judged the unknown call never happened",
@@ -175,6 +176,58 @@ def intent_transition(
         )
         _apply(intent, values, refresh=())
     return Moved(moved=True, target=target, event=written)
+
+
+@dataclass(frozen=True)
+class IntentMove:
+    """One row's part of intents_transition: its target, its other columns and its event."""
+
+    intent: Intent
+    target: str
+    event: str
+    data: dict[str, Any]
+    changes: Mapping[str, Any]
+
+
+def intents_transition(*, moves: Sequence[IntentMove], source: str, actor: Actor, at: datetime) -> list[bool]:
+    """intent_transition for many rows from `source`, in the caller's transaction or one of its
+    own: each row's compare-and-swap, then the events of the rows that moved in one INSERT.
+    Returns, per move, whether its row moved. An instance that moved takes the values written,
+    except those the database computes (a counter's F expression), which are not read back: one
+    query per row is what a batch saves."""
+    for move in moves:
+        _checked(model="intent", table=INTENT_TRANSITIONS, source=source, target=move.target)
+    with transaction.atomic(savepoint=False):
+        moved = [
+            bool(
+                Intent.objects.filter(pk=move.intent.pk, status=source).update(
+                    **_values(move.changes, target=move.target)
+                )
+            )
+            for move in moves
+        ]
+        JournalEvent.objects.bulk_create(
+            [
+                JournalEvent(
+                    run_id=move.intent.run_id,
+                    intent_id=move.intent.pk,
+                    kind=move.event,
+                    actor_kind=actor.kind,
+                    actor_name=actor.name,
+                    user_id=actor.user_id,
+                    data=move.data,
+                    at=at,
+                )
+                for move, done in zip(moves, moved, strict=True)
+                if done
+            ]
+        )
+    for move, done in zip(moves, moved, strict=True):
+        if done:
+            for name, value in _values(move.changes, target=move.target).items():
+                if not hasattr(value, "resolve_expression"):
+                    setattr(move.intent, name, value)
+    return moved
 
 
 def run_transition(

@@ -1,19 +1,28 @@
 """Settling intent rows that dead runs left `intended`, by asking the downstream system what
 became of the call's idempotency key.
 
-Each row is worked in three steps, none holding a transaction across the network:
-1. claim — a compare-and-swap that sets a short lease (`next_lookup_at`) on a row that is
-   still open and due, committed at once, so a second sweeper (two beats, two workers) skips it;
-2. ask — `tools.services.intent_lookup`, outside any transaction;
-3. settle — journal.transitions' compare-and-swap from `intended` and its journal event,
-   committed together (durable). Settling a row that someone else settled first changes
-   nothing, so a doubled sweep is harmless."""
+Rows are worked in batches (settings.SEAM_RECONCILE_BATCH_SIZE), in three steps, none holding a
+transaction across the network:
+1. claim — one durable transaction takes a short lease (`next_lookup_at`) on every row of the
+   batch that is still open and due and that no other session holds locked (SKIP LOCKED), so a
+   second sweeper (two beats, two workers) skips them;
+2. ask — `tools.services.intent_lookup` for each claimed row, outside any transaction; a row whose
+   lease lapsed before its turn is left to whoever claims it next;
+3. settle — one durable transaction: each row's compare-and-swap from `intended`
+   (journal.transitions.intents_transition) and the events of the rows that moved, written in one
+   INSERT. Settling a row that someone else settled first changes nothing, so a doubled sweep is
+   harmless. A batch whose settle fails is settled again row by row, so one row the database
+   refuses cannot hold back the others.
+
+Each row keeps its own outcome (Reconciled), as when rows were settled one at a time; batching
+saves the commits (two per batch instead of two per row, each waiting for its WAL flush)."""
 
 from __future__ import annotations
 
 import logging
 import random
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -21,7 +30,7 @@ from typing import Any
 
 import requests
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -32,11 +41,10 @@ from journal.services import (
     Actor,
     OpenTransactionRefused,
     cancelled_in_doubt_hand_over,
-    event_record,
     inside_open_transaction,
 )
 from journal.tool_errors import ToolError
-from journal.transitions import intent_transition
+from journal.transitions import IntentMove, intents_transition
 from observability import counters as metrics
 from observability.context import log_context
 from tools import services as tools
@@ -70,73 +78,83 @@ class Reconciled:
 # --- the three steps --------------------------------------------------------------------------
 
 
-def _claim(*, intent_id: int, now: datetime) -> Intent | None:
-    """Take a lease on the row if it is open and due; None if it is not (or someone has it)."""
-    lease = timedelta(seconds=float(settings.SEAM_LOOKUP_LEASE_SECONDS))
+def _claim(*, intent_ids: Sequence[int], now: datetime) -> tuple[list[Intent], datetime]:
+    """Take a lease on every row of `intent_ids` that is open and due: (the rows claimed, in the
+    order asked, with their runs; when the lease ends). A row not open, not due, or held by
+    someone else is left out."""
+    lease_end = now + timedelta(seconds=float(settings.SEAM_LOOKUP_LEASE_SECONDS))
     # SKIP LOCKED: a row another session holds locked (a long transaction, a person's action, a
     # stuck settle) is "someone else has it" for now, not a wait. A plain UPDATE would queue
     # behind that lock, and every sweep after it too, since each comes to the oldest row first.
     due = (
-        Intent.objects.select_for_update(skip_locked=True, no_key=True)
-        .filter(pk=intent_id, status=IntentStatus.INTENDED)
+        Intent.objects.select_for_update(skip_locked=True, no_key=True, of=("self",))
+        .select_related("run")
+        .filter(pk__in=list(intent_ids), status=IntentStatus.INTENDED)
         .filter(Q(next_lookup_at__isnull=True) | Q(next_lookup_at__lte=now))
-        .values("pk")
     )
     with transaction.atomic(durable=True):
-        claimed = Intent.objects.filter(pk__in=due).update(next_lookup_at=now + lease)
-    if claimed != 1:
-        return None
-    return Intent.objects.select_related("run").get(pk=intent_id)
+        claimed = list(due)
+        Intent.objects.filter(pk__in=[intent.pk for intent in claimed]).update(next_lookup_at=lease_end)
+    order = {pk: position for position, pk in enumerate(intent_ids)}
+    claimed.sort(key=lambda intent: order[intent.pk])
+    for intent in claimed:
+        intent.next_lookup_at = lease_end
+    return claimed, lease_end
 
 
-def _settle(
+@dataclass(frozen=True)
+class Verdict:
+    """What the downstream's answer, or the failure to get one, makes of one claimed row: the
+    status it settles in (`intended` again for a failed lookup asked again later), the row's other
+    columns and its event's data."""
+
+    intent: Intent
+    outcome: ReconcileOutcome
+    target: str
+    event: str
+    changes: dict[str, Any]
+    data: dict[str, Any]
+    detail: str = ""
+
+
+def _settling(
     *,
     intent: Intent,
+    outcome: ReconcileOutcome,
     status: str,
-    actor: Actor,
     summary: str,
+    now: datetime,
     receipt: dict[str, Any] | None = None,
     unknown_reason: str = "",
     also: dict[str, Any] | None = None,
     evidence: dict[str, Any] | None = None,
-) -> bool:
-    """Compare-and-swap the open row to its reconciled status, with its event. False when the row
-    was no longer open (settled by the runtime, a person, or another sweeper)."""
-    now = timezone.now()
+    detail: str = "",
+) -> Verdict:
+    """The verdict that settles the open row in `status`, with its reconciled event."""
     unknown_reason = unknown_reason[:MAX_REASON_CHARS]
-    with transaction.atomic(durable=True):
-        run: Run | None = None
-        if status == IntentStatus.UNKNOWN:
-            # An unknown outcome may hand the run to a person (a cancelled run), which writes the
-            # run row: its lock is taken first, in the order staff actions take run then intent.
-            run = Run.objects.select_for_update(no_key=True).get(pk=intent.run_id)
-        data: dict[str, Any] = {"status": status, "how": "lookup", "tool": intent.tool}
-        if receipt:
-            data["receipt"] = receipt
-        if unknown_reason:
-            data["reason"] = unknown_reason
-        if evidence:
-            data["evidence"] = evidence
-        settled = intent_transition(
-            intent=intent,
-            source=IntentStatus.INTENDED,
-            target=status,
-            actor=actor,
-            event=JournalEvent.Kind.INTENT_RECONCILED,
-            data=data,
-            changes={
-                "outcome_summary": summary[:MAX_REASON_CHARS],
-                "receipt": receipt or {},
-                "unknown_reason": unknown_reason,
-                "settled_at": now,
-                "next_lookup_at": None,
-                **(also or {}),
-            },
-            at=now,
-        )
-        if settled.moved and run is not None:
-            cancelled_in_doubt_hand_over(run=run, unknown=[intent], actor=actor, at=now)
-    return settled.moved
+    data: dict[str, Any] = {"status": status, "how": "lookup", "tool": intent.tool}
+    if receipt:
+        data["receipt"] = receipt
+    if unknown_reason:
+        data["reason"] = unknown_reason
+    if evidence:
+        data["evidence"] = evidence
+    return Verdict(
+        intent=intent,
+        outcome=outcome,
+        target=status,
+        event=JournalEvent.Kind.INTENT_RECONCILED,
+        changes={
+            "outcome_summary": summary[:MAX_REASON_CHARS],
+            "receipt": receipt or {},
+            "unknown_reason": unknown_reason,
+            "settled_at": now,
+            "next_lookup_at": None,
+            **(also or {}),
+        },
+        data=data,
+        detail=detail,
+    )
 
 
 def _backoff(attempts: int) -> timedelta:
@@ -148,149 +166,220 @@ def _backoff(attempts: int) -> timedelta:
     return timedelta(seconds=random.uniform(delay / 2, delay))
 
 
-def _lookup_failed(*, intent: Intent, error: str, actor: Actor) -> Reconciled:
+def _lookup_failed(*, intent: Intent, error: str, now: datetime) -> Verdict:
+    """A failed lookup counts an attempt and asks again after a backoff; past the budget the row
+    is settled `unknown`, for a person."""
     attempts = intent.lookup_attempts + 1
     budget = int(settings.SEAM_LOOKUP_MAX_ATTEMPTS)
+    bookkeeping = {"lookup_attempts": F("lookup_attempts") + 1, "last_lookup_error": error[:MAX_REASON_CHARS]}
     if attempts >= budget:
         reason = f"the downstream could not be asked after {attempts} attempts; last error: {error}"
-        settled = _settle(
+        return _settling(
             intent=intent,
+            outcome=ReconcileOutcome.UNKNOWN,
             status=IntentStatus.UNKNOWN,
-            actor=actor,
             summary="settled by reconciliation: lookup budget spent, outcome unknown",
+            now=now,
             unknown_reason=reason,
-            also={"lookup_attempts": F("lookup_attempts") + 1, "last_lookup_error": error[:MAX_REASON_CHARS]},
+            also=bookkeeping,
+            detail=reason,
         )
-        outcome = ReconcileOutcome.UNKNOWN if settled else ReconcileOutcome.SKIPPED
-        return Reconciled(intent_id=intent.pk, outcome=outcome, detail=reason)
-    now = timezone.now()
     retry_at = now + _backoff(attempts)
-    with transaction.atomic(durable=True):
-        updated = Intent.objects.filter(pk=intent.pk, status=IntentStatus.INTENDED).update(
-            lookup_attempts=F("lookup_attempts") + 1,
-            last_lookup_error=error[:MAX_REASON_CHARS],
-            next_lookup_at=retry_at,
-        )
-        if updated:
-            event_record(
-                run=intent.run,
-                intent=intent,
-                kind=JournalEvent.Kind.LOOKUP_FAILED,
-                actor=actor,
-                at=now,
-                data={
-                    "attempt": attempts,
-                    "error": error[:MAX_REASON_CHARS],
-                    "retry_at": retry_at.isoformat(),
-                },
-            )
-    if not updated:
-        return Reconciled(intent_id=intent.pk, outcome=ReconcileOutcome.SKIPPED, detail="no longer open")
-    return Reconciled(
-        intent_id=intent.pk,
+    return Verdict(
+        intent=intent,
         outcome=ReconcileOutcome.RETRY_LATER,
+        target=IntentStatus.INTENDED,
+        event=JournalEvent.Kind.LOOKUP_FAILED,
+        changes={**bookkeeping, "next_lookup_at": retry_at},
+        data={"attempt": attempts, "error": error[:MAX_REASON_CHARS], "retry_at": retry_at.isoformat()},
         detail=f"attempt {attempts} of {budget} failed ({error}); next at {retry_at.isoformat()}",
     )
 
 
-# --- the services -----------------------------------------------------------------------------
-
-
-def intent_reconcile(*, intent_id: int, actor: Actor) -> Reconciled:
-    """Ask the downstream about one open intent and settle it with the answer.
+def _ask(intent: Intent) -> Verdict:
+    """Ask the downstream about a row this sweeper holds the lease on: its verdict.
 
     Performed → `performed` with the downstream's receipt; NotPerformed → `not_performed`;
     AlreadySo, or a Performed whose evidence is older than the intent (the engine's own rule,
     whatever the connector says: connectors.caused_by_intent) → `already_so`, not the run's work;
     Unknown, an unregistered tool, or a lookup error that is not transient → `unknown` with the
-    reason, for a person. A transient failure counts an attempt and backs off; past
-    settings.SEAM_LOOKUP_MAX_ATTEMPTS the row becomes `unknown`. A row that is not open, not due,
-    or claimed by another sweeper is skipped untouched."""
-    if inside_open_transaction():
-        raise OpenTransactionRefused(OPEN_TRANSACTION_MESSAGE)
-    intent = _claim(intent_id=intent_id, now=timezone.now())
-    if intent is None:
-        metrics.reconcile_outcome(ReconcileOutcome.SKIPPED)
-        return Reconciled(intent_id=intent_id, outcome=ReconcileOutcome.SKIPPED, detail="not open or not due")
-    with log_context(run_id=intent.run_id, step_id=intent.step_id, intent_id=intent.pk):
-        result = _reconcile_claimed(intent=intent, actor=actor)
-        metrics.reconcile_outcome(result.outcome)
-        log = logger.warning if result.outcome == ReconcileOutcome.UNKNOWN else logger.info
-        log("intent reconciled: %s%s", result.outcome, f" ({result.detail})" if result.detail else "")
-    return result
-
-
-def _reconcile_claimed(*, intent: Intent, actor: Actor) -> Reconciled:
-    """Ask about a row this sweeper holds the lease on, and settle it with the answer."""
+    reason, for a person. A transient failure counts an attempt and backs off."""
     try:
         query = tools.lookup_query(intent)
         answer = caused_by_intent(tools.intent_lookup(intent=intent), query)
     except UnknownTool as exc:
-        return _settle_unknown(intent=intent, actor=actor, reason=f"no connector can be asked: {exc}")
+        return _unknown(intent, reason=f"no connector can be asked: {exc}")
     except ToolError as exc:
         if exc.error_class in RETRYABLE_LOOKUP_ERRORS:
-            return _lookup_failed(intent=intent, error=f"{exc.error_class}: {exc.message}", actor=actor)
-        return _settle_unknown(
-            intent=intent, actor=actor, reason=f"the lookup failed ({exc.error_class}): {exc.message}"
-        )
+            return _lookup_failed(
+                intent=intent, error=f"{exc.error_class}: {exc.message}", now=timezone.now()
+            )
+        return _unknown(intent, reason=f"the lookup failed ({exc.error_class}): {exc.message}")
     except (requests.RequestException, OSError) as exc:
-        return _lookup_failed(intent=intent, error=f"connection failure: {type(exc).__name__}", actor=actor)
+        return _lookup_failed(
+            intent=intent, error=f"connection failure: {type(exc).__name__}", now=timezone.now()
+        )
     except Exception as exc:
         # A connector bug must not stall the sweep for every other row, nor be retried forever:
         # it is counted against the same budget and ends `unknown` with the evidence.
-        return _lookup_failed(intent=intent, error=f"the connector raised {exc!r}"[:500], actor=actor)
+        return _lookup_failed(intent=intent, error=f"the connector raised {exc!r}"[:500], now=timezone.now())
 
+    now = timezone.now()
     if isinstance(answer, Performed):
-        settled = _settle(
+        return _settling(
             intent=intent,
+            outcome=ReconcileOutcome.PERFORMED,
             status=IntentStatus.PERFORMED,
-            actor=actor,
             summary="settled by reconciliation: the downstream's lookup found the call performed",
+            now=now,
             receipt=answer.receipt,
         )
-        return _result(intent, settled, ReconcileOutcome.PERFORMED)
     if isinstance(answer, AlreadySo):
         when = answer.evidence_at.isoformat() if answer.evidence_at else "an unstated time"
-        settled = _settle(
+        return _settling(
             intent=intent,
+            outcome=ReconcileOutcome.ALREADY_SO,
             status=IntentStatus.ALREADY_SO,
-            actor=actor,
             summary=(
                 f"settled by reconciliation: already so before the intent (evidence from {when}); "
                 f"not this run's work{': ' + answer.detail if answer.detail else ''}"
             ),
+            now=now,
             # The record is someone else's, not this call's receipt: kept in the event as
             # evidence, never on the row where an undo would read it.
             evidence={"at": when, "record": answer.receipt, "detail": answer.detail},
+            detail=answer.detail,
         )
-        return _result(intent, settled, ReconcileOutcome.ALREADY_SO, detail=answer.detail)
     if isinstance(answer, NotPerformed):
-        settled = _settle(
+        return _settling(
             intent=intent,
+            outcome=ReconcileOutcome.NOT_PERFORMED,
             status=IntentStatus.NOT_PERFORMED,
-            actor=actor,
             summary="settled by reconciliation: the downstream has no record of this key",
+            now=now,
         )
-        return _result(intent, settled, ReconcileOutcome.NOT_PERFORMED)
     assert isinstance(answer, Unknown)
-    return _settle_unknown(intent=intent, actor=actor, reason=f"the downstream cannot say: {answer.reason}")
+    return _unknown(intent, reason=f"the downstream cannot say: {answer.reason}")
 
 
-def _settle_unknown(*, intent: Intent, actor: Actor, reason: str) -> Reconciled:
-    settled = _settle(
+def _unknown(intent: Intent, *, reason: str) -> Verdict:
+    return _settling(
         intent=intent,
+        outcome=ReconcileOutcome.UNKNOWN,
         status=IntentStatus.UNKNOWN,
-        actor=actor,
         summary="settled by reconciliation: outcome unknown, a person must decide",
+        now=timezone.now(),
         unknown_reason=reason,
+        detail=reason[:MAX_REASON_CHARS],
     )
-    return _result(intent, settled, ReconcileOutcome.UNKNOWN, detail=reason)
 
 
-def _result(intent: Intent, settled: bool, outcome: ReconcileOutcome, detail: str = "") -> Reconciled:
-    if not settled:
-        return Reconciled(intent_id=intent.pk, outcome=ReconcileOutcome.SKIPPED, detail="settled meanwhile")
-    return Reconciled(intent_id=intent.pk, outcome=outcome, detail=detail)
+def _settle(verdicts: Sequence[Verdict], actor: Actor) -> list[Reconciled]:
+    """Write the verdicts in one durable transaction: each row's compare-and-swap from
+    `intended` and the events of those that moved. A row no longer open (settled by the runtime,
+    a person, or another sweeper) is skipped. A cancelled run with a call now unknown goes to a
+    person, under its row lock, taken first (staff actions take the run, then the intent)."""
+    if not verdicts:
+        return []
+    now = timezone.now()
+    with transaction.atomic(durable=True):
+        unknown_runs = sorted({v.intent.run_id for v in verdicts if v.target == IntentStatus.UNKNOWN})
+        runs = list(Run.objects.select_for_update(no_key=True).filter(pk__in=unknown_runs).order_by("pk"))
+        moved = intents_transition(
+            moves=[IntentMove(v.intent, v.target, v.event, v.data, v.changes) for v in verdicts],
+            source=IntentStatus.INTENDED,
+            actor=actor,
+            at=now,
+        )
+        for run in runs:
+            unknown = [
+                v.intent
+                for v, done in zip(verdicts, moved, strict=True)
+                if done and v.target == IntentStatus.UNKNOWN and v.intent.run_id == run.pk
+            ]
+            cancelled_in_doubt_hand_over(run=run, unknown=unknown, actor=actor, at=now)
+    return [
+        Reconciled(intent_id=v.intent.pk, outcome=v.outcome, detail=v.detail)
+        if done
+        else Reconciled(intent_id=v.intent.pk, outcome=ReconcileOutcome.SKIPPED, detail="settled meanwhile")
+        for v, done in zip(verdicts, moved, strict=True)
+    ]
+
+
+def _settle_each(verdicts: Sequence[Verdict], actor: Actor) -> list[Reconciled]:
+    """The batch's verdicts settled row by row, after the batch's transaction failed: a row the
+    database refuses keeps its lease (asked again once it lapses) and holds back nobody else."""
+    results = []
+    for verdict in verdicts:
+        try:
+            results += _settle([verdict], actor)
+        except DatabaseError as exc:
+            logger.exception("intent %s could not be settled", verdict.intent.pk)
+            results.append(
+                Reconciled(
+                    intent_id=verdict.intent.pk,
+                    outcome=ReconcileOutcome.SKIPPED,
+                    detail=f"could not be settled: {exc}"[:MAX_REASON_CHARS],
+                )
+            )
+    return results
+
+
+# --- the services -----------------------------------------------------------------------------
+
+
+def intents_reconcile(*, intent_ids: Sequence[int], actor: Actor) -> list[Reconciled]:
+    """Ask the downstream about each of these open intents and settle it with the answer (_ask
+    says how each answer settles), in batches of settings.SEAM_RECONCILE_BATCH_SIZE: one result
+    per id, in order. A transient failure counts an attempt and backs off; past
+    settings.SEAM_LOOKUP_MAX_ATTEMPTS the row becomes `unknown`. A row that is not open, not due,
+    or claimed by another sweeper is skipped untouched."""
+    if inside_open_transaction():
+        raise OpenTransactionRefused(OPEN_TRANSACTION_MESSAGE)
+    size = max(1, int(settings.SEAM_RECONCILE_BATCH_SIZE))
+    results: list[Reconciled] = []
+    for start in range(0, len(intent_ids), size):
+        batch = intent_ids[start : start + size]
+        claimed, lease_end = _claim(intent_ids=batch, now=timezone.now())
+        verdicts, lapsed = [], []
+        for intent in claimed:
+            if timezone.now() >= lease_end:
+                # Whoever claims it next asks about it: asking now could race them.
+                lapsed.append(intent.pk)
+                continue
+            with log_context(run_id=intent.run_id, step_id=intent.step_id, intent_id=intent.pk):
+                verdicts.append(_ask(intent))
+        try:
+            settled = _settle(verdicts, actor)
+        except DatabaseError:
+            logger.exception("a batch of %d rows could not be settled at once; settling each", len(verdicts))
+            settled = _settle_each(verdicts, actor)
+        by_id = {r.intent_id: r for r in settled} | {
+            pk: Reconciled(
+                intent_id=pk, outcome=ReconcileOutcome.SKIPPED, detail="its lease lapsed before its turn"
+            )
+            for pk in lapsed
+        }
+        for pk in batch:
+            result = by_id.get(pk) or Reconciled(
+                intent_id=pk, outcome=ReconcileOutcome.SKIPPED, detail="not open or not due"
+            )
+            metrics.reconcile_outcome(result.outcome)
+            if result.intent_id in by_id:
+                log = logger.warning if result.outcome == ReconcileOutcome.UNKNOWN else logger.info
+                log(
+                    "intent %s reconciled: %s%s",
+                    pk,
+                    result.outcome,
+                    f" ({result.detail})" if result.detail else "",
+                )
+            results.append(result)
+    return results
+
+
+def intent_reconcile(*, intent_id: int, actor: Actor) -> Reconciled:
+    """intents_reconcile for one intent."""
+    return intents_reconcile(intent_ids=[intent_id], actor=actor)[0]
 
 
 @dataclass(frozen=True)
@@ -326,7 +415,7 @@ def reconcile_sweep(
             "tool", "intended_at"
         )
     )
-    results = [intent_reconcile(intent_id=pk, actor=actor) for pk in ids]
+    results = intents_reconcile(intent_ids=ids, actor=actor)
     counts = Counter(str(r.outcome) for r in results)
     return SweepReport(
         counts={o.value: counts.get(o.value, 0) for o in ReconcileOutcome},

@@ -324,6 +324,10 @@ SEAM_LOOKUP_BACKOFF_SECONDS = _env_or_fail(env.float, "SEAM_LOOKUP_BACKOFF_SECON
 SEAM_LOOKUP_BACKOFF_MAX_SECONDS = _env_or_fail(env.float, "SEAM_LOOKUP_BACKOFF_MAX_SECONDS", default=600.0)
 # How long a sweeper's claim on a row lasts while it asks (longer than a lookup's timeouts).
 SEAM_LOOKUP_LEASE_SECONDS = _env_or_fail(env.float, "SEAM_LOOKUP_LEASE_SECONDS", default=60.0)
+# How many stale rows reconciliation claims, asks about and settles together: one transaction to
+# claim them and one to settle them, instead of two per row. Their lookups must fit in the lease
+# (SEAM_LOOKUP_LEASE_SECONDS); a row whose lease lapsed before its turn is left to the next sweep.
+SEAM_RECONCILE_BATCH_SIZE = _env_or_fail(env.int, "SEAM_RECONCILE_BATCH_SIZE", default=50)
 SEAM_SWEEP_INTERVAL_SECONDS = _env_or_fail(env.float, "SEAM_SWEEP_INTERVAL_SECONDS", default=10.0)
 # A pending compensation no worker has touched for this long lost its message (a broker restart
 # or flush, a whole worker killed) and is queued again from its row. Longer than the longest

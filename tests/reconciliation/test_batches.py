@@ -1,0 +1,129 @@
+"""Reconciliation works in batches (settings.SEAM_RECONCILE_BATCH_SIZE): a batch is claimed in one
+transaction and settled in one, its events written in one INSERT, and each row keeps its own
+outcome. A row the database refuses to settle holds back no other row of its batch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from journal import services as journal
+from journal.models import Intent, IntentStatus, JournalEvent, Run
+from reconciliation import services as reconciliation
+from reconciliation.services import ReconcileOutcome, intents_reconcile, reconcile_sweep
+from tools.connectors import NotPerformed, Performed
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SWEEPER = journal.Actor.system("test-sweeper")
+
+
+def _stale_run(make_run: Callable[..., Run], rows: int) -> list[Intent]:
+    run = make_run()
+    intents = [
+        journal.intent_record(
+            run=run,
+            tool="issue_refund",
+            args={"order_id": f"SU-{n}", "amount": "1.00", "currency": "USD"},
+            turn=n + 1,
+            actor=journal.Actor.agent("bot"),
+        ).intent
+        for n in range(rows)
+    ]
+    then = timezone.now() - timedelta(minutes=5)
+    Run.objects.filter(pk=run.pk).update(last_heartbeat_at=then)
+    Intent.objects.filter(run=run).update(intended_at=then)
+    return intents
+
+
+def _answers(monkeypatch: pytest.MonkeyPatch, answer: Callable[[Intent], Any]) -> None:
+    """The downstream's answer for each row, without a network: what is measured is Seam's part."""
+    monkeypatch.setattr(reconciliation.tools, "intent_lookup", lambda *, intent: answer(intent))
+
+
+@override_settings(SEAM_RECONCILE_BATCH_SIZE=20)
+def test_a_sweep_settles_each_batch_in_a_bounded_number_of_statements(
+    make_run: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    intents = _stale_run(make_run, 45)
+    performed = {i.pk for i in intents[::3]}
+    _answers(
+        monkeypatch,
+        lambda intent: (
+            Performed(receipt={"refund_id": f"re_{intent.pk}"}) if intent.pk in performed else NotPerformed()
+        ),
+    )
+
+    with CaptureQueriesContext(connection) as queries:
+        report = reconcile_sweep(run_id=intents[0].run_id, older_than=timedelta(0), actor=SWEEPER)
+
+    assert report.counts["performed"] == 15 and report.counts["not_performed"] == 30
+    # Per batch of 20: one transaction to claim (its SELECT and UPDATE), one to settle (a
+    # compare-and-swap per row, one INSERT of the events). One row at a time, it was two
+    # transactions and five statements per row.
+    statements = [q["sql"] for q in queries.captured_queries]
+    assert statements.count("COMMIT") == 2 * 3
+    assert sum(s.startswith('INSERT INTO "handover_journalevent"') for s in statements) == 3
+    assert len(statements) == 2 + 3 * 7 + 45, "\n".join(s[:90] for s in statements)
+    assert Intent.objects.filter(pk__in=performed, status=IntentStatus.PERFORMED).count() == 15
+    assert Intent.objects.filter(run_id=intents[0].run_id, status=IntentStatus.NOT_PERFORMED).count() == 30
+    for intent in Intent.objects.filter(pk__in=performed):
+        assert intent.receipt == {"refund_id": f"re_{intent.pk}"} and intent.next_lookup_at is None
+    events = JournalEvent.objects.filter(run_id=intents[0].run_id, kind=JournalEvent.Kind.INTENT_RECONCILED)
+    assert sorted(events.values_list("intent_id", flat=True)) == sorted(i.pk for i in intents)
+
+
+@override_settings(SEAM_RECONCILE_BATCH_SIZE=10)
+def test_a_row_the_database_refuses_holds_back_no_other_row_of_its_batch(
+    make_run: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    intents = _stale_run(make_run, 10)
+    poisoned = intents[4]
+    # PostgreSQL's jsonb refuses a NUL character: the batch's settle fails as a whole.
+    _answers(
+        monkeypatch,
+        lambda intent: Performed(receipt={"refund_id": "re\u0000" if intent.pk == poisoned.pk else "re_ok"}),
+    )
+
+    results = intents_reconcile(intent_ids=[i.pk for i in intents], actor=SWEEPER)
+
+    assert [r.intent_id for r in results] == [i.pk for i in intents]
+    outcomes = {r.intent_id: r.outcome for r in results}
+    assert outcomes.pop(poisoned.pk) == ReconcileOutcome.SKIPPED
+    assert set(outcomes.values()) == {ReconcileOutcome.PERFORMED}
+    assert Intent.objects.filter(run_id=poisoned.run_id, status=IntentStatus.PERFORMED).count() == 9
+    poisoned.refresh_from_db()
+    # Still open, under its lease: asked again once the lease lapses.
+    assert poisoned.status == IntentStatus.INTENDED and poisoned.next_lookup_at > timezone.now()
+    assert not JournalEvent.objects.filter(intent=poisoned, kind=JournalEvent.Kind.INTENT_RECONCILED).exists()
+
+
+@override_settings(SEAM_RECONCILE_BATCH_SIZE=5, SEAM_LOOKUP_LEASE_SECONDS=0.2)
+def test_a_row_whose_lease_lapsed_before_its_turn_is_left_to_the_next_sweep(
+    make_run: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    intents = _stale_run(make_run, 5)
+
+    def slow(intent: Intent) -> NotPerformed:
+        time.sleep(0.12)
+        return NotPerformed()
+
+    _answers(monkeypatch, slow)
+    results = intents_reconcile(intent_ids=[i.pk for i in intents], actor=SWEEPER)
+
+    outcomes = [r.outcome for r in results]
+    assert outcomes[:2] == [ReconcileOutcome.NOT_PERFORMED] * 2
+    assert outcomes[2:] == [ReconcileOutcome.SKIPPED] * 3
+    assert {r.detail for r in results[2:]} == {"its lease lapsed before its turn"}
+    assert (
+        Intent.objects.filter(pk__in=[i.pk for i in intents[2:]], status=IntentStatus.INTENDED).count() == 3
+    )

@@ -360,19 +360,20 @@ def intents_reconcile(*, intent_ids: Sequence[int], actor: Actor) -> list[Reconc
             )
             for pk in lapsed
         }
+        claimed_by_id = {intent.pk: intent for intent in claimed}
         for pk in batch:
             result = by_id.get(pk) or Reconciled(
                 intent_id=pk, outcome=ReconcileOutcome.SKIPPED, detail="not open or not due"
             )
             metrics.reconcile_outcome(result.outcome)
-            if result.intent_id in by_id:
-                log = logger.warning if result.outcome == ReconcileOutcome.UNKNOWN else logger.info
-                log(
-                    "intent %s reconciled: %s%s",
-                    pk,
-                    result.outcome,
-                    f" ({result.detail})" if result.detail else "",
-                )
+            if (asked := claimed_by_id.get(pk)) is not None:
+                with log_context(run_id=asked.run_id, step_id=asked.step_id, intent_id=pk):
+                    log = logger.warning if result.outcome == ReconcileOutcome.UNKNOWN else logger.info
+                    log(
+                        "intent reconciled: %s%s",
+                        result.outcome,
+                        f" ({result.detail})" if result.detail else "",
+                    )
             results.append(result)
     return results
 

@@ -51,7 +51,16 @@ def event_insert(
     *, run_id: Any, intent_id: int | None, kind: str, actor: Actor, at: datetime, data: dict[str, Any] | None
 ) -> JournalEvent:
     """event_record for a caller that holds ids, not rows (the journal's hot writes)."""
-    return JournalEvent.objects.create(
+    event = event_of(run_id=run_id, intent_id=intent_id, kind=kind, actor=actor, at=at, data=data)
+    event.save(force_insert=True)
+    return event
+
+
+def event_of(
+    *, run_id: Any, intent_id: int | None, kind: str, actor: Actor, at: datetime, data: dict[str, Any] | None
+) -> JournalEvent:
+    """The event, not yet written: for a caller that writes many in one INSERT (bulk_create)."""
+    return JournalEvent(
         run_id=run_id,
         intent_id=intent_id,
         kind=kind,

@@ -25,7 +25,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from .errors import Conflict
-from .events import Actor, event_insert
+from .events import Actor, event_insert, event_of
 from .models import Intent, IntentStatus, JournalEvent, Run, RunStatus
 
 # --- the tables -------------------------------------------------------------------------------
@@ -208,15 +208,13 @@ def intents_transition(*, moves: Sequence[IntentMove], source: str, actor: Actor
         ]
         JournalEvent.objects.bulk_create(
             [
-                JournalEvent(
+                event_of(
                     run_id=move.intent.run_id,
                     intent_id=move.intent.pk,
                     kind=move.event,
-                    actor_kind=actor.kind,
-                    actor_name=actor.name,
-                    user_id=actor.user_id,
-                    data=move.data,
+                    actor=actor,
                     at=at,
+                    data=move.data,
                 )
                 for move, done in zip(moves, moved, strict=True)
                 if done

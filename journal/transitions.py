@@ -18,10 +18,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, cast
 
-from django.db import transaction
-from django.db.models import F
+from django.db import connections, router, transaction
+from django.db.models import F, Field
+from django.db.models.sql import UpdateQuery
 from django.utils import timezone
 
 from .errors import Conflict
@@ -191,21 +192,32 @@ class IntentMove:
 
 def intents_transition(*, moves: Sequence[IntentMove], source: str, actor: Actor, at: datetime) -> list[bool]:
     """intent_transition for many rows from `source`, in the caller's transaction or one of its
-    own: each row's compare-and-swap, then the events of the rows that moved in one INSERT.
-    Returns, per move, whether its row moved. An instance that moved takes the values written,
-    except those the database computes (a counter's F expression), which are not read back: one
-    query per row is what a batch saves."""
+    own: the compare-and-swap of every row that writes the same columns in one UPDATE (a batch of
+    reconciled rows is one or two such groups), then the events of the rows that moved in one
+    INSERT. Returns, per move, whether its row moved. An instance that moved takes the values
+    written, except those the database computes (a counter's F expression), which are not read
+    back: one query per row is what a batch saves."""
     for move in moves:
         _checked(model="intent", table=INTENT_TRANSITIONS, source=source, target=move.target)
+    values = [_values(move.changes, target=move.target) for move in moves]
+    groups: dict[tuple[tuple[str, Any], ...], list[int]] = {}
+    for index, written in enumerate(values):
+        # Rows group by the columns they write and by any expression written: an expression is
+        # the same SQL for every row of its group, a plain value is each row's own.
+        shape = tuple(
+            (name, value if hasattr(value, "resolve_expression") else None)
+            for name, value in sorted(written.items())
+        )
+        groups.setdefault(shape, []).append(index)
     with transaction.atomic(savepoint=False):
-        moved = [
-            bool(
-                Intent.objects.filter(pk=move.intent.pk, status=source).update(
-                    **_values(move.changes, target=move.target)
-                )
+        moved_ids: set[int] = set()
+        for shape, indexes in groups.items():
+            moved_ids |= _update_each_from(
+                source=source,
+                columns=[name for name, _ in shape],
+                rows=[(moves[i].intent.pk, values[i]) for i in indexes],
             )
-            for move in moves
-        ]
+        moved = [move.intent.pk in moved_ids for move in moves]
         JournalEvent.objects.bulk_create(
             [
                 event_of(
@@ -220,12 +232,52 @@ def intents_transition(*, moves: Sequence[IntentMove], source: str, actor: Actor
                 if done
             ]
         )
-    for move, done in zip(moves, moved, strict=True):
+    for move, written, done in zip(moves, values, moved, strict=True):
         if done:
-            for name, value in _values(move.changes, target=move.target).items():
+            for name, value in written.items():
                 if not hasattr(value, "resolve_expression"):
                     setattr(move.intent, name, value)
     return moved
+
+
+def _update_each_from(*, source: str, columns: list[str], rows: list[tuple[int, dict[str, Any]]]) -> set[int]:
+    """One UPDATE ... FROM (VALUES ...) writing each row's own `columns` where the row is still in
+    `source`: the ids that moved. A column whose value is an expression (the same in every row)
+    is compiled once by Django's compiler, as QuerySet.update would."""
+    db = connections[router.db_for_write(Intent)]
+    quote = db.ops.quote_name
+    fields = {name: cast("Field[Any, Any]", Intent._meta.get_field(name)) for name in columns}
+    column = {name: quote(cast(str, field.column)) for name, field in fields.items()}
+    table, pk = quote(Intent._meta.db_table), quote(cast(str, Intent._meta.pk.column))
+    query = UpdateQuery(Intent)
+    compiler = query.get_compiler(connection=db)
+    first = rows[0][1]
+    plain = [name for name in columns if not hasattr(first[name], "resolve_expression")]
+    assignments, params = [], []
+    for name in columns:
+        if name in plain:
+            assignments.append(f"{column[name]} = v.{column[name]}")
+        else:
+            expression = first[name].resolve_expression(query, allow_joins=False, for_save=True)
+            sql, expression_params = compiler.compile(expression)
+            assignments.append(f"{column[name]} = {sql}")
+            params += expression_params
+    row_sql = (
+        "(" + ", ".join(["%s::bigint"] + [f"%s::{fields[name].cast_db_type(db)}" for name in plain]) + ")"
+    )
+    for row_pk, written in rows:
+        params += [row_pk, *(fields[name].get_db_prep_save(written[name], connection=db) for name in plain)]
+    params.append(source)
+    # Every name in the statement is the model's own, quoted; every value is a parameter.
+    statement = (
+        f"UPDATE {table} SET {', '.join(assignments)} "  # noqa: S608
+        f"FROM (VALUES {', '.join([row_sql] * len(rows))}) AS v ({', '.join([pk, *(column[n] for n in plain)])}) "
+        f"WHERE {table}.{pk} = v.{pk} AND {table}.{column['status']} = %s "
+        f"RETURNING {table}.{pk}"
+    )
+    with db.cursor() as cursor:
+        cursor.execute(statement, params)
+        return {row_pk for (row_pk,) in cursor.fetchall()}
 
 
 def run_transition(

@@ -31,7 +31,7 @@ from typing import Any
 import requests
 from django.conf import settings
 from django.db import DatabaseError, transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from journal.models import ErrorClass, Intent, IntentStatus, JournalEvent, Run
@@ -78,25 +78,26 @@ class Reconciled:
 # --- the three steps --------------------------------------------------------------------------
 
 
-def _claim(*, intent_ids: Sequence[int], now: datetime) -> tuple[list[Intent], datetime]:
-    """Take a lease on every row of `intent_ids` that is open and due: (the rows claimed, in the
-    order asked, with their runs; when the lease ends). A row not open, not due, or held by
-    someone else is left out."""
+def _claim(*, candidates: QuerySet[Intent], limit: int, now: datetime) -> tuple[list[Intent], datetime]:
+    """Take a lease on up to `limit` of `candidates` that are open and due, in their order: (the
+    rows claimed; when the lease ends). A row not open, not due, or held by someone else is left
+    out, so two sweepers claiming from the same candidates at once get different rows."""
     lease_end = now + timedelta(seconds=float(settings.SEAM_LOOKUP_LEASE_SECONDS))
-    # SKIP LOCKED: a row another session holds locked (a long transaction, a person's action, a
-    # stuck settle) is "someone else has it" for now, not a wait. A plain UPDATE would queue
+    # SKIP LOCKED: a row another session holds locked (another sweeper's claim, a person's action,
+    # a stuck settle) is "someone else has it" for now, not a wait. A plain UPDATE would queue
     # behind that lock, and every sweep after it too, since each comes to the oldest row first.
     due = (
-        Intent.objects.select_for_update(skip_locked=True, no_key=True, of=("self",))
-        .select_related("run")
-        .filter(pk__in=list(intent_ids), status=IntentStatus.INTENDED)
+        candidates.select_related(None)
+        .select_for_update(skip_locked=True, no_key=True, of=("self",))
+        .filter(status=IntentStatus.INTENDED)
         .filter(Q(next_lookup_at__isnull=True) | Q(next_lookup_at__lte=now))
-    )
+    )[
+        # The rows alone: a lookup reads the intent, never its run.
+        :limit
+    ]
     with transaction.atomic(durable=True):
         claimed = list(due)
         Intent.objects.filter(pk__in=[intent.pk for intent in claimed]).update(next_lookup_at=lease_end)
-    order = {pk: position for position, pk in enumerate(intent_ids)}
-    claimed.sort(key=lambda intent: order[intent.pk])
     for intent in claimed:
         intent.next_lookup_at = lease_end
     return claimed, lease_end
@@ -328,6 +329,39 @@ def _settle_each(verdicts: Sequence[Verdict], actor: Actor) -> list[Reconciled]:
 # --- the services -----------------------------------------------------------------------------
 
 
+def _reconcile_claimed(claimed: Sequence[Intent], lease_end: datetime, actor: Actor) -> list[Reconciled]:
+    """Ask about each claimed row and settle the batch: one result per row, in order, each logged
+    and counted."""
+    verdicts, lapsed = [], []
+    for intent in claimed:
+        if timezone.now() >= lease_end:
+            # Whoever claims it next asks about it: asking now could race them.
+            lapsed.append(intent.pk)
+            continue
+        with log_context(run_id=intent.run_id, step_id=intent.step_id, intent_id=intent.pk):
+            verdicts.append(_ask(intent))
+    try:
+        settled = _settle(verdicts, actor)
+    except DatabaseError:
+        logger.exception("a batch of %d rows could not be settled at once; settling each", len(verdicts))
+        settled = _settle_each(verdicts, actor)
+    by_id = {r.intent_id: r for r in settled} | {
+        pk: Reconciled(
+            intent_id=pk, outcome=ReconcileOutcome.SKIPPED, detail="its lease lapsed before its turn"
+        )
+        for pk in lapsed
+    }
+    results = []
+    for intent in claimed:
+        result = by_id[intent.pk]
+        metrics.reconcile_outcome(result.outcome)
+        with log_context(run_id=intent.run_id, step_id=intent.step_id, intent_id=intent.pk):
+            log = logger.warning if result.outcome == ReconcileOutcome.UNKNOWN else logger.info
+            log("intent reconciled: %s%s", result.outcome, f" ({result.detail})" if result.detail else "")
+        results.append(result)
+    return results
+
+
 def intents_reconcile(*, intent_ids: Sequence[int], actor: Actor) -> list[Reconciled]:
     """Ask the downstream about each of these open intents and settle it with the answer (_ask
     says how each answer settles), in batches of settings.SEAM_RECONCILE_BATCH_SIZE: one result
@@ -340,41 +374,17 @@ def intents_reconcile(*, intent_ids: Sequence[int], actor: Actor) -> list[Reconc
     results: list[Reconciled] = []
     for start in range(0, len(intent_ids), size):
         batch = intent_ids[start : start + size]
-        claimed, lease_end = _claim(intent_ids=batch, now=timezone.now())
-        verdicts, lapsed = [], []
-        for intent in claimed:
-            if timezone.now() >= lease_end:
-                # Whoever claims it next asks about it: asking now could race them.
-                lapsed.append(intent.pk)
-                continue
-            with log_context(run_id=intent.run_id, step_id=intent.step_id, intent_id=intent.pk):
-                verdicts.append(_ask(intent))
-        try:
-            settled = _settle(verdicts, actor)
-        except DatabaseError:
-            logger.exception("a batch of %d rows could not be settled at once; settling each", len(verdicts))
-            settled = _settle_each(verdicts, actor)
-        by_id = {r.intent_id: r for r in settled} | {
-            pk: Reconciled(
-                intent_id=pk, outcome=ReconcileOutcome.SKIPPED, detail="its lease lapsed before its turn"
-            )
-            for pk in lapsed
-        }
-        claimed_by_id = {intent.pk: intent for intent in claimed}
+        claimed, lease_end = _claim(
+            candidates=Intent.objects.filter(pk__in=list(batch)), limit=len(batch), now=timezone.now()
+        )
+        by_id = {r.intent_id: r for r in _reconcile_claimed(claimed, lease_end, actor)}
         for pk in batch:
-            result = by_id.get(pk) or Reconciled(
-                intent_id=pk, outcome=ReconcileOutcome.SKIPPED, detail="not open or not due"
+            if pk not in by_id:
+                metrics.reconcile_outcome(ReconcileOutcome.SKIPPED)
+            results.append(
+                by_id.get(pk)
+                or Reconciled(intent_id=pk, outcome=ReconcileOutcome.SKIPPED, detail="not open or not due")
             )
-            metrics.reconcile_outcome(result.outcome)
-            if (asked := claimed_by_id.get(pk)) is not None:
-                with log_context(run_id=asked.run_id, step_id=asked.step_id, intent_id=pk):
-                    log = logger.warning if result.outcome == ReconcileOutcome.UNKNOWN else logger.info
-                    log(
-                        "intent reconciled: %s%s",
-                        result.outcome,
-                        f" ({result.detail})" if result.detail else "",
-                    )
-            results.append(result)
     return results
 
 
@@ -407,16 +417,28 @@ def reconcile_sweep(
     in_flight_floor), whatever `older_than` says: a slow provider may still be acting on it, and
     a lookup now could find nothing yet. Those are counted as held back, with when the last of
     them is due."""
+    if inside_open_transaction():
+        raise OpenTransactionRefused(OPEN_TRANSACTION_MESSAGE)
     now = timezone.now()
     floor = in_flight_floor()
     stale = stale_intents(older_than=older_than, run_id=run_id, now=now, floor=floor)
-    ids = list(stale.values_list("pk", flat=True)[:limit])
     held = list(
         in_flight_intents(floor=floor, older_than=older_than, run_id=run_id, now=now).values_list(
             "tool", "intended_at"
         )
     )
-    results = intents_reconcile(intent_ids=ids, actor=actor)
+    size = max(1, int(settings.SEAM_RECONCILE_BATCH_SIZE))
+    results: list[Reconciled] = []
+    # Each batch is claimed from the oldest stale rows nobody holds: sweepers running at once take
+    # different batches instead of each finding the other's batch taken. A claimed row leaves the
+    # stale set (its lease is later than `now`); a batch that comes back short means nothing
+    # stale is left that nobody holds, and the sweep ends without asking again.
+    while len(results) < limit:
+        wanted = min(size, limit - len(results))
+        claimed, lease_end = _claim(candidates=stale, limit=wanted, now=timezone.now())
+        results += _reconcile_claimed(claimed, lease_end, actor)
+        if len(claimed) < wanted:
+            break
     counts = Counter(str(r.outcome) for r in results)
     return SweepReport(
         counts={o.value: counts.get(o.value, 0) for o in ReconcileOutcome},

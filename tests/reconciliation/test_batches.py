@@ -65,13 +65,15 @@ def test_a_sweep_settles_each_batch_in_a_bounded_number_of_statements(
         report = reconcile_sweep(run_id=intents[0].run_id, older_than=timedelta(0), actor=SWEEPER)
 
     assert report.counts["performed"] == 15 and report.counts["not_performed"] == 30
-    # Per batch of 20: one transaction to claim (its SELECT and UPDATE), one to settle (a
-    # compare-and-swap per row, one INSERT of the events). One row at a time, it was two
-    # transactions and five statements per row.
+    # One read of the calls held back as maybe in flight; then per batch of 20 (the last one short,
+    # which ends the sweep): one transaction to claim (its SELECT and UPDATE), one to settle (one
+    # compare-and-swap of every row that writes the same columns, one INSERT of the events). One
+    # row at a time, it was two transactions and five statements per row.
     statements = [q["sql"] for q in queries.captured_queries]
     assert statements.count("COMMIT") == 2 * 3
     assert sum(s.startswith('INSERT INTO "handover_journalevent"') for s in statements) == 3
-    assert len(statements) == 2 + 3 * 7 + 45, "\n".join(s[:90] for s in statements)
+    assert sum(s.startswith('UPDATE "handover_intent" SET "next_lookup_at" = v.') for s in statements) == 3
+    assert len(statements) == 1 + 3 * 8, "\n".join(s[:90] for s in statements)
     assert Intent.objects.filter(pk__in=performed, status=IntentStatus.PERFORMED).count() == 15
     assert Intent.objects.filter(run_id=intents[0].run_id, status=IntentStatus.NOT_PERFORMED).count() == 30
     for intent in Intent.objects.filter(pk__in=performed):
@@ -127,3 +129,87 @@ def test_a_row_whose_lease_lapsed_before_its_turn_is_left_to_the_next_sweep(
     assert (
         Intent.objects.filter(pk__in=[i.pk for i in intents[2:]], status=IntentStatus.INTENDED).count() == 3
     )
+
+
+@override_settings(SEAM_RECONCILE_BATCH_SIZE=10, SEAM_LOOKUP_MAX_ATTEMPTS=5)
+def test_a_batch_mixing_settled_rows_and_failed_lookups_writes_each_rows_own_columns(
+    make_run: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from journal.models import ErrorClass
+    from journal.tool_errors import ToolError
+
+    intents = _stale_run(make_run, 6)
+    failing = {i.pk for i in intents[1::2]}
+    Intent.objects.filter(pk=intents[1].pk).update(lookup_attempts=2)
+
+    def answer(intent: Intent) -> Performed:
+        if intent.pk in failing:
+            raise ToolError(ErrorClass.TRANSIENT, "the provider timed out")
+        return Performed(receipt={"refund_id": f"re_{intent.pk}"})
+
+    _answers(monkeypatch, answer)
+    with CaptureQueriesContext(connection) as queries:
+        results = intents_reconcile(intent_ids=[i.pk for i in intents], actor=SWEEPER)
+
+    assert [r.outcome for r in results] == [ReconcileOutcome.PERFORMED, ReconcileOutcome.RETRY_LATER] * 3
+    # Two groups of columns (settled rows; failed lookups, whose counter is the database's own
+    # arithmetic): two UPDATEs for the batch, not one per row.
+    updates = [q["sql"] for q in queries.captured_queries if q["sql"].startswith('UPDATE "handover_intent"')]
+    assert len(updates) == 1 + 2, updates
+    rows = {i.pk: i for i in Intent.objects.filter(run_id=intents[0].run_id)}
+    for pk in failing:
+        row = rows[pk]
+        assert row.status == IntentStatus.INTENDED and row.next_lookup_at > timezone.now()
+        assert row.last_lookup_error == "transient: the provider timed out" and row.receipt == {}
+    assert [rows[i.pk].lookup_attempts for i in intents[1::2]] == [3, 1, 1]
+    for intent in intents[::2]:
+        row = rows[intent.pk]
+        assert row.status == IntentStatus.PERFORMED and row.receipt == {"refund_id": f"re_{intent.pk}"}
+        assert row.lookup_attempts == 0 and row.next_lookup_at is None and row.settled_at is not None
+    kinds = dict(JournalEvent.objects.filter(run_id=intents[0].run_id).values_list("intent_id", "kind"))
+    assert {kinds[pk] for pk in failing} == {JournalEvent.Kind.LOOKUP_FAILED}
+    assert {kinds[i.pk] for i in intents[::2]} == {JournalEvent.Kind.INTENT_RECONCILED}
+
+
+@override_settings(SEAM_RECONCILE_BATCH_SIZE=5)
+def test_two_sweepers_at_once_claim_different_batches(
+    make_run: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    intents = _stale_run(make_run, 10)
+    run_id = intents[0].run_id
+    asked: list[int] = []
+    first_asked, second_done = threading.Event(), threading.Event()
+
+    def answer(intent: Intent) -> NotPerformed:
+        asked.append(intent.pk)
+        if threading.current_thread().name == "first":
+            first_asked.set()
+            assert second_done.wait(20)
+        return NotPerformed()
+
+    _answers(monkeypatch, answer)
+    reports: dict[str, Any] = {}
+
+    def sweep(name: str) -> None:
+        try:
+            reports[name] = reconcile_sweep(run_id=run_id, older_than=timedelta(0), actor=SWEEPER)
+        finally:
+            connection.close()
+            if name == "second":
+                second_done.set()
+
+    first = threading.Thread(target=sweep, args=("first",), name="first")
+    first.start()
+    assert first_asked.wait(20)
+    # The first sweeper holds the oldest batch, mid-lookup: the second takes the next one.
+    sweep("second")
+    first.join(20)
+
+    assert sorted(r.intent_id for r in reports["second"].results) == sorted(i.pk for i in intents[5:])
+    assert sorted(r.intent_id for r in reports["first"].results) == sorted(i.pk for i in intents[:5])
+    for report in reports.values():
+        assert report.counts["not_performed"] == 5 and report.counts["skipped"] == 0
+    assert sorted(asked) == sorted(i.pk for i in intents), "each row asked about once"
+    assert Intent.objects.filter(run_id=run_id, status=IntentStatus.NOT_PERFORMED).count() == 10

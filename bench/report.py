@@ -380,6 +380,39 @@ SECTIONS = {
 }
 
 
+def targets_of(value: Any) -> list[dict[str, Any]]:
+    """Every target a benchmark's JSON states, wherever it nests them: each a dict with the
+    measured `value`, the `bound` it is held to and whether it was `met`."""
+    found: list[dict[str, Any]] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "targets" and isinstance(item, list):
+                found += [
+                    t for t in item if isinstance(t, dict) and {"name", "value", "bound", "met"} <= t.keys()
+                ]
+            else:
+                found += targets_of(item)
+    elif isinstance(value, list):
+        for item in value:
+            found += targets_of(item)
+    return found
+
+
+def targets_section(targets: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    if not targets:
+        return []
+    unmet = sum(not t["met"] for _, t in targets)
+    verdict = f"all {len(targets)} met" if not unmet else f"{unmet} of {len(targets)} **not met**"
+    lines = ["## Targets", "", f"Each measured in this run against its bound: {verdict}.", ""]
+    return lines + table(
+        ["benchmark", "target", "value", "bound", ""],
+        [
+            [f"`bench/{name}.py`", t["name"], f"{t['value']:.2f}", t["bound"], met(t["met"])]
+            for name, t in targets
+        ],
+    )
+
+
 def write(directory: Path, out: Path) -> int:
     start = json.loads((directory / "start.json").read_text()) if (directory / "start.json").exists() else {}
     info = machine(start, snapshot())
@@ -387,6 +420,7 @@ def write(directory: Path, out: Path) -> int:
     names += sorted(p.stem for p in directory.glob("*.rc") if p.stem not in names)
     failed: list[str] = []
     body: list[str] = []
+    targets: list[tuple[str, dict[str, Any]]] = []
     for name in names:
         title, render = SECTIONS.get(name, (name, generic))
         rc = (directory / f"{name}.rc").read_text().strip()
@@ -412,6 +446,7 @@ def write(directory: Path, out: Path) -> int:
                 "",
             ]
             continue
+        targets += [(name, t) for t in targets_of(result)]
         try:
             body += render(result)
         except (KeyError, TypeError, ValueError) as exc:
@@ -455,10 +490,18 @@ def write(directory: Path, out: Path) -> int:
             ["benchmarks failed", ", ".join(failed) or "none"],
         ],
     )
+    lines += targets_section(targets)
     lines += body
     out.write_text("\n".join(lines).rstrip() + "\n")
     print(f"wrote {out} ({len(names)} benchmarks, {len(failed)} failed)", file=sys.stderr)
-    return 1 if failed or not names else 0
+    # What `make bench` ends with: every target, met or not, on standard output.
+    for name, t in targets:
+        print(
+            f"{'met    ' if t['met'] else 'NOT MET'}  {t['name']}: {t['value']:.2f} ({t['bound']}; bench/{name}.py)"
+        )
+    unmet = [t for _, t in targets if not t["met"]]
+    print(f"targets: {len(targets) - len(unmet)} of {len(targets)} met")
+    return 1 if failed or unmet or not names else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,33 +27,12 @@ from tests.support.processes import ROOT
 
 ORDER = ["journal", "reconcile", "pages", "recovery", "load", "profiles"]
 
-# What profiling showed and what was changed because of it. The before/after figures were
-# measured once, when the change was made (see each entry); the tables above are this run's.
-CHANGES = """\
-- **Queue page: per-row `{% url %}` and permission lookups** (2026-11-29). pyinstrument
-  (`bench/profiles.py --targets queue`) put template rendering at 75-77% of the page's time (it
-  includes the page's main query, evaluated lazily inside the template) and `{% url %}` at
-  7.6-10.2%: three reversals per row, 150 per page of 50 runs; `timesince` took another ~6%.
-  `handover/views.py` now reverses each per-row URL once per page (with a placeholder id, so the
-  URLconf stays the single source of the paths) and reads `act_on_run` once instead of through
-  `perms` on every row; `templates/handover/queue.html` loops over `(run, detail_url,
-  assign_url)`. After: URL reversing 0.3-0.5% of the page. Old and new code alternately, three
-  times each, in process on the same seeded database (100,000 runs): full page 213.9 / 154.0 /
-  152.1 ms before, 147.7 / 103.7 / 87.8 ms after (paired after/before 0.69, 0.67, 0.58); htmx
-  partial 201.0 / 217.8 / 130.7 before, 157.1 / 124.1 / 131.0 after (0.78, 0.57, 1.00). The
-  machine was loaded by other work (load average 7-9 on 2 CPUs), so those wall-clock ratios are
-  noisy and overstate it; the profile's share (~8% of the page) is the figure to rely on. Through
-  gunicorn (bench/pages.py, twice each way) the queue page's median over the unchanged run page's
-  went from 1.34 and 1.45 to 1.32 and 1.31.
-- **Journal (`perform`)**: cut before this report by collapsing each of the two commits into one
-  prepared statement (docs/performance-history.md). Its profile (above)
-  is dominated by the two round trips; no further change was made here.
-- **Reconciliation**: the worker figures above show the cost per settled row (claim, read,
-  settle + event, two durable transactions and a read per row) well above a journaled call's;
-  it was not profiled or changed in this pass.
-- Not changed: `timesince` (two per row, ~6% of the queue page) renders a person-readable age and
-  stays; the queue's SQL is index-bound (bench/pages.py prints its plans).
-"""
+# What profiling showed and what was changed because of it is history, measured when each change
+# was made: it lives in docs/performance-history.md, written by hand; this file is this run's only.
+CHANGES = (
+    "What each profile led to, with the before and after measured when the change was made, is in "
+    "[performance-history.md](performance-history.md#what-profiling-changed)."
+)
 
 
 def snapshot() -> dict[str, Any]:

@@ -211,6 +211,12 @@ def intents_transition(*, moves: Sequence[IntentMove], source: str, actor: Actor
         groups.setdefault(shape, []).append(index)
     with transaction.atomic(savepoint=False):
         moved_ids: set[int] = set()
+        if connections[router.db_for_write(Intent)].vendor != "postgresql":
+            # The demo's SQLite: a compare-and-swap per row (the grouped statement is PostgreSQL's).
+            groups = {}
+            for move, written in zip(moves, values, strict=True):
+                if Intent.objects.filter(pk=move.intent.pk, status=source).update(**written):
+                    moved_ids.add(move.intent.pk)
         for shape, indexes in groups.items():
             moved_ids |= _update_each_from(
                 source=source,

@@ -3,14 +3,15 @@ became of the call's idempotency key.
 
 Rows are worked in batches (settings.SEAM_RECONCILE_BATCH_SIZE), in three steps, none holding a
 transaction across the network:
-1. claim — one durable transaction takes a short lease (`next_lookup_at`) on every row of the
-   batch that is still open and due and that no other session holds locked (SKIP LOCKED), so a
-   second sweeper (two beats, two workers) skips them;
+1. claim — one durable transaction takes a short lease (`next_lookup_at`) on up to a batch of
+   rows that are still open and due and that no other session holds locked (SKIP LOCKED): the
+   sweep takes the oldest stale ones, so a second sweeper (two beats, two workers) claims the
+   next batch rather than this one;
 2. ask — `tools.services.intent_lookup` for each claimed row, outside any transaction; a row whose
    lease lapsed before its turn is left to whoever claims it next;
 3. settle — one durable transaction: each row's compare-and-swap from `intended`
-   (journal.transitions.intents_transition) and the events of the rows that moved, written in one
-   INSERT. Settling a row that someone else settled first changes nothing, so a doubled sweep is
+   (journal.transitions.intents_transition: one UPDATE for all rows writing the same columns)
+   and the events of the rows that moved, written in one INSERT. Settling a row that someone else settled first changes nothing, so a doubled sweep is
    harmless. A batch whose settle fails is settled again row by row, so one row the database
    refuses cannot hold back the others.
 

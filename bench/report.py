@@ -249,15 +249,28 @@ def reconcile(r: dict[str, Any]) -> list[str]:
 
 
 def pages(r: dict[str, Any]) -> list[str]:
+    from bench.pages import queue_target_line
+
     v = r["volume"]
+    seeding = r["seeding"]
     lines = [
-        f"{v['runs']:,} runs, {v['intents']:,} intents, {v['journal_events']:,} journal events; gunicorn "
-        f"{r['server']['workers']} sync workers; {r['requests_per_page']} requests per page in "
-        f"{r['rounds']} alternating rounds, one client.",
+        f"{v['runs']:,} runs, {v['intents']:,} intents, {v['journal_events']:,} journal events, "
+        f"{v['awaiting_person']:,} runs awaiting a person and {v['running']:,} running (the queue's "
+        f"rows); gunicorn {r['server']['workers']} sync workers; {r['requests_per_page']} requests per "
+        f"page in {r['rounds']} alternating rounds, one client; "
+        + (
+            "the seeded database was reused."
+            if seeding["reused"]
+            else f"seeded in {seeding['seconds']:.0f} s ("
+            + ", ".join(f"{k} {t:.0f} s" for k, t in seeding["steps"].items())
+            + ")."
+        ),
+        "",
+        f"**{queue_target_line(r.get('queue_target'))}**",
         "",
     ]
-    return lines + table(
-        ["page", "median ms", "p95 ms", "median / static", "p95 / static", "SQL queries"],
+    lines += table(
+        ["page", "median ms", "p95 ms", "median / static", "p95 / static", "median / login", "SQL queries"],
         [
             [
                 r["labels"][name],
@@ -265,11 +278,37 @@ def pages(r: dict[str, Any]) -> list[str]:
                 f"{f['p95_ms']:.2f}",
                 f"{r['ratios'][name]['median_over_static']:.2f}",
                 f"{r['ratios'][name]['p95_over_static']:.2f}",
+                f"{r['ratios'][name]['median_over_login']:.2f}",
                 r["sql"][name]["queries"] if name in r["sql"] else "—",
             ]
             for name, f in r["figures"].items()
         ],
     )
+    budget = r.get("insights_budget")
+    if budget:
+        lines += [
+            f"Insights page at this volume: median {budget['median_ms']:.1f} ms, p95 {budget['p95_ms']:.1f} ms "
+            f"against its budget of {budget['budget_ms']:.0f} ms: "
+            + ("kept." if budget["kept"] else "**exceeded**."),
+            "",
+        ]
+    plan = r.get("queue_plan") or {}
+    if plan.get("queries"):
+        lines += [
+            "Every query of the queue page, `EXPLAIN (ANALYZE, BUFFERS)` at this volume (scans | execution time):",
+            "",
+        ]
+        lines += table(
+            ["query", "plan"],
+            [
+                [f"`{q['sql'][:90]}…`".replace("|", "\\|"), q["summary"].replace("|", "\\|")]
+                for q in plan["queries"]
+            ],
+        )
+        for q in plan["queries"]:
+            if q.get("reads_runs", True):
+                lines += ["```sql", q["sql"], "```", "```", q["plan"], "```", ""]
+    return lines
 
 
 def recovery(r: dict[str, Any]) -> list[str]:

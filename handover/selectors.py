@@ -50,11 +50,17 @@ class QueueFilters:
     q: str = ""  # any part of a ticket or order id, in any case: searches every run, ended too
     sort: str = "deadline"  # "deadline" (nearest first, then oldest) or "oldest"
 
+    @property
+    def narrowed(self) -> bool:
+        """Whether these filters show less than the whole queue (the order does not)."""
+        return bool(self.task_type or self.reason or self.status or self.assignee or self.q.strip())
+
 
 def _queue_base(*, tenant: Tenant, now: datetime) -> QuerySet[Run]:
     """Runs waiting for a person (escalated, not yet resolved) and runs that are stuck
     (journal.selectors.stuck_runs: running, silent past the threshold of what they wait on).
-    Both sides are partial-index scans."""
+    Both sides imply the condition of the partial indexes run_queue_deadline_idx and
+    run_queue_oldest_idx (awaiting a person, or running), which hold the queue's rows only."""
     return Run.objects.filter(tenant=tenant).filter(Q(awaiting_person=True) | stuck_runs_q(now=now))
 
 
@@ -110,51 +116,53 @@ def queue_runs(*, tenant: Tenant, user: Any, filters: QueueFilters, now: datetim
         last_audit_seq=Coalesce(Subquery(last_audit), 0),
         has_unknown=Coalesce(Subquery(open_uncertain), Value(False)),
     )
+    # Each order is an index's own (run_queue_deadline_idx, run_queue_oldest_idx): the first page
+    # is read in order and stops at its last row, instead of sorting the whole queue.
     if filters.sort == "oldest":
         return runs.order_by("created_at", "id")
     return runs.order_by(F("deadline").asc(nulls_last=True), "created_at", "id")
 
 
-def queue_task_types(*, tenant: Tenant, now: datetime) -> list[str]:
-    """The task types of the runs in the queue, for its filter: read from the queue's own partial
-    indexes, so the list costs what the queue costs, not a scan of every run the tenant has."""
-    return list(
-        _queue_base(tenant=tenant, now=now)
-        .order_by("task_type")
-        .values_list("task_type", flat=True)
-        .distinct()
-    )
-
-
 @dataclass(frozen=True)
 class QueueCounts:
-    """How many runs wait for each reason (stuck runs under "run_stuck"), and how many of all
-    the waiting runs are the person's own."""
+    """How many runs wait for each reason (stuck runs under "run_stuck"), how many of all the
+    waiting runs are the person's own, and the task types among them (for the queue's filter)."""
 
     by_reason: dict[str, int]
     mine: int
+    task_types: list[str]
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_reason.values())
 
 
 def queue_counts(*, tenant: Tenant, user_id: int | None, now: datetime) -> QueueCounts:
-    """The queue's counts per reason and the person's own (`user_id`'s), in one query."""
+    """The queue's counts per reason, the person's own (`user_id`'s) and its task types, in one
+    query: grouped by reason and task type, an index-only scan of run_queue_deadline_idx, which
+    holds the queue's rows only and carries every column read here. Its cost follows the queue's
+    length, not the journal's size."""
     rows = (
         _queue_base(tenant=tenant, now=now)
         .annotate(
             queue_reason=Case(When(awaiting_person=True, then=F("outcome_reason")), default=Value(STUCK))
         )
-        .values("queue_reason")
+        .values("queue_reason", "task_type")
         .annotate(
             n=Count("id"),
             mine=Count("id", filter=Q(assignee_id=user_id)) if user_id is not None else Value(0),
         )
-        .order_by("queue_reason")
+        .order_by("queue_reason", "task_type")
     )
     by_reason: dict[str, int] = {}
+    task_types: set[str] = set()
     mine = 0
     for row in rows:
-        by_reason[row["queue_reason"] or "unspecified"] = row["n"]
+        reason = row["queue_reason"] or "unspecified"
+        by_reason[reason] = by_reason.get(reason, 0) + row["n"]
+        task_types.add(row["task_type"])
         mine += row["mine"]
-    return QueueCounts(by_reason=by_reason, mine=mine)
+    return QueueCounts(by_reason=by_reason, mine=mine, task_types=sorted(task_types))
 
 
 def queue_reason_counts(*, tenant: Tenant, now: datetime) -> dict[str, int]:

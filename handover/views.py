@@ -123,6 +123,16 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
     return _queue(request, _queue_parameters(request))
 
 
+class CountedPaginator(Paginator):
+    """A paginator told its count when the caller has already read it, so it does not count
+    the rows a second time."""
+
+    def __init__(self, object_list: Any, per_page: int, *, count: int | None = None) -> None:
+        super().__init__(object_list, per_page)
+        if count is not None:
+            self.__dict__["count"] = count  # where Paginator.count, a cached_property, keeps it
+
+
 def _run_url(name: str, *args: Any) -> Callable[[Any], str]:
     """A run's URL of `name`, reversed once per page instead of once per row: a page of 50 runs
     with two links each spent ~7% of its time in `{% url %}` (bench/profiles.py)."""
@@ -141,10 +151,13 @@ def _queue(
         now = timezone.now()
         filters = parameters.filters()
         runs = selectors.queue_runs(tenant=tenant, user=request.user, filters=filters, now=now)
-        page = Paginator(runs, RUNS_PER_PAGE).get_page(parameters.cleaned_data["page"])
+        counts = selectors.queue_counts(tenant=tenant, user_id=request.user.pk, now=now)
+        # The whole queue's length is the sum of its counts per reason, just read: only a
+        # narrowed view is counted again.
+        paginator = CountedPaginator(runs, RUNS_PER_PAGE, count=None if filters.narrowed else counts.total)
+        page = paginator.get_page(parameters.cleaned_data["page"])
         assign = staff_actions.action_get(staff_actions.Kind.RUN, "assign")
         detail_url, assign_url = _run_url("handover:run_detail"), _run_url("handover:run_act", "assign")
-        counts = selectors.queue_counts(tenant=tenant, user_id=request.user.pk, now=now)
         since = parameters.cleaned_data["since"]
         context |= {
             "page": page,
@@ -157,9 +170,7 @@ def _queue(
             "reasons": list(REASON_LABELS.items()),
             "statuses": RunStatus.choices,
             # The queue's own task types (plus the one filtered on, so the filter stays shown).
-            "task_types": sorted(
-                {*selectors.queue_task_types(tenant=tenant, now=now), filters.task_type} - {""}
-            ),
+            "task_types": sorted({*counts.task_types, filters.task_type} - {""}),
             "query": _query_without(request, "page", "since"),
             "now": now,
             # The open page's first draw; each poll counts the escalations that arrived since.

@@ -55,10 +55,14 @@ each run a tenant of its own. When the database's name contains "bench", every h
 trigger does not cover (`--keep-rows` leaves them for inspection); any other database keeps the
 run's rows under their own tenant. Do not point two runs at the same bench database at once.
 
-The server is started with the same settings module, DEBUG off, a throwaway secret key and
+The server is started with production's gunicorn configuration (config/gunicorn.conf.py: gthread
+workers keeping each client's connection alive; `--worker-class` and `--threads` override it),
+`--workers` workers, the same settings module, DEBUG off, a throwaway secret key and
 DJANGO_CONN_MAX_AGE=60 (persistent database connections, as production has by default; see
 `--server-conn-max-age`), bound to a free port on 127.0.0.1, and stopped at the end whatever
-happens.
+happens. Each REST client keeps one HTTP connection (a requests.Session) for all its calls, as
+seam_client does. REST's targets are printed as met or not: 1 client within 5 x the floor, and
+8 clients at 3 x the 80 calls/s the REST path managed before (issue 21).
 """
 
 from __future__ import annotations
@@ -91,6 +95,12 @@ from psycopg.types.json import Jsonb
 from tests.support.processes import ProcessFailed, gunicorn_server, wait_until_serving
 
 TARGET_RATIO = 1.3
+# REST's targets (issue 21): intent + outcome at one client within 5 x the floor, and at 8 clients
+# at least 3 x the calls/s measured before (74-136 calls/s over the runs of bench/journal.py then,
+# on the 2-core machine; the issue takes 80 as its baseline).
+REST_1_TARGET_OVER_FLOOR = 5.0
+REST_MANY_BASELINE_CALLS_PER_S = 80.0
+REST_MANY_TARGET_OVER_BASELINE = 3.0
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test"
 VERSIONS = {"schema": "1", "flow": "bench-1", "policy": "bench-1", "capability": "1"}
 TOOL = "bench_call"
@@ -581,6 +591,16 @@ def profile_in_process(in_process: InProcess, calls: int) -> dict[str, Any]:
 # --- the run ----------------------------------------------------------------------------------
 
 
+def gunicorn_configuration() -> dict[str, Any]:
+    """Production's gunicorn settings (config/gunicorn.conf.py, read as gunicorn reads it, with
+    this process's environment), which the server is started with."""
+    from tests.support.processes import GUNICORN_CONF
+
+    namespace: dict[str, Any] = {"__file__": str(GUNICORN_CONF)}
+    exec(compile(GUNICORN_CONF.read_text(), str(GUNICORN_CONF), "exec"), namespace)  # noqa: S102
+    return {name: namespace[name] for name in ("worker_class", "threads", "keepalive")}
+
+
 def truncate_bench_tables(database: str) -> None:
     from django.db import connection
 
@@ -648,6 +668,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             database_url=database_url,
             workers=args.workers,
             worker_class=args.worker_class,
+            threads=args.threads,
             conn_max_age=args.server_conn_max_age,
         ) as (base, server):
             # An authenticated read of a bench run: the server is up, sees the bench database and
@@ -734,6 +755,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
     summaries = {name: s.summary() for name, s in series.items()}
     over_floor = ratio_of_means(series["journal"], series["floor"])
+    rest_1_over_floor = ratio_of_medians(series["rest_1"], series["floor"])
+    rest_many_calls_per_s = summaries[f"rest_{args.clients}"]["calls_per_s"]
+    gunicorn = gunicorn_configuration()
     from django.conf import settings
 
     db = settings.DATABASES["default"]
@@ -746,8 +770,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "settings": os.environ["DJANGO_SETTINGS_MODULE"],
         "server": {
             "workers": args.workers,
-            "threads": 1,
-            "worker_class": args.worker_class,
+            "threads": args.threads or gunicorn["threads"],
+            "worker_class": args.worker_class or gunicorn["worker_class"],
+            "keepalive_s": gunicorn["keepalive"],
+            "configuration": "config/gunicorn.conf.py"
+            + (" (worker class or threads overridden)" if args.worker_class or args.threads else ""),
             # The server's, set through DJANGO_CONN_MAX_AGE; 0 would mean a new PostgreSQL
             # connection for every request, which the REST figures would pay.
             "conn_max_age": args.server_conn_max_age,
@@ -769,7 +796,17 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         # key's uniqueness need) cost, and the journal measured against that table.
         "floor_over_minimal_table": ratio_of_means(series["floor"], series["minimal_table"]),
         "journal_over_minimal_table": ratio_of_means(series["journal"], series["minimal_table"]),
-        "rest_1_over_floor": ratio_of_medians(series["rest_1"], series["floor"]),
+        "rest_1_over_floor": rest_1_over_floor,
+        "rest_1_target_over_floor": REST_1_TARGET_OVER_FLOOR,
+        "rest_1_target_met": rest_1_over_floor <= REST_1_TARGET_OVER_FLOOR,
+        "rest_clients": args.clients,
+        "rest_many_calls_per_s": rest_many_calls_per_s,
+        "rest_many_baseline_calls_per_s": REST_MANY_BASELINE_CALLS_PER_S,
+        "rest_many_over_baseline": rest_many_calls_per_s / REST_MANY_BASELINE_CALLS_PER_S,
+        "rest_many_target_over_baseline": REST_MANY_TARGET_OVER_BASELINE,
+        "rest_many_target_met": (
+            rest_many_calls_per_s >= REST_MANY_TARGET_OVER_BASELINE * REST_MANY_BASELINE_CALLS_PER_S
+        ),
         "rest_1_over_journal": ratio_of_medians(series["rest_1"], series["journal"]),
         # The peer: below 1, the journal records a call faster than DBOS records a workflow of one
         # step on the same server.
@@ -825,7 +862,12 @@ def render(result: dict[str, Any]) -> str:
         f"  reference, no target: floor / the same writes on a minimal table "
         f"{result['floor_over_minimal_table']:.2f} (handover_intent's indexes and constraints); "
         f"journal / minimal table {result['journal_over_minimal_table']:.2f}",
-        f"REST 1 client / floor:   {result['rest_1_over_floor']:.2f}",
+        f"REST, 1 client / the floor: {result['rest_1_over_floor']:.2f}   "
+        f"target <= {result['rest_1_target_over_floor']:.0f}: {met('rest_1_target_met')}",
+        f"REST, {result['rest_clients']} clients calls/s: {result['rest_many_calls_per_s']:.0f} = "
+        f"{result['rest_many_over_baseline']:.2f} x {result['rest_many_baseline_calls_per_s']:.0f} (the "
+        f"baseline before issue 21)   target >= {result['rest_many_target_over_baseline']:.0f} x: "
+        f"{met('rest_many_target_met')}",
         f"REST 1 client / journal: {result['rest_1_over_journal']:.2f}",
         *(
             [
@@ -840,7 +882,8 @@ def render(result: dict[str, Any]) -> str:
             if result.get("dbos")
             else []
         ),
-        f"server: gunicorn, {server['workers']} {server['worker_class']} workers x {server['threads']} thread, "
+        f"server: gunicorn with {server['configuration']}: {server['workers']} {server['worker_class']} "
+        f"workers x {server['threads']} threads, keep-alive {server['keepalive_s']} s, "
         f"{result['settings']}, CONN_MAX_AGE={server['conn_max_age']} (DJANGO_CONN_MAX_AGE)"
         + (
             " (a new database connection per request)"
@@ -887,8 +930,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--worker-class",
         choices=["sync", "gthread"],
-        default="sync",
-        help="gunicorn worker class; sync closes the connection after each response (default sync)",
+        default=None,
+        help="gunicorn worker class instead of production's (config/gunicorn.conf.py); sync closes "
+        "the connection after each response",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="threads per gunicorn worker instead of production's"
     )
     parser.add_argument(
         "--server-conn-max-age",
@@ -917,6 +964,7 @@ def main(argv: list[str] | None = None) -> int:
         or args.clients < 2
         or args.workers < 1
         or args.server_conn_max_age < 0
+        or (args.threads is not None and args.threads < 1)
     ):
         parser.error(
             "need --calls >= 10, --rounds >= 1, --rest-rounds >= 1, --clients >= 2, --workers >= 1, --server-conn-max-age >= 0"

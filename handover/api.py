@@ -76,7 +76,10 @@ def _actor(request: Request) -> services.Actor:
 
 
 def _run(request: Request, run_id: str) -> Run:
-    run = selectors.run_get(tenant=_tenant(request), run_id=run_id)
+    # An agent's run was read with its token (handover.authentication), scoped to its tenant.
+    read, run = request.user.run_named(run_id) if isinstance(request.user, AgentPrincipal) else (False, None)
+    if not read:
+        run = selectors.run_get(tenant=_tenant(request), run_id=run_id)
     if run is None:
         raise DRFNotFound(f"Run {run_id} not found.")
     return run
@@ -368,8 +371,14 @@ class OutcomeApi(APIView):
         run = _run(request, run_id)
         data = OutcomeSerializer(data=request.data)
         data.is_valid(raise_exception=True)
+        read, intent = (
+            request.user.intent_named(run_id, step_id)
+            if isinstance(request.user, AgentPrincipal)
+            else (False, None)
+        )
         # No stored step id holds a NUL (PostgreSQL text cannot); looking one up would be a 500.
-        intent = None if "\x00" in step_id else selectors.intent_get(run=run, step_id=step_id)
+        if not read and "\x00" not in step_id:
+            intent = selectors.intent_get(run=run, step_id=step_id)
         if intent is None:
             raise DRFNotFound(f"No intent {step_id} on run {run.pk}: record the intent before its outcome.")
         v = data.validated_data

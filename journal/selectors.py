@@ -7,16 +7,27 @@ joined, so the pages and the sweep built on them run a fixed number of queries."
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
 from django.utils import timezone
 
 from .in_flight import InFlightFloor
 from .keys import idempotency_key
-from .models import CustomerMessage, Intent, IntentStatus, JournalEvent, Membership, Run, RunStatus, Tenant
+from .models import (
+    AgentToken,
+    CustomerMessage,
+    Intent,
+    IntentStatus,
+    JournalEvent,
+    Membership,
+    Run,
+    RunStatus,
+    Tenant,
+)
 
 
 def tenant_for_user(user: Any) -> Tenant | None:
@@ -28,6 +39,83 @@ def tenant_for_user(user: Any) -> Tenant | None:
         return None
     membership = Membership.objects.select_related("tenant").filter(user=user).first()
     return membership.tenant if membership else None
+
+
+def agent_token_get(*, digest: str) -> AgentToken | None:
+    """The live (unrevoked) agent token with this digest, its tenant joined, or None."""
+    return AgentToken.objects.select_related("tenant").filter(digest=digest, revoked_at__isnull=True).first()
+
+
+@dataclass(frozen=True, slots=True)
+class AgentCall:
+    """What one agent request addresses, read together: its live token (tenant joined), the run
+    id and step id as the URL gave them, the run of the token's tenant with that id (None if
+    there is none) and, for a step's URL, that run's intent (None if there is none)."""
+
+    token: AgentToken
+    run_id: str
+    step_id: str | None
+    run: Run | None
+    intent: Intent | None
+
+
+# The token's columns read beside a run or an intent, under names no model field has.
+_TOKEN_COLUMNS = {"_token_id": "id", "_token_name": "name", "_token_created_at": "created_at"}
+
+
+def _live_token_lookups(tenant: str, digest: str) -> dict[str, Any]:
+    """The conditions on the token, reached from a run or an intent through `tenant` (a lookup
+    prefix). Given in the same filter() call, they and _token_columns share one join."""
+    return {f"{tenant}agent_tokens__digest": digest, f"{tenant}agent_tokens__revoked_at__isnull": True}
+
+
+def _token_columns(tenant: str) -> dict[str, F]:
+    return {name: F(f"{tenant}agent_tokens__{column}") for name, column in _TOKEN_COLUMNS.items()}
+
+
+def agent_call_get(*, digest: str, run_id: str, step_id: str | None = None) -> AgentCall | None:
+    """The token with this digest and what the request names, in one query when they exist (the
+    journal's two hot requests each pay one round trip for authentication and tenant scoping
+    together); None when the token is unknown or revoked. A run of another tenant is no run, as
+    in run_get. When the run or the intent is missing, the token is read alone to tell
+    "who are you?" (None) from "no such run" (an AgentCall without it)."""
+    try:
+        pk = uuid.UUID(str(run_id))
+    except ValueError:
+        pk = None
+    found: Run | Intent | None = None
+    if pk is not None and step_id is not None and "\x00" not in step_id:
+        found = (
+            Intent.objects.select_related("run__tenant")
+            .filter(run_id=pk, step_id=step_id, **_live_token_lookups("run__tenant__", digest))
+            .annotate(**_token_columns("run__tenant__"))
+            .first()
+        )
+    elif pk is not None and step_id is None:
+        found = (
+            Run.objects.select_related("tenant")
+            .filter(pk=pk, **_live_token_lookups("tenant__", digest))
+            .annotate(**_token_columns("tenant__"))
+            .first()
+        )
+    if found is None:
+        token = agent_token_get(digest=digest)
+        if token is None:
+            return None
+        run = run_get(tenant=token.tenant, run_id=run_id) if pk is not None else None
+        intent = None
+        if run is not None and step_id is not None and "\x00" not in step_id:
+            intent = intent_get(run=run, step_id=step_id)
+        return AgentCall(token=token, run_id=run_id, step_id=step_id, run=run, intent=intent)
+    if isinstance(found, Intent):
+        intent, run = found, found.run
+    else:
+        intent, run = None, found
+    values = {column: getattr(found, name) for name, column in _TOKEN_COLUMNS.items()}
+    token = AgentToken(tenant=run.tenant, digest=digest, revoked_at=None, **values)
+    token._state.adding = False
+    token._state.db = run._state.db
+    return AgentCall(token=token, run_id=run_id, step_id=step_id, run=run, intent=intent)
 
 
 def runs_for_tenant(

@@ -845,6 +845,52 @@ def test_a_bogus_token_is_401(
     assert journal_state() == before
 
 
+def test_an_intent_and_its_outcome_each_read_token_run_and_step_in_one_query(
+    tenant: Tenant, django_assert_num_queries: Any
+) -> None:
+    """Authentication and tenant scoping are one query (token, run and, for an outcome, the
+    intent read together). The journal's write itself goes through its own prepared cursor
+    (journal.sql), which Django's query log does not see."""
+    caller = new_agent_client(tenant, "counted")
+    run = create_run(caller)
+
+    with django_assert_num_queries(1):
+        intent = record_intent(caller, run["id"])
+    with django_assert_num_queries(1):
+        settled = record_outcome(caller, run["id"], intent["step_id"])
+
+    assert settled["status"] == IntentStatus.PERFORMED
+
+
+def test_a_revoked_token_is_refused_from_its_next_request(tenant: Tenant) -> None:
+    caller = new_agent_client(tenant, "to-revoke")
+    run = create_run(caller)
+    intent = record_intent(caller, run["id"])
+    AgentToken.objects.filter(name="to-revoke").update(revoked_at=timezone.now())
+    before = journal_state()
+
+    refused = [
+        caller.post(intents_url(run["id"]), intent_body(turn=2), format="json"),
+        caller.post(outcome_url(run["id"], intent["step_id"]), outcome_body(), format="json"),
+        caller.get(run_url(run["id"])),
+    ]
+
+    assert [r.status_code for r in refused] == [401, 401, 401]
+    assert journal_state() == before
+
+
+def test_another_tenants_token_gets_404_for_a_step_of_this_tenants_run(
+    open_step: OpenStep, other_tenant: Tenant
+) -> None:
+    outsider = new_agent_client(other_tenant, "outsider")
+    before = journal_state()
+
+    answer = outsider.post(outcome_url(open_step.run_id, open_step.step_id), outcome_body(), format="json")
+
+    assert answer.status_code == 404
+    assert journal_state() == before
+
+
 def test_a_staff_user_can_read_the_runs_of_their_tenant(support_user: Any, open_step: OpenStep) -> None:
     client = APIClient()
     client.force_login(support_user)

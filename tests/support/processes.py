@@ -143,13 +143,23 @@ def _terminate(process: subprocess.Popen[bytes]) -> None:
 # --- gunicorn ---------------------------------------------------------------------------------
 
 
+GUNICORN_CONF = ROOT / "config" / "gunicorn.conf.py"
+
+
 @contextlib.contextmanager
 def gunicorn_server(
-    *, database_url: str, workers: int, worker_class: str, conn_max_age: int, threads: int = 1
+    *,
+    database_url: str,
+    workers: int,
+    conn_max_age: int,
+    worker_class: str | None = None,
+    threads: int | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """A real server process on loopback, with the caller's settings module, DEBUG off and a
-    throwaway secret key, stopped on the way out whatever happened. `threads` matters only to the
-    gthread worker class (each thread keeps its own database connection). Yields (base URL,
+    """A real server process on loopback, started with production's gunicorn configuration
+    (config/gunicorn.conf.py: worker class, threads, keep-alive, timeouts) and the caller's
+    settings module, DEBUG off and a throwaway secret key, stopped on the way out whatever
+    happened. `workers` is the caller's; `worker_class` and `threads`, when given, override the
+    configuration's (each gthread thread keeps its own database connection). Yields (base URL,
     process); wait_until_serving says when it answers."""
     gunicorn = Path(sys.executable).with_name("gunicorn")
     if not gunicorn.exists():
@@ -166,23 +176,21 @@ def gunicorn_server(
         "DJANGO_LOG_LEVEL": "WARNING",
         # Read by config/settings/test.py (its own default is 0, for the suite).
         "DJANGO_CONN_MAX_AGE": str(conn_max_age),
+        # Read by config/gunicorn.conf.py.
+        "GUNICORN_BIND": f"127.0.0.1:{port}",
+        "GUNICORN_WORKERS": str(workers),
+        "GUNICORN_LOGLEVEL": "warning",
+        **({"GUNICORN_WORKER_CLASS": worker_class} if worker_class else {}),
+        **({"GUNICORN_THREADS": str(threads)} if threads else {}),
     }
-    command = [
-        str(gunicorn),
-        "config.wsgi:application",
-        f"--bind=127.0.0.1:{port}",
-        f"--workers={workers}",
-        f"--threads={threads}",
-        f"--worker-class={worker_class}",
-        "--log-level=warning",
-        "--timeout=30",
-    ]
+    command = [str(gunicorn), "-c", str(GUNICORN_CONF), "config.wsgi:application"]
+    described = f"{workers} {worker_class or 'configured'} workers x {threads or 'configured'} threads"
     with tempfile.TemporaryFile(mode="w+") as log:
         server = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
         _say(
-            f"started gunicorn (pid {server.pid}, {workers} {worker_class} workers x {threads} threads, "
+            f"started gunicorn (pid {server.pid}, {described}, "
             f"DJANGO_CONN_MAX_AGE={conn_max_age}) on 127.0.0.1:{port}"
         )
         try:

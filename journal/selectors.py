@@ -9,12 +9,14 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
 from django.utils import timezone
 
+from . import sql as journal_sql
 from .in_flight import InFlightFloor
 from .keys import idempotency_key
 from .models import (
@@ -74,15 +76,36 @@ def _token_columns(tenant: str) -> dict[str, F]:
 
 
 def agent_call_get(*, digest: str, run_id: str, step_id: str | None = None) -> AgentCall | None:
-    """The token with this digest and what the request names, in one query when they exist (the
-    journal's two hot requests each pay one round trip for authentication and tenant scoping
-    together); None when the token is unknown or revoked. A run of another tenant is no run, as
-    in run_get. When the run or the intent is missing, the token is read alone to tell
-    "who are you?" (None) from "no such run" (an AgentCall without it)."""
+    """The token with this digest and what the request names, in one query (the journal's two hot
+    requests each pay one round trip for authentication and tenant scoping together); None when
+    the token is unknown or revoked. A run of another tenant is no run, as in run_get. On
+    PostgreSQL the query is one prepared statement (journal.sql.agent_call_read) that also
+    answers when the run or the step is missing; elsewhere (the SQLite demo) the ORM reads them
+    together, and reads the token alone to tell "who are you?" (None) from "no such run" (an
+    AgentCall without it)."""
     try:
         pk = uuid.UUID(str(run_id))
     except ValueError:
         pk = None
+    db = connections[DEFAULT_DB_ALIAS]
+    if db.vendor == "postgresql":
+        read = journal_sql.agent_call_read(
+            db,
+            digest=digest,
+            run_id=pk,
+            # No stored step id holds a NUL (PostgreSQL text cannot): such a step is no step.
+            step_id=step_id if step_id is not None and "\x00" not in step_id else None,
+            with_step=step_id is not None,
+        )
+        if read is None:
+            return None
+        return AgentCall(
+            token=cast(AgentToken, read[0]),
+            run_id=run_id,
+            step_id=step_id,
+            run=cast(Run | None, read[1]),
+            intent=cast(Intent | None, read[2]),
+        )
     found: Run | Intent | None = None
     if pk is not None and step_id is not None and "\x00" not in step_id:
         found = (

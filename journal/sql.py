@@ -11,11 +11,17 @@ tests/handover/test_services_journal.py, which runs against both."""
 
 from __future__ import annotations
 
+import functools
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import psycopg
+from django.db import DEFAULT_DB_ALIAS
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Model
 
 # Each statement binds its parameters by position, each once (psycopg then has no named
 # parameters to map on every call), and casts those whose type PostgreSQL cannot infer. The
@@ -178,3 +184,101 @@ def settle_intent(db: BaseDatabaseWrapper, params: tuple[Any, ...]) -> bool:
     with db.wrap_database_errors:
         cursor.execute(SETTLE_INTENT, params, prepare=True)
         return cursor.fetchone() is not None
+
+
+# --- the agent's call, read with its token ---------------------------------------------------
+#
+# Every agent request authenticates with its token and names a run (and, for an outcome, a step
+# of it). One prepared statement reads the live token, its tenant, the run of that tenant and the
+# step: the token's row is there whenever the token is live, the run's and the step's columns are
+# NULL when there is no such run or step. Built through the ORM (select_related, annotate) the
+# same read cost about 2 ms of Python per request on a 2-core machine, for 0.2 ms in PostgreSQL.
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """One model's columns in the statement: its fields and, per field, the converters Django's
+    compiler would apply to the value read (a JSON column arrives as text)."""
+
+    model: type[Model]
+    attnames: tuple[str, ...]
+    converters: tuple[tuple[Any, ...], ...]
+    sql: str
+
+
+def _part(model: type[Model], alias: str, db: BaseDatabaseWrapper) -> _Part:
+    fields = list(model._meta.concrete_fields)
+    quote = db.ops.quote_name
+    return _Part(
+        model=model,
+        attnames=tuple(field.attname for field in fields),
+        converters=tuple(tuple(field.get_db_converters(db)) for field in fields),
+        sql=", ".join(f"{alias}.{quote(cast(str, field.column))}" for field in fields),
+    )
+
+
+@functools.cache
+def _agent_call_statement(with_step: bool) -> tuple[str, tuple[_Part, ...]]:
+    from django.db import connections
+
+    from .models import AgentToken, Intent, Run, Tenant
+
+    db = connections[DEFAULT_DB_ALIAS]
+    parts = [_part(AgentToken, "token", db), _part(Tenant, "tenant", db), _part(Run, "run", db)]
+    if with_step:
+        parts.append(_part(Intent, "step", db))
+    step_join = (
+        f"LEFT JOIN {Intent._meta.db_table} AS step ON step.run_id = run.id AND step.step_id = %s::text"
+        if with_step
+        else ""
+    )
+    statement = f"""
+SELECT {", ".join(part.sql for part in parts)}
+FROM {AgentToken._meta.db_table} AS token
+JOIN {Tenant._meta.db_table} AS tenant ON tenant.id = token.tenant_id
+LEFT JOIN {Run._meta.db_table} AS run ON run.id = %s::uuid AND run.tenant_id = token.tenant_id
+{step_join}
+WHERE token.digest = %s::text AND token.revoked_at IS NULL
+"""  # noqa: S608 - every name is a model's own; every value is a parameter
+    return statement, tuple(parts)
+
+
+def _loaded(part: _Part, values: Sequence[Any], db: BaseDatabaseWrapper) -> Model:
+    converted = []
+    for value, converters in zip(values, part.converters, strict=True):
+        for converter in converters:
+            value = converter(value, None, db)
+        converted.append(value)
+    return part.model.from_db(db.alias, part.attnames, converted)
+
+
+def agent_call_read(
+    db: BaseDatabaseWrapper, *, digest: str, run_id: uuid.UUID | None, step_id: str | None, with_step: bool
+) -> tuple[Model, Model | None, Model | None] | None:
+    """The live token with this digest (its tenant cached on it), the run `run_id` of its tenant
+    and, `with_step`, that run's intent `step_id`: (token, run or None, intent or None), or None
+    when no live token has this digest. One prepared statement."""
+    statement, parts = _agent_call_statement(with_step)
+    params: tuple[Any, ...] = (run_id, step_id, digest) if with_step else (run_id, digest)
+    cursor = _prepared_cursor(db)
+    with db.wrap_database_errors:
+        cursor.execute(statement, params, prepare=True)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    objects: list[Model | None] = []
+    start = 0
+    for part in parts:
+        values = row[start : start + len(part.attnames)]
+        start += len(part.attnames)
+        # A row's primary key is never NULL: a NULL one is a LEFT JOIN that found nothing.
+        objects.append(None if values[0] is None else _loaded(part, values, db))
+    token, tenant, run = objects[0], objects[1], objects[2]
+    intent = objects[3] if with_step else None
+    assert token is not None and tenant is not None
+    token.tenant = tenant  # type: ignore[attr-defined]
+    if run is not None:
+        run.tenant = tenant  # type: ignore[attr-defined]
+        if intent is not None:
+            intent.run = run  # type: ignore[attr-defined]
+    return token, run, intent

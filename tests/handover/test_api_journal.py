@@ -845,19 +845,33 @@ def test_a_bogus_token_is_401(
     assert journal_state() == before
 
 
-def test_an_intent_and_its_outcome_each_read_token_run_and_step_in_one_query(
-    tenant: Tenant, django_assert_num_queries: Any
+def test_an_intent_and_its_outcome_each_read_token_run_and_step_in_one_statement(
+    tenant: Tenant, django_assert_num_queries: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Authentication and tenant scoping are one query (token, run and, for an outcome, the
-    intent read together). The journal's write itself goes through its own prepared cursor
-    (journal.sql), which Django's query log does not see."""
+    """Authentication and tenant scoping are one prepared statement (token, run and, for an
+    outcome, the intent read together: journal.sql.agent_call_read), and the journal's write one
+    more, both on the journal's own psycopg cursor, which Django's query log does not see: each
+    hot request is two statements, and nothing else reaches the database."""
+    import psycopg
+
     caller = new_agent_client(tenant, "counted")
     run = create_run(caller)
+    statements: list[str] = []
+    execute = psycopg.Cursor.execute
 
-    with django_assert_num_queries(1):
+    def counted(cursor: psycopg.Cursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+        statements.append(" ".join(str(query).split())[:60])
+        return execute(cursor, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+
+    with django_assert_num_queries(0):
         intent = record_intent(caller, run["id"])
-    with django_assert_num_queries(1):
+    assert len(statements) == 2 and statements[0].startswith("SELECT token."), statements
+    statements.clear()
+    with django_assert_num_queries(0):
         settled = record_outcome(caller, run["id"], intent["step_id"])
+    assert len(statements) == 2 and statements[0].startswith("SELECT token."), statements
 
     assert settled["status"] == IntentStatus.PERFORMED
 

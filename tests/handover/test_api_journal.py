@@ -1094,3 +1094,31 @@ def test_args_nested_a_thousand_levels_deep_are_refused_not_a_500(
     assert response.status_code == 400
     assert names(response.json(), "args")
     assert journal_state() == before
+
+
+def test_an_intent_renders_as_the_generic_model_serializer_would(tenant: Tenant) -> None:
+    """IntentSerializer renders its fields directly; every kind of row must come out as DRF's
+    generic ModelSerializer rendering of the same fields would write it."""
+    from rest_framework import serializers
+
+    from handover.api import IntentSerializer
+
+    caller = new_agent_client(tenant, "rendered")
+    run = create_run(caller)
+    open_step = record_intent(caller, run["id"])
+    settled = record_intent(caller, run["id"], turn=2, args={"order_id": "SU-2"})
+    record_outcome(caller, run["id"], settled["step_id"])
+    failed = record_intent(caller, run["id"], turn=3, args={"order_id": "SU-3"})
+    caller.post(
+        outcome_url(run["id"], failed["step_id"]),
+        {"ok": False, "error_class": "permanent", "summary": "refused: ünïcode", "request_id": "rq-1"},
+        format="json",
+    )
+    rows = list(Intent.objects.filter(run_id=run["id"]).order_by("turn"))
+    assert {r.status for r in rows} == {IntentStatus.INTENDED, IntentStatus.PERFORMED, IntentStatus.FAILED}
+    assert open_step["step_id"] == rows[0].step_id
+
+    for row in rows:
+        generic = serializers.ModelSerializer.to_representation(IntentSerializer(), row)
+        assert IntentSerializer(row).data == dict(generic)
+        assert list(IntentSerializer(row).data) == list(generic), "the same keys in the same order"

@@ -86,6 +86,9 @@ def _prepared_cursor(db: BaseDatabaseWrapper) -> psycopg.Cursor[Any]:
     The cursor is made once per driver connection and kept on Django's connection wrapper (a
     new connection, after CONN_MAX_AGE or an error, gets a new one): it holds no state between
     calls that matters, since each call fetches its one row before returning."""
+    # As Django's own cursor() does: a persistent connection is checked once per request (a
+    # request whose only statements are the journal's would otherwise skip the check).
+    db.close_if_health_check_failed()
     db.ensure_connection()
     raw = db.connection
     cursor: psycopg.Cursor[Any] | None = getattr(db, "_seam_journal_cursor", None)

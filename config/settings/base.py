@@ -110,6 +110,9 @@ def database_from_env(default_url: str) -> dict[str, Any]:
         options.setdefault("prepare_threshold", 5)
         db.setdefault("CONN_MAX_AGE", 60)
         db["CONN_HEALTH_CHECKS"] = True
+        # Django's backend with a health check that costs no round trip (journal.postgresql).
+        if engine == "django.db.backends.postgresql":
+            db["ENGINE"] = "journal.postgresql"
     elif engine.endswith("sqlite3"):
         # WAL lets the web server read while a worker writes; IMMEDIATE takes the write lock at
         # BEGIN so two writers queue instead of failing with "database is locked" mid-transaction.

@@ -7,7 +7,7 @@ from .base import DEMO_APPS, INSTALLED_APPS, _env_or_fail, database_from_env, en
 DATABASES = {"default": database_from_env("postgres://postgres@127.0.0.1:5432/test")}
 # Django's PostgreSQL backend, whose `flush` (after each transactional test) empties the tables
 # past the audit trail's guards, which refuse TRUNCATE to everyone else (tests/support/postgresql).
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+if DATABASES["default"]["ENGINE"] == "journal.postgresql":
     DATABASES["default"]["ENGINE"] = "tests.support.postgresql"
 # 0 (a new connection per request) keeps the suite's connections short-lived; a server run from
 # these settings (the benchmark's) may ask for persistent ones, as production has by default.

@@ -1,4 +1,4 @@
-"""The test suite's PostgreSQL backend: Django's, except that `flush` (which transactional
+"""The test suite's PostgreSQL backend: Seam's (journal.postgresql), except that `flush` (which transactional
 tests run after each case) empties the tables past the audit trail's guards and recreates the
 chain's sealed head, as the migrations left it.
 
@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.backends.postgresql import base
 from django.db.backends.postgresql.operations import DatabaseOperations as PostgreSQLOperations
+
+from journal.postgresql import base
 
 HEAD_TABLE = "handover_auditchainhead"
 

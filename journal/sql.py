@@ -19,9 +19,11 @@ from datetime import datetime
 from typing import Any, cast
 
 import psycopg
-from django.db import DEFAULT_DB_ALIAS
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Model
+
+from .models import AgentToken, Intent, Run, Tenant
 
 # Each statement binds its parameters by position, each once (psycopg then has no named
 # parameters to map on every call), and casts those whose type PostgreSQL cannot infer. The
@@ -222,10 +224,6 @@ def _part(model: type[Model], alias: str, db: BaseDatabaseWrapper) -> _Part:
 
 @functools.cache
 def _agent_call_statement(with_step: bool) -> tuple[str, tuple[_Part, ...]]:
-    from django.db import connections
-
-    from .models import AgentToken, Intent, Run, Tenant
-
     db = connections[DEFAULT_DB_ALIAS]
     parts = [_part(AgentToken, "token", db), _part(Tenant, "tenant", db), _part(Run, "run", db)]
     if with_step:

@@ -101,6 +101,8 @@ def profile(calls: int, call: Any, interval: float) -> Any:
 def target_perform(args: argparse.Namespace) -> dict[str, Any]:
     from bench.journal import InProcess, setup_django, truncate_bench_tables
 
+    # Every profiled call goes to one long run, as in bench.journal: no per-run intent limit.
+    os.environ["SEAM_MAX_INTENTS_PER_RUN"] = "0"
     setup_django("seam_bench")
     from journal.models import Tenant
 
@@ -120,13 +122,13 @@ def target_perform(args: argparse.Namespace) -> dict[str, Any]:
 
 def target_queue(args: argparse.Namespace) -> dict[str, Any]:
     from bench.journal import setup_django
-    from bench.pages import _tenant_and_counts, refresh_live_heartbeats, seed, staff_user
+    from bench.pages import RUNS, _tenant_and_counts, refresh_live_heartbeats, seed, staff_user
 
     setup_django("seam_bench_pages")
     from django.conf import settings
     from django.test import Client
 
-    seed("seam_bench_pages", reseed=False)
+    seed("seam_bench_pages", runs=RUNS, reseed=False)
     tenant, runs, intents = _tenant_and_counts()
     user = staff_user(tenant)
     refresh_live_heartbeats(tenant)

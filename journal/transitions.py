@@ -200,29 +200,15 @@ def intents_transition(*, moves: Sequence[IntentMove], source: str, actor: Actor
     for move in moves:
         _checked(model="intent", table=INTENT_TRANSITIONS, source=source, target=move.target)
     values = [_values(move.changes, target=move.target) for move in moves]
-    groups: dict[tuple[tuple[str, Any], ...], list[int]] = {}
-    for index, written in enumerate(values):
-        # Rows group by the columns they write and by any expression written: an expression is
-        # the same SQL for every row of its group, a plain value is each row's own.
-        shape = tuple(
-            (name, value if hasattr(value, "resolve_expression") else None)
-            for name, value in sorted(written.items())
-        )
-        groups.setdefault(shape, []).append(index)
+    rows = [(move.intent.pk, written) for move, written in zip(moves, values, strict=True)]
     with transaction.atomic(savepoint=False):
-        moved_ids: set[int] = set()
-        if connections[router.db_for_write(Intent)].vendor != "postgresql":
+        if connections[router.db_for_write(Intent)].vendor == "postgresql":
+            moved_ids = _moved_by_shape(source=source, rows=rows)
+        else:
             # The demo's SQLite: a compare-and-swap per row (the grouped statement is PostgreSQL's).
-            groups = {}
-            for move, written in zip(moves, values, strict=True):
-                if Intent.objects.filter(pk=move.intent.pk, status=source).update(**written):
-                    moved_ids.add(move.intent.pk)
-        for shape, indexes in groups.items():
-            moved_ids |= _update_each_from(
-                source=source,
-                columns=[name for name, _ in shape],
-                rows=[(moves[i].intent.pk, values[i]) for i in indexes],
-            )
+            moved_ids = {
+                pk for pk, written in rows if Intent.objects.filter(pk=pk, status=source).update(**written)
+            }
         moved = [move.intent.pk in moved_ids for move in moves]
         JournalEvent.objects.bulk_create(
             [
@@ -243,6 +229,23 @@ def intents_transition(*, moves: Sequence[IntentMove], source: str, actor: Actor
             for name, value in written.items():
                 if not hasattr(value, "resolve_expression"):
                     setattr(move.intent, name, value)
+    return moved
+
+
+def _moved_by_shape(*, source: str, rows: list[tuple[int, dict[str, Any]]]) -> set[int]:
+    """The ids of `rows` moved from `source`, one UPDATE per shape: rows group by the columns they
+    write and by any expression written (an expression is the same SQL for every row of its group,
+    a plain value is each row's own)."""
+    groups: dict[tuple[tuple[str, Any], ...], list[tuple[int, dict[str, Any]]]] = {}
+    for pk, written in rows:
+        shape = tuple(
+            (name, value if hasattr(value, "resolve_expression") else None)
+            for name, value in sorted(written.items())
+        )
+        groups.setdefault(shape, []).append((pk, written))
+    moved: set[int] = set()
+    for shape, group in groups.items():
+        moved |= _update_each_from(source=source, columns=[name for name, _ in shape], rows=group)
     return moved
 
 

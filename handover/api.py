@@ -3,11 +3,13 @@ types, call one service, and render; every rule lives in journal.services."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
@@ -17,6 +19,7 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.parsers import JSONParser as DRFJSONParser
 from rest_framework.permissions import BasePermission
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -25,7 +28,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from journal import selectors, services
 from journal.models import CustomerMessage, ErrorClass, Intent, Run, RunStatus, Tenant
 
-from .authentication import AgentPrincipal
+from .authentication import AgentPrincipal, agent_principal, bearer_secret
 from .forms import RunPageForm
 from .handover import HANDOVER_LIST_LIMIT, handover_for
 from .handover_schema import HandoverSerializer
@@ -151,6 +154,23 @@ class IntentCreateSerializer(serializers.Serializer):
     turn = serializers.IntegerField(min_value=0, max_value=MAX_DB_INT)
     occurrence = serializers.IntegerField(min_value=0, max_value=MAX_DB_INT, required=False, default=0)
 
+    @staticmethod
+    def plainly_valid(data: Any) -> dict[str, Any] | None:
+        """The validated data of a body that is plainly valid (JSON types exactly as declared,
+        nothing to trim or coerce), or None: the serializer then decides, with its messages.
+        A strict subset of what the serializer accepts, giving the same validated data
+        (tests/handover/test_api_plain_bodies.py); it spares an agent's every call the copying
+        of the serializer's fields (DRF deep-copies them per instance)."""
+        if type(data) is not dict:
+            return None
+        tool, args, turn = data.get("tool"), data.get("args"), data.get("turn")
+        occurrence = data.get("occurrence", 0)
+        if not (_plain_text(tool, max_length=100, trimmed=True) and tool):
+            return None
+        if type(args) is not dict or not _plain_count(turn) or not _plain_count(occurrence):
+            return None
+        return {"tool": tool, "args": dict(args), "turn": turn, "occurrence": occurrence}
+
 
 class OutcomeSerializer(serializers.Serializer):
     ok = serializers.BooleanField()
@@ -166,6 +186,61 @@ class OutcomeSerializer(serializers.Serializer):
         if isinstance(data, dict) and "ok" in data and not isinstance(data["ok"], bool):
             raise serializers.ValidationError({"ok": ["must be true or false"]})
         return super().to_internal_value(data)
+
+    @staticmethod
+    def plainly_valid(data: Any) -> dict[str, Any] | None:
+        """As IntentCreateSerializer.plainly_valid, for an outcome."""
+        if type(data) is not dict:
+            return None
+        ok, summary, receipt = data.get("ok"), data.get("summary", ""), data.get("receipt", {})
+        error_class, request_id = data.get("error_class", ""), data.get("request_id", "")
+        if type(ok) is not bool or type(receipt) is not dict:
+            return None
+        if not _plain_text(summary) or not _plain_text(request_id, max_length=200, trimmed=True):
+            return None
+        if type(error_class) is not str or (error_class and error_class not in ErrorClass.values):
+            return None
+        return {
+            "ok": ok,
+            "summary": summary,
+            "receipt": dict(receipt),
+            "error_class": error_class,
+            "request_id": request_id,
+        }
+
+
+def _plain_text(value: Any, *, max_length: int | None = None, trimmed: bool = False) -> bool:
+    """A str that DRF's CharField keeps as it is: within max_length, no NUL, no lone surrogate
+    (which UTF-8 cannot encode), and, where the field trims, no surrounding whitespace."""
+    if type(value) is not str or "\x00" in value:
+        return False
+    if max_length is not None and len(value) > max_length:
+        return False
+    if trimmed and value != value.strip():
+        return False
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _plain_count(value: Any) -> bool:
+    """An int (not a bool) that fits the PostgreSQL integer columns, from 0."""
+    return type(value) is int and 0 <= value <= MAX_DB_INT
+
+
+def _validated(
+    serializer_class: type[IntentCreateSerializer] | type[OutcomeSerializer], data: Any
+) -> dict[str, Any]:
+    """The body's validated data: plainly valid bodies without the serializer's machinery, all
+    others through it (a 400 naming each field it refuses)."""
+    plain = serializer_class.plainly_valid(data)
+    if plain is not None:
+        return plain
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
 
 
 class CustomerMessageCreateSerializer(serializers.Serializer):
@@ -372,39 +447,115 @@ class HandoverApi(APIView):
         return Response(HandoverSerializer(handover_for(run, limit)).data)
 
 
+# --- the agent lane ---------------------------------------------------------------------------
+# An agent's two calls per tool call, when plain (JSON as declared, a live token, the run and
+# step found, the journal accepting), are answered by the views' `lean` handlers without DRF's
+# request machinery (handover/agent_lane.py). Anything else returns None and the view itself
+# answers, so every refusal keeps its status and message.
+
+
+def _lean_body(request: HttpRequest) -> Any:
+    """The JSON body of a plain call, or None. JSON in UTF-8, answered in JSON: DRF's parser
+    and content negotiation decide every other body, charset or Accept header."""
+    params = request.content_params or {}
+    if request.content_type != "application/json" or set(params) - {"charset"}:
+        return None
+    if params.get("charset", "utf-8").lower() not in ("utf-8", "utf8"):
+        return None
+    if request.META.get("HTTP_ACCEPT", "*/*") not in ("*/*", "application/json"):
+        return None
+    try:
+        # DRF's parser refuses NaN and Infinity (STRICT_JSON), so this lane does not take them.
+        return json.loads(request.body.decode(), parse_constant=_refuse_constant)
+    except (ValueError, RecursionError, RequestDataTooBig):
+        return None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _lean_principal(request: HttpRequest, run_id: str, step_id: str | None = None) -> AgentPrincipal | None:
+    secret = bearer_secret(request.META.get("HTTP_AUTHORIZATION", ""))
+    return agent_principal(secret, run_id=run_id, step_id=step_id) if secret else None
+
+
+def _record_intent(run: Run, v: dict[str, Any], actor: services.Actor) -> tuple[dict[str, Any], int]:
+    """Records a validated intent body: the intent's rendering and 201, or 200 for a replay."""
+    result = services.intent_record(
+        run=run, tool=v["tool"], args=v["args"], turn=v["turn"], occurrence=v["occurrence"], actor=actor
+    )
+    answer = IntentSerializer(result.intent).data
+    return answer, status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
+
+
+def _record_outcome(intent: Intent, v: dict[str, Any], actor: services.Actor) -> dict[str, Any]:
+    result = services.outcome_record(
+        intent=intent,
+        ok=v["ok"],
+        summary=v["summary"],
+        receipt=v["receipt"],
+        error_class=v["error_class"],
+        request_id=v["request_id"],
+        actor=actor,
+    )
+    return IntentSerializer(result.intent).data
+
+
+def _lean_response(view_class: type[APIView], data: dict[str, Any], status_code: int) -> HttpResponse:
+    """The answer DRF's view would give: its JSON rendering and its Allow header."""
+    response = HttpResponse(JSONRenderer().render(data), status=status_code, content_type="application/json")
+    response["Allow"] = ", ".join(view_class().allowed_methods)
+    return response
+
+
 class IntentCreateApi(APIView):
     permission_classes = [IsAgentForWrites]
     parser_classes = PARSERS
 
+    @classmethod
+    def lean(cls, request: HttpRequest, run_id: str) -> HttpResponse | None:
+        v = IntentCreateSerializer.plainly_valid(_lean_body(request))
+        principal = _lean_principal(request, run_id) if v is not None else None
+        run = principal.run_named(run_id)[1] if principal is not None else None
+        if v is None or principal is None or run is None:
+            return None
+        try:
+            answer, status_code = _record_intent(run, v, services.Actor.agent(principal.get_username()))
+        except services.JournalError:
+            return None  # nothing was written; the view asks again and answers with the reason
+        return _lean_response(cls, answer, status_code)
+
     @extend_schema(request=IntentCreateSerializer, responses={201: IntentSerializer, 200: IntentSerializer})
     def post(self, request: Request, run_id: str) -> Response:
         run = _run(request, run_id)
-        data = IntentCreateSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
-        result = services.intent_record(
-            run=run,
-            tool=v["tool"],
-            args=v["args"],
-            turn=v["turn"],
-            occurrence=v["occurrence"],
-            actor=_actor(request),
+        answer, status_code = _record_intent(
+            run, _validated(IntentCreateSerializer, request.data), _actor(request)
         )
-        return Response(
-            IntentSerializer(result.intent).data,
-            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
-        )
+        return Response(answer, status=status_code)
 
 
 class OutcomeApi(APIView):
     permission_classes = [IsAgentForWrites]
     parser_classes = PARSERS
 
+    @classmethod
+    def lean(cls, request: HttpRequest, run_id: str, step_id: str) -> HttpResponse | None:
+        v = OutcomeSerializer.plainly_valid(_lean_body(request))
+        principal = _lean_principal(request, run_id, step_id) if v is not None else None
+        intent = principal.intent_named(run_id, step_id)[1] if principal is not None else None
+        if v is None or principal is None or intent is None:
+            return None
+        try:
+            answer = _record_outcome(intent, v, services.Actor.agent(principal.get_username()))
+        except services.JournalError:
+            return None
+        return _lean_response(cls, answer, status.HTTP_200_OK)
+
     @extend_schema(request=OutcomeSerializer, responses={200: IntentSerializer})
     def post(self, request: Request, run_id: str, step_id: str) -> Response:
         run = _run(request, run_id)
-        data = OutcomeSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        v = _validated(OutcomeSerializer, request.data)
         read, intent = (
             request.user.intent_named(run_id, step_id)
             if isinstance(request.user, AgentPrincipal)
@@ -415,17 +566,7 @@ class OutcomeApi(APIView):
             intent = selectors.intent_get(run=run, step_id=step_id)
         if intent is None:
             raise DRFNotFound(f"No intent {step_id} on run {run.pk}: record the intent before its outcome.")
-        v = data.validated_data
-        result = services.outcome_record(
-            intent=intent,
-            ok=v["ok"],
-            summary=v["summary"],
-            receipt=v["receipt"],
-            error_class=v["error_class"],
-            request_id=v["request_id"],
-            actor=_actor(request),
-        )
-        return Response(IntentSerializer(result.intent).data, status=status.HTTP_200_OK)
+        return Response(_record_outcome(intent, v, _actor(request)), status=status.HTTP_200_OK)
 
 
 class CustomerMessageCreateApi(APIView):

@@ -55,34 +55,49 @@ class AgentPrincipal:
         return f"agent:{self.token.name}"
 
 
+KEYWORD = "Bearer"
+
+
+def bearer_secret(header: str) -> str | None:
+    """The secret of an `Authorization: Bearer <secret>` header ("" when nothing follows the
+    keyword), or None when the header is absent or of another scheme."""
+    scheme, _, secret = header.partition(" ")
+    if not header or scheme.lower() != KEYWORD.lower():
+        return None
+    return secret.strip()
+
+
+def agent_principal(secret: str, *, run_id: str | None, step_id: str | None = None) -> AgentPrincipal | None:
+    """The principal of a live token with this secret, with the run (and step) the URL names
+    read beside it when it names one; None for an unknown or revoked token."""
+    digest = AgentToken.digest_of(secret)
+    if run_id is None:
+        token = agent_token_get(digest=digest)
+        return AgentPrincipal(token) if token is not None else None
+    call = agent_call_get(digest=digest, run_id=run_id, step_id=step_id)
+    return AgentPrincipal(call.token, call) if call is not None else None
+
+
 class AgentTokenAuthentication(authentication.BaseAuthentication):
-    keyword = "Bearer"
+    keyword = KEYWORD
 
     def authenticate(self, request: Request) -> tuple[AgentPrincipal, AgentToken] | None:
-        header = authentication.get_authorization_header(request).decode("latin-1")
-        if not header:
+        secret = bearer_secret(authentication.get_authorization_header(request).decode("latin-1"))
+        if secret is None:
             return None
-        scheme, _, secret = header.partition(" ")
-        if scheme.lower() != self.keyword.lower():
-            return None
-        secret = secret.strip()
         if not secret:
             raise exceptions.AuthenticationFailed("Authorization header has no token after 'Bearer'.")
-        digest = AgentToken.digest_of(secret)
         # The URL's own arguments (DRF's parser context holds the view's kwargs).
         named = (request.parser_context or {}).get("kwargs") or {}
-        call = None
-        if isinstance(named.get("run_id"), str):
-            step_id = named.get("step_id")
-            call = agent_call_get(
-                digest=digest, run_id=named["run_id"], step_id=step_id if isinstance(step_id, str) else None
-            )
-            token = call.token if call is not None else None
-        else:
-            token = agent_token_get(digest=digest)
-        if token is None:
+        run_id, step_id = named.get("run_id"), named.get("step_id")
+        principal = agent_principal(
+            secret,
+            run_id=run_id if isinstance(run_id, str) else None,
+            step_id=step_id if isinstance(step_id, str) else None,
+        )
+        if principal is None:
             raise exceptions.AuthenticationFailed("Unknown or revoked agent token.")
-        return AgentPrincipal(token, call), token
+        return principal, principal.token
 
     def authenticate_header(self, request: Request) -> str:
         return self.keyword

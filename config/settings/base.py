@@ -61,13 +61,17 @@ MIDDLEWARE = [
     # First, so every later middleware's and view's log records carry the request id.
     "observability.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Before the lane, so the API's answers carry it too (it only sets a response header).
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Agent-token calls to /api/v1/ go from here to their view (handover/agent_lane.py): the
+    # middleware below serves the console's people, not agent runtimes.
+    "handover.agent_lane.AgentLaneMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
     # Last, as django-axes requires: it turns a lockout raised during authentication into the

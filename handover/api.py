@@ -28,7 +28,14 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from journal import selectors, services
 from journal.models import CustomerMessage, ErrorClass, Intent, Run, RunStatus, Tenant
 
-from .authentication import AgentPrincipal, agent_principal, bearer_secret
+from .authentication import (
+    AgentPrincipal,
+    agent_principal,
+    bearer_secret,
+    caller_forget,
+    caller_remember,
+    caller_remembered,
+)
 from .forms import RunPageForm
 from .handover import HANDOVER_LIST_LIMIT, handover_for
 from .handover_schema import HandoverSerializer
@@ -475,9 +482,8 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _lean_principal(request: HttpRequest, run_id: str, step_id: str | None = None) -> AgentPrincipal | None:
-    secret = bearer_secret(request.META.get("HTTP_AUTHORIZATION", ""))
-    return agent_principal(secret, run_id=run_id, step_id=step_id) if secret else None
+def _lean_secret(request: HttpRequest) -> str | None:
+    return bearer_secret(request.META.get("HTTP_AUTHORIZATION", "")) or None
 
 
 def _record_intent(run: Run, v: dict[str, Any], actor: services.Actor) -> tuple[dict[str, Any], int]:
@@ -485,7 +491,7 @@ def _record_intent(run: Run, v: dict[str, Any], actor: services.Actor) -> tuple[
     result = services.intent_record(
         run=run, tool=v["tool"], args=v["args"], turn=v["turn"], occurrence=v["occurrence"], actor=actor
     )
-    answer = IntentSerializer(result.intent).data
+    answer = _intent_answer(result.intent)
     return answer, status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
 
 
@@ -499,13 +505,35 @@ def _record_outcome(intent: Intent, v: dict[str, Any], actor: services.Actor) ->
         request_id=v["request_id"],
         actor=actor,
     )
-    return IntentSerializer(result.intent).data
+    return _intent_answer(result.intent)
+
+
+# One of each, shared: IntentSerializer renders with to_representation alone (no per-instance
+# field copies to make), and neither keeps state between calls.
+_INTENT_RENDERING = IntentSerializer()
+_JSON = JSONRenderer()
+
+
+def _intent_answer(intent: Intent) -> dict[str, Any]:
+    """The intent as the journal's write calls answer it: IntentSerializer(intent).data."""
+    return _INTENT_RENDERING.to_representation(intent)
+
+
+_ALLOW: dict[type[APIView], str] = {}
+
+
+def _allowed_methods(view_class: type[APIView]) -> str:
+    """The view's Allow header, made once per view class."""
+    allow = _ALLOW.get(view_class)
+    if allow is None:
+        allow = _ALLOW[view_class] = ", ".join(view_class().allowed_methods)
+    return allow
 
 
 def _lean_response(view_class: type[APIView], data: dict[str, Any], status_code: int) -> HttpResponse:
     """The answer DRF's view would give: its JSON rendering and its Allow header."""
-    response = HttpResponse(JSONRenderer().render(data), status=status_code, content_type="application/json")
-    response["Allow"] = ", ".join(view_class().allowed_methods)
+    response = HttpResponse(_JSON.render(data), status=status_code, content_type="application/json")
+    response["Allow"] = _allowed_methods(view_class)
     return response
 
 
@@ -516,14 +544,27 @@ class IntentCreateApi(APIView):
     @classmethod
     def lean(cls, request: HttpRequest, run_id: str) -> HttpResponse | None:
         v = IntentCreateSerializer.plainly_valid(_lean_body(request))
-        principal = _lean_principal(request, run_id) if v is not None else None
-        run = principal.run_named(run_id)[1] if principal is not None else None
-        if v is None or principal is None or run is None:
+        secret = _lean_secret(request) if v is not None else None
+        if v is None or secret is None:
             return None
+        caller = caller_remembered(secret, run_id)
         try:
+            if caller is not None:
+                # One statement asserts the caller as it writes; None: it wrote nothing.
+                intent = services.intent_record_as_caller(
+                    caller=caller, tool=v["tool"], args=v["args"], turn=v["turn"], occurrence=v["occurrence"]
+                )
+                if intent is not None:
+                    return _lean_response(cls, _intent_answer(intent), status.HTTP_201_CREATED)
+                caller_forget(caller)
+            principal = agent_principal(secret, run_id=run_id)
+            run = principal.run_named(run_id)[1] if principal is not None else None
+            if principal is None or run is None:
+                return None
             answer, status_code = _record_intent(run, v, services.Actor.agent(principal.get_username()))
         except services.JournalError:
             return None  # nothing was written; the view asks again and answers with the reason
+        caller_remember(principal, run)
         return _lean_response(cls, answer, status_code)
 
     @extend_schema(request=IntentCreateSerializer, responses={201: IntentSerializer, 200: IntentSerializer})
@@ -542,14 +583,32 @@ class OutcomeApi(APIView):
     @classmethod
     def lean(cls, request: HttpRequest, run_id: str, step_id: str) -> HttpResponse | None:
         v = OutcomeSerializer.plainly_valid(_lean_body(request))
-        principal = _lean_principal(request, run_id, step_id) if v is not None else None
-        intent = principal.intent_named(run_id, step_id)[1] if principal is not None else None
-        if v is None or principal is None or intent is None:
+        secret = _lean_secret(request) if v is not None else None
+        if v is None or secret is None:
             return None
+        caller = caller_remembered(secret, run_id)
         try:
+            if caller is not None and "\x00" not in step_id:  # no stored step id holds a NUL
+                settled = services.outcome_record_as_caller(
+                    caller=caller,
+                    step_id=step_id,
+                    ok=v["ok"],
+                    summary=v["summary"],
+                    receipt=v["receipt"],
+                    error_class=v["error_class"],
+                    request_id=v["request_id"],
+                )
+                if settled is not None:
+                    return _lean_response(cls, _intent_answer(settled), status.HTTP_200_OK)
+                caller_forget(caller)
+            principal = agent_principal(secret, run_id=run_id, step_id=step_id)
+            intent = principal.intent_named(run_id, step_id)[1] if principal is not None else None
+            if principal is None or intent is None:
+                return None
             answer = _record_outcome(intent, v, services.Actor.agent(principal.get_username()))
         except services.JournalError:
             return None
+        caller_remember(principal, intent.run)
         return _lean_response(cls, answer, status.HTTP_200_OK)
 
     @extend_schema(request=OutcomeSerializer, responses={200: IntentSerializer})

@@ -12,6 +12,7 @@ from django.utils.functional import cached_property
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
+from journal.events import Caller
 from journal.models import AgentToken, Intent, Run, Tenant
 from journal.selectors import AgentCall, agent_call_get, agent_token_get
 
@@ -76,6 +77,40 @@ def agent_principal(secret: str, *, run_id: str | None, step_id: str | None = No
         return AgentPrincipal(token) if token is not None else None
     call = agent_call_get(digest=digest, run_id=run_id, step_id=step_id)
     return AgentPrincipal(call.token, call) if call is not None else None
+
+
+# The callers an agent token's calls about a run were answered for, by (token digest, run id).
+# The next intent or outcome about that run asserts its caller in the journal's own statement
+# (journal.services.intent_record_as_caller) rather than reading the token and the run first: a
+# hint, never trusted, since the statement checks every part of it against the rows it writes
+# by (a revoked token writes nothing from its next request on, as before). Bounded: an agent
+# fleet's open runs, emptied when full rather than ordered, since a miss costs one read.
+_CALLERS: dict[tuple[str, str], Caller] = {}
+MAX_REMEMBERED_CALLERS = 4096
+
+
+def caller_remembered(secret: str, run_id: str) -> Caller | None:
+    """The caller a request with this token about run `run_id` was last answered for, if any."""
+    return _CALLERS.get((AgentToken.digest_of(secret), run_id))
+
+
+def caller_remember(principal: AgentPrincipal, run: Run) -> None:
+    """Remember the caller a request of `principal` about `run` was just answered for."""
+    token = principal.token
+    if len(_CALLERS) >= MAX_REMEMBERED_CALLERS:
+        _CALLERS.clear()
+    _CALLERS[(token.digest, str(run.pk))] = Caller(
+        digest=token.digest,
+        token_name=token.name,
+        tenant_slug=principal.tenant.slug,
+        run_pk=run.pk,
+        policy_version=run.policy_version,
+    )
+
+
+def caller_forget(caller: Caller) -> None:
+    """Forget a caller the journal found not to be as remembered (or whose call it refused)."""
+    _CALLERS.pop((caller.digest, str(caller.run_pk)), None)
 
 
 class AgentTokenAuthentication(authentication.BaseAuthentication):

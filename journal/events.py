@@ -4,6 +4,7 @@ they hold ids rather than rows) in the transaction of the change the event recor
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -31,6 +32,25 @@ class Actor:
     @classmethod
     def user(cls, user: Any) -> Actor:
         return cls(kind=ActorKind.USER, name=user.get_username(), user_id=user.pk)
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """An agent token as an earlier request of it about one run found them: the token's digest
+    and name, its tenant's slug and the run's policy version (the key's inputs beside the call's
+    own). Kept between requests so that the next call about the run needs no read: the journal's
+    statement asserts every part of it (journal.sql.INSERT_INTENT_AS_CALLER), so a caller that is
+    no longer so (a revoked or renamed token, another run) writes nothing."""
+
+    digest: str
+    token_name: str
+    tenant_slug: str
+    run_pk: uuid.UUID
+    policy_version: str
+
+    @property
+    def actor(self) -> Actor:
+        return Actor.agent(self.token_name)
 
 
 def event_record(

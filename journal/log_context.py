@@ -13,17 +13,24 @@ from .keys import step_id_of
 
 def _journal_fields(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """run_id and step_id from a journal service's keyword arguments: an `intent`, or a `run`
-    with the `turn`, `tool` and `occurrence` that name the step."""
+    (or an agent's `caller`, which names its run) with the `step_id`, or the `turn`, `tool` and
+    `occurrence` that name the step."""
     intent = kwargs.get("intent")
     if intent is not None:
         return {"run_id": intent.run_id, "step_id": intent.step_id}
-    run = kwargs.get("run")
-    if run is None:
+    run, caller = kwargs.get("run"), kwargs.get("caller")
+    if run is not None:
+        run_pk = run.pk
+    elif caller is not None:
+        run_pk = caller.run_pk
+    else:
         return {}
-    fields: dict[str, Any] = {"run_id": run.pk}
-    if "turn" in kwargs and isinstance(kwargs.get("tool"), str):
+    fields: dict[str, Any] = {"run_id": run_pk}
+    if isinstance(kwargs.get("step_id"), str):
+        fields["step_id"] = kwargs["step_id"]
+    elif "turn" in kwargs and isinstance(kwargs.get("tool"), str):
         fields["step_id"] = step_id_of(
-            str(run.pk), kwargs["turn"], kwargs["tool"], kwargs.get("occurrence", 0)
+            str(run_pk), kwargs["turn"], kwargs["tool"], kwargs.get("occurrence", 0)
         )
     return fields
 

@@ -40,7 +40,7 @@ from observability.context import unbind as unbind_log_context
 from . import sql as journal_sql
 from . import transitions
 from .errors import Conflict, InvalidInput, JournalError, NotFound
-from .events import Actor, event_record
+from .events import Actor, Caller, event_insert, event_record
 from .keys import NotCanonicalisable, canonical_args, canonical_json, idempotency_key_of_json, step_id_of
 from .log_context import journal_log_context
 from .models import (
@@ -466,8 +466,9 @@ def step_id_for(*, run: Run, turn: int, tool: str, occurrence: int = 0) -> str:
 class _IntentDraft:
     """An intent checked and keyed, not yet written: what intent_record and perform both insert."""
 
-    run: Run
-    run_id: str  # str(run.pk), made once
+    run: Run | None  # None when only the run's key inputs are known (an agent's Caller)
+    run_pk: Any
+    run_id: str  # str(run_pk), made once
     tool: str
     args: dict[str, Any]
     args_json: str  # canonical_json(args), made once for the size limit, the key and the row
@@ -478,22 +479,46 @@ class _IntentDraft:
 
 
 def _intent_draft(*, run: Run, tool: Any, args: Any, turn: Any, occurrence: Any) -> _IntentDraft:
+    return _draft_of(
+        run=run,
+        run_pk=run.pk,
+        tenant_slug=run.tenant.slug,
+        policy_version=run.policy_version,
+        tool=tool,
+        args=args,
+        turn=turn,
+        occurrence=occurrence,
+    )
+
+
+def _draft_of(
+    *,
+    run: Run | None,
+    run_pk: Any,
+    tenant_slug: str,
+    policy_version: str,
+    tool: Any,
+    args: Any,
+    turn: Any,
+    occurrence: Any,
+) -> _IntentDraft:
     tool = _clean_tool(tool)
     clean, args_json = _clean_args_json(args)
     _check_counter(turn, field="turn")
     _check_counter(occurrence, field="occurrence")
     _check_registered_arguments(tool, clean)
-    run_id = str(run.pk)
+    run_id = str(run_pk)
     key = idempotency_key_of_json(
-        tenant_slug=run.tenant.slug,
+        tenant_slug=tenant_slug,
         run_id=run_id,
         tool=tool,
         args_json=args_json,
-        policy_version=run.policy_version,
+        policy_version=policy_version,
         occurrence=occurrence,
     )
     return _IntentDraft(
         run=run,
+        run_pk=run_pk,
         run_id=run_id,
         tool=tool,
         args=clean,
@@ -535,13 +560,41 @@ def intent_record(
     return IntentRecorded(intent=_intent_loaded(new_id, draft, intended_at=intended_at), created=True)
 
 
-def _intent_write(draft: _IntentDraft, *, actor: Actor, compensation: bool) -> tuple[int | None, datetime]:
+@journal_log_context
+def intent_record_as_caller(
+    *, caller: Caller, tool: Any, args: Any, turn: Any, occurrence: Any = 0
+) -> Intent | None:
+    """intent_record for an agent whose token and run an earlier request found (a Caller), in
+    one statement that asserts them instead of reading them first. The new intent; or None when
+    nothing was written (the caller is no longer so, the run admits no intent, the key is
+    already recorded or the step slot is taken), and the call is then answered by intent_record
+    after reading the token and the run, which says why. Always None but on the
+    single-statement journal (PostgreSQL). Arguments are checked as intent_record checks them."""
+    if not _single_statement_journal(connections[DEFAULT_DB_ALIAS]):
+        return None
+    draft = _draft_of(
+        run=None,
+        run_pk=caller.run_pk,
+        tenant_slug=caller.tenant_slug,
+        policy_version=caller.policy_version,
+        tool=tool,
+        args=args,
+        turn=turn,
+        occurrence=occurrence,
+    )
+    new_id, intended_at = _intent_write(draft, actor=caller.actor, compensation=False, caller=caller)
+    return None if new_id is None else _intent_loaded(new_id, draft, intended_at=intended_at)
+
+
+def _intent_write(
+    draft: _IntentDraft, *, actor: Actor, compensation: bool, caller: Caller | None = None
+) -> tuple[int | None, datetime]:
     """Insert the draft and its event, committed: (new id, intended_at). The id is None when
     there is no such run, the run admits no intents or the slot is taken
-    (_intent_already_recorded says which)."""
+    (_intent_already_recorded says which), or a `caller` is not as asserted."""
     now = timezone.now()
     try:
-        new_id = _insert_intent(draft, now=now, actor=actor, any_run_status=compensation)
+        new_id = _insert_intent(draft, now=now, actor=actor, any_run_status=compensation, caller=caller)
     except IntegrityError:
         # The step slot is taken; whether by this same intent is decided by the caller.
         new_id = None
@@ -560,19 +613,19 @@ def _intent_already_recorded(draft: _IntentDraft, *, compensation: bool) -> Inte
     existing = Intent.objects.filter(idempotency_key=draft.key).select_related("run").first()
     if existing is not None:
         return existing
-    run_status = Run.objects.filter(pk=draft.run.pk).values_list("status", flat=True).first()
+    run_status = Run.objects.filter(pk=draft.run_pk).values_list("status", flat=True).first()
     if run_status is None:
         raise NotFound("run not found", field="run")
     if run_status != RunStatus.RUNNING and not compensation:
         raise Conflict(f"run is {run_status}; no new intents are admitted", field="run")
-    if not compensation and _intents_full(draft.run.pk):
+    if not compensation and _intents_full(draft.run_pk):
         raise IntentLimitReached(
             "the run holds as many intents as a run may",
             field="run",
             setting="SEAM_MAX_INTENTS_PER_RUN",
             limit=settings.SEAM_MAX_INTENTS_PER_RUN,
         )
-    taken = Intent.objects.filter(run=draft.run, step_id=draft.step_id).first()
+    taken = Intent.objects.filter(run_id=draft.run_pk, step_id=draft.step_id).first()
     raise StepTaken(
         f"step {draft.step_id} is already recorded with different arguments"
         f"{f' (key {taken.idempotency_key})' if taken else ''}; use another turn or occurrence for a new intent",
@@ -602,7 +655,7 @@ def _intent_loaded(pk: int, draft: _IntentDraft, *, intended_at: datetime, **set
         **_NEW_INTENT_COLUMNS,
         "receipt": {},
         "id": pk,
-        "run_id": draft.run.pk,
+        "run_id": draft.run_pk,
         "step_id": draft.step_id,
         "turn": draft.turn,
         "tool": draft.tool,
@@ -612,15 +665,23 @@ def _intent_loaded(pk: int, draft: _IntentDraft, *, intended_at: datetime, **set
         "intended_at": intended_at,
         **settled,
     }
+    return _intent_of_columns(values, draft.run)
+
+
+def _intent_of_columns(values: dict[str, Any], run: Run | None) -> Intent:
+    """An Intent as Django would load it from every column's value (_intent_loaded says why not
+    through Model.__init__), with its run cached when known."""
     if pre_init.has_listeners(Intent) or post_init.has_listeners(Intent):
         names = _intent_attnames()
         intent = Intent.from_db(DEFAULT_DB_ALIAS, names, [values[name] for name in names])
-        _INTENT_RUN_FIELD.set_cached_value(intent, draft.run)
+        if run is not None:
+            _INTENT_RUN_FIELD.set_cached_value(intent, run)
         return intent
     state = ModelState()
     state.adding = False
     state.db = DEFAULT_DB_ALIAS
-    state.fields_cache = {_INTENT_RUN_FIELD.cache_name: draft.run}
+    if run is not None:  # else intent.run is read when asked for, as for any loaded row
+        state.fields_cache = {_INTENT_RUN_FIELD.cache_name: run}
     intent = Intent.__new__(Intent)
     values["_state"] = state
     intent.__dict__.update(values)
@@ -655,11 +716,14 @@ def _intent_event_data(draft: _IntentDraft, *, compensation: bool) -> dict[str, 
     return data
 
 
-def _insert_intent(draft: _IntentDraft, *, now: datetime, actor: Actor, any_run_status: bool) -> int | None:
+def _insert_intent(
+    draft: _IntentDraft, *, now: datetime, actor: Actor, any_run_status: bool, caller: Caller | None = None
+) -> int | None:
     """Insert the intent row and its event, committed together, unless there is no such run, the
     run admits no intents or the key is already recorded. Returns the new intent's id or None;
     raises IntegrityError when the step slot holds another intent. `any_run_status` is set for
-    compensations, which are admitted on a run in any state (and say so in their event)."""
+    compensations, which are admitted on a run in any state (and say so in their event). With a
+    `caller` (the single-statement journal only) the statement also asserts it."""
     db = connections[DEFAULT_DB_ALIAS]
     _refuse_open_transaction(db)
     if _single_statement_journal(db):
@@ -668,7 +732,7 @@ def _insert_intent(draft: _IntentDraft, *, now: datetime, actor: Actor, any_run_
         guard = transaction.atomic() if db.in_atomic_block else contextlib.nullcontext()
         with guard:
             params = journal_sql.insert_intent_params(
-                run_id=draft.run.pk,
+                run_id=draft.run_pk,
                 step_id=draft.step_id,
                 turn=draft.turn,
                 tool=draft.tool,
@@ -681,25 +745,28 @@ def _insert_intent(draft: _IntentDraft, *, now: datetime, actor: Actor, any_run_
                 user_id=actor.user_id,
                 compensation=any_run_status,
                 max_intents=settings.SEAM_MAX_INTENTS_PER_RUN,
+                caller=caller,
             )
-            return journal_sql.insert_intent(db, params)
+            return journal_sql.insert_intent(db, params, as_caller=caller is not None)
+    if caller is not None:
+        raise ValueError("a Caller is asserted by the single-statement journal only")
     with durable():
         # Lock the run row (without blocking foreign-key checks) so that an intent is never
         # admitted while the run is being completed or cancelled under us.
         status = (
             Run.objects.select_for_update(no_key=True)
-            .filter(pk=draft.run.pk)
+            .filter(pk=draft.run_pk)
             .values_list("status", flat=True)
             .first()
         )
         if status is None or (status != RunStatus.RUNNING and not any_run_status):
             return None
-        if not any_run_status and _intents_full(draft.run.pk):
+        if not any_run_status and _intents_full(draft.run_pk):
             return None
         try:
             with transaction.atomic():
                 intent = Intent.objects.create(
-                    run=draft.run,
+                    run_id=draft.run_pk,
                     step_id=draft.step_id,
                     turn=draft.turn,
                     tool=draft.tool,
@@ -712,9 +779,9 @@ def _insert_intent(draft: _IntentDraft, *, now: datetime, actor: Actor, any_run_
             if Intent.objects.filter(idempotency_key=draft.key).exists():
                 return None
             raise
-        event_record(
-            run=draft.run,
-            intent=intent,
+        event_insert(
+            run_id=draft.run_pk,
+            intent_id=intent.pk,
             kind=JournalEvent.Kind.INTENT_RECORDED,
             actor=actor,
             at=now,
@@ -818,6 +885,58 @@ def outcome_record(
         settled.settled_at = now
         return OutcomeRecorded(intent=settled, changed=True)
     return OutcomeRecorded(intent=_outcome_already_recorded(intent.pk, draft), changed=False)
+
+
+@journal_log_context
+def outcome_record_as_caller(
+    *,
+    caller: Caller,
+    step_id: str,
+    ok: Any,
+    summary: Any = "",
+    receipt: Any = None,
+    error_class: Any = "",
+    request_id: Any = "",
+) -> Intent | None:
+    """outcome_record for an agent whose token and run an earlier request found (a Caller), the
+    step named as the request names it, in one statement that asserts the caller. The settled
+    intent; or None when nothing was written (the caller is no longer so, there is no such
+    step, or it is not open), and the call is then answered by outcome_record after reading the
+    token, the run and the step, which says why. Always None but on the single-statement journal
+    (PostgreSQL). The outcome is checked as outcome_record checks it."""
+    db = connections[DEFAULT_DB_ALIAS]
+    if not _single_statement_journal(db):
+        return None
+    draft = _outcome_draft(
+        ok=ok, summary=summary, receipt=receipt, error_class=error_class, request_id=request_id
+    )
+    _refuse_open_transaction(db)
+    now = timezone.now()
+    row = journal_sql.settle_step_as_caller(
+        db,
+        caller=caller,
+        step_id=step_id,
+        source=transitions.outcome_source(target=draft.status),
+        status=draft.status,
+        error_class=draft.error_class,
+        summary=draft.summary,
+        receipt_json=draft.receipt_json,
+        request_id=draft.request_id,
+        now=now,
+    )
+    if row is None:
+        return None
+    metrics.intent_settled(draft.status)
+    values = {
+        **_NEW_INTENT_COLUMNS,
+        **row,
+        "run_id": caller.run_pk,
+        "step_id": step_id,
+        **draft.as_columns(),
+        "request_id": draft.request_id,
+        "settled_at": now,
+    }
+    return _intent_of_columns(values, None)
 
 
 def _outcome_write(intent_pk: int, run_id: Any, draft: _OutcomeDraft, *, actor: Actor) -> datetime | None:
@@ -1171,7 +1290,7 @@ def _perform(draft: _IntentDraft, *, dispatch: Dispatch, actor: Actor, compensat
             error_class="",
             request_id=result.request_id,
         )
-        settled_at = _outcome_write(new_id, draft.run.pk, outcome, actor=actor)
+        settled_at = _outcome_write(new_id, draft.run_pk, outcome, actor=actor)
         if settled_at is None:  # settled meanwhile by someone else (reconciliation, a person)
             return Performed(intent=_outcome_already_recorded(new_id, outcome), replayed=False)
     except CONNECTION_ERRORS as exc:

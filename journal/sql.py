@@ -12,6 +12,7 @@ tests/handover/test_services_journal.py, which runs against both."""
 from __future__ import annotations
 
 import functools
+import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,7 +24,8 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Model
 
-from .models import AgentToken, Intent, Run, Tenant
+from .events import Caller
+from .models import ActorKind, AgentToken, Intent, Run, Tenant
 
 # Each statement binds its parameters by position, each once (psycopg then has no named
 # parameters to map on every call), and casts those whose type PostgreSQL cannot infer. The
@@ -40,6 +42,7 @@ WITH inserted AS (
     FROM handover_run AS run
     -- A run admits new intents while running; a compensation is admitted on any run.
     WHERE run.id = %s::uuid AND (run.status = 'running' OR %s::boolean)
+    /*caller*/
     -- A run admits at most SEAM_MAX_INTENTS_PER_RUN intents of its own (the parameter is that
     -- limit less one: no row at that offset); a compensation is admitted beyond it.
     AND (%s::boolean OR NOT EXISTS (
@@ -61,6 +64,21 @@ FROM inserted
 RETURNING intent_id
 """
 
+# An agent's intent, checked against its token in the statement itself (INSERT_INTENT_AS_CALLER).
+# What an earlier request of the same token about the same run established (its name, its tenant's
+# slug and the run's policy version, from which the key and the event's actor were made) is
+# asserted here, so that the request needs no read of its own: the row is written only while the
+# token is live, of the run's tenant and still so named, and the key's inputs are still the
+# run's. When anything differs nothing is written, and the request is answered the long way.
+_CALLER_OWNS_RUN = """AND run.tenant_id = (
+        SELECT token.tenant_id FROM handover_agenttoken AS token
+        JOIN handover_tenant AS tenant ON tenant.id = token.tenant_id
+        WHERE token.digest = %s::text AND token.revoked_at IS NULL
+        AND token.name = %s::text AND tenant.slug = %s::text)
+    AND run.policy_version = %s::text"""
+INSERT_INTENT_AS_CALLER = INSERT_INTENT.replace("/*caller*/", _CALLER_OWNS_RUN)
+INSERT_INTENT = INSERT_INTENT.replace("\n    /*caller*/", "")
+
 SETTLE_INTENT = """
 WITH settled AS (
     UPDATE handover_intent
@@ -78,6 +96,47 @@ SELECT run_id, id, 'outcome_recorded', %s::text, %s::text, %s::integer,
 FROM settled
 RETURNING intent_id
 """
+
+
+# An agent's outcome, checked against its token in the statement (see _CALLER_OWNS_RUN): the step
+# is named by its run and step id, as the request names it, and the row's columns the answer
+# renders are returned with it. The event is written by a CTE the final SELECT does not read,
+# which PostgreSQL runs all the same (a data-modifying WITH runs exactly once).
+SETTLE_STEP_AS_CALLER = """
+WITH settled AS (
+    UPDATE handover_intent AS intent
+    SET status = %s::text, error_class = %s::text, outcome_summary = %s::text,
+        receipt = %s::jsonb, request_id = %s::text, settled_at = %s::timestamptz
+    WHERE intent.run_id = %s::uuid AND intent.step_id = %s::text AND intent.status = %s::text
+    AND EXISTS (
+        SELECT 1 FROM handover_run AS run JOIN handover_agenttoken AS token ON token.tenant_id = run.tenant_id
+        WHERE run.id = intent.run_id
+        AND token.digest = %s::text AND token.revoked_at IS NULL AND token.name = %s::text)
+    RETURNING intent.*
+), event AS (
+    INSERT INTO handover_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
+    SELECT run_id, id, 'outcome_recorded', %s::text, %s::text, NULL,
+           jsonb_build_object('status', status, 'error_class', error_class, 'receipt', receipt),
+           settled_at
+    FROM settled
+)
+SELECT {answered} FROM settled
+"""
+# The columns of a step settled as a caller that the statement did not write itself.
+_SETTLED_AS_CALLER_READ = (
+    "id",
+    "turn",
+    "tool",
+    "args",
+    "occurrence",
+    "idempotency_key",
+    "intended_at",
+    "lookup_attempts",
+    "last_lookup_error",
+    "next_lookup_at",
+    "unknown_reason",
+)
+SETTLE_STEP_AS_CALLER = SETTLE_STEP_AS_CALLER.replace("{answered}", ", ".join(_SETTLED_AS_CALLER_READ))
 
 
 def _prepared_cursor(db: BaseDatabaseWrapper) -> psycopg.Cursor[Any]:
@@ -115,8 +174,15 @@ def insert_intent_params(
     user_id: int | None,
     compensation: bool,
     max_intents: int,
+    caller: Caller | None = None,
 ) -> tuple[Any, ...]:
-    """INSERT_INTENT's parameters, in the order of its placeholders."""
+    """INSERT_INTENT's parameters, in the order of its placeholders; with `caller`,
+    INSERT_INTENT_AS_CALLER's."""
+    asserted = (
+        ()
+        if caller is None
+        else (caller.digest, caller.token_name, caller.tenant_slug, caller.policy_version)
+    )
     return (
         # A str subclass (a TextChoices member such as ActorKind.AGENT) is passed as the plain
         # str it stands for: psycopg looks up a parameter's dumper by its type at every execute,
@@ -130,6 +196,7 @@ def insert_intent_params(
         now,
         run_id,
         compensation,
+        *asserted,
         compensation or not max_intents,  # 0: no limit (the benchmarks' single long run)
         max(max_intents - 1, 0),
         str(actor_kind),
@@ -139,14 +206,15 @@ def insert_intent_params(
     )
 
 
-def insert_intent(db: BaseDatabaseWrapper, params: tuple[Any, ...]) -> int | None:
-    """Run INSERT_INTENT with `params` (insert_intent_params): the new intent's id, or None if
-    there is no such run, the run admits no intents (or no more), or the key is already recorded
-    (services._intent_already_recorded says which). Raises IntegrityError when the step slot is
-    taken by a different intent. A compensation is admitted on a run in any state."""
+def insert_intent(db: BaseDatabaseWrapper, params: tuple[Any, ...], *, as_caller: bool = False) -> int | None:
+    """Run INSERT_INTENT (INSERT_INTENT_AS_CALLER `as_caller`) with `params`
+    (insert_intent_params): the new intent's id, or None if there is no such run, the run admits
+    no intents (or no more), the key is already recorded (services._intent_already_recorded says
+    which) or, as a caller, the caller is not as asserted. Raises IntegrityError when the step
+    slot is taken by a different intent. A compensation is admitted on a run in any state."""
     cursor = _prepared_cursor(db)
     with db.wrap_database_errors:  # psycopg's errors become Django's (IntegrityError...)
-        cursor.execute(INSERT_INTENT, params, prepare=True)
+        cursor.execute(INSERT_INTENT_AS_CALLER if as_caller else INSERT_INTENT, params, prepare=True)
         row = cursor.fetchone()
     return None if row is None else row[0]
 
@@ -283,3 +351,47 @@ def agent_call_read(
         if intent is not None:
             intent.run = run  # type: ignore[attr-defined]
     return token, run, intent
+
+
+def settle_step_as_caller(
+    db: BaseDatabaseWrapper,
+    *,
+    caller: Caller,
+    step_id: str,
+    source: str,
+    status: str,
+    error_class: str,
+    summary: str,
+    receipt_json: str,
+    request_id: str,
+    now: datetime,
+) -> dict[str, Any] | None:
+    """Run SETTLE_STEP_AS_CALLER: settle the caller's run's step `step_id` from `source`, with its
+    event (the caller's token as the agent actor). The row's columns beside those written
+    (_SETTLED_AS_CALLER_READ), or None when nothing was written: no such open step, or the
+    caller is not as asserted."""
+    params = (
+        str(status),
+        str(error_class),
+        summary,
+        receipt_json,
+        request_id,
+        now,
+        caller.run_pk,
+        step_id,
+        str(source),
+        caller.digest,
+        caller.token_name,
+        str(ActorKind.AGENT),
+        caller.token_name,
+    )
+    cursor = _prepared_cursor(db)
+    with db.wrap_database_errors:
+        cursor.execute(SETTLE_STEP_AS_CALLER, params, prepare=True)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    values = dict(zip(_SETTLED_AS_CALLER_READ, row, strict=True))
+    if isinstance(values["args"], str):  # Django's connection loads jsonb as text
+        values["args"] = json.loads(values["args"])
+    return values

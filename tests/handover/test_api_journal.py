@@ -20,7 +20,9 @@ from django.core.management import call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from handover.api import IntentSerializer
 from journal import services
+from journal.keys import idempotency_key
 from journal.models import (
     AgentToken,
     CustomerMessage,
@@ -845,17 +847,11 @@ def test_a_bogus_token_is_401(
     assert journal_state() == before
 
 
-def test_an_intent_and_its_outcome_each_read_token_run_and_step_in_one_statement(
-    tenant: Tenant, django_assert_num_queries: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Authentication and tenant scoping are one prepared statement (token, run and, for an
-    outcome, the intent read together: journal.sql.agent_call_read), and the journal's write one
-    more, both on the journal's own psycopg cursor, which Django's query log does not see: each
-    hot request is two statements, and nothing else reaches the database."""
+def _statements_sent(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The start of every statement sent on a psycopg cursor from now on (the journal's own
+    cursor included, which Django's query log does not see)."""
     import psycopg
 
-    caller = new_agent_client(tenant, "counted")
-    run = create_run(caller)
     statements: list[str] = []
     execute = psycopg.Cursor.execute
 
@@ -864,16 +860,133 @@ def test_an_intent_and_its_outcome_each_read_token_run_and_step_in_one_statement
         return execute(cursor, query, *args, **kwargs)
 
     monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+    return statements
+
+
+def test_an_agents_first_call_about_a_run_reads_its_token_and_each_later_call_is_one_statement(
+    tenant: Tenant, django_assert_num_queries: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first call of a token about a run reads the token, the run (and, for an outcome, the
+    step) in one prepared statement (journal.sql.agent_call_read) and writes in one more. Each
+    later intent and outcome about that run asserts the caller in its write (journal.sql's
+    *_AS_CALLER statements): one statement, which answers with what the stored rows hold."""
+    caller = new_agent_client(tenant, "counted")
+    run = create_run(caller)
+    statements = _statements_sent(monkeypatch)
 
     with django_assert_num_queries(0):
-        intent = record_intent(caller, run["id"])
+        first = record_intent(caller, run["id"])
     assert len(statements) == 2 and statements[0].startswith("SELECT token."), statements
     statements.clear()
     with django_assert_num_queries(0):
-        settled = record_outcome(caller, run["id"], intent["step_id"])
-    assert len(statements) == 2 and statements[0].startswith("SELECT token."), statements
+        settled = record_outcome(caller, run["id"], first["step_id"], summary="label sent", receipt={"n": 1})
+    assert len(statements) == 1 and statements[0].startswith("WITH settled AS"), statements
+    statements.clear()
+    with django_assert_num_queries(0):
+        second = record_intent(caller, run["id"], turn=2, args={"order_id": "SU-2"})
+    assert len(statements) == 1 and statements[0].startswith("WITH inserted AS"), statements
 
+    monkeypatch.undo()
+    stored = {i.step_id: IntentSerializer(i).data for i in Intent.objects.filter(run_id=run["id"])}
+    assert settled == stored[first["step_id"]] and settled["status"] == IntentStatus.PERFORMED
+    assert second == stored[second["step_id"]]
+    events = list(
+        JournalEvent.objects.filter(run_id=run["id"], intent__isnull=False)
+        .order_by("pk")
+        .values_list("kind", "actor_kind", "actor_name", "user_id", "data")
+    )
+    assert events == [
+        (
+            "intent_recorded",
+            "agent",
+            "counted",
+            None,
+            {
+                "step_id": first["step_id"],
+                "tool": "start_return",
+                "idempotency_key": first["idempotency_key"],
+            },
+        ),
+        (
+            "outcome_recorded",
+            "agent",
+            "counted",
+            None,
+            {"status": "performed", "error_class": "", "receipt": {"n": 1}},
+        ),
+        (
+            "intent_recorded",
+            "agent",
+            "counted",
+            None,
+            {
+                "step_id": second["step_id"],
+                "tool": "start_return",
+                "idempotency_key": second["idempotency_key"],
+            },
+        ),
+    ]
+
+
+def test_a_remembered_caller_renamed_or_rescoped_is_answered_as_the_rows_now_say(tenant: Tenant) -> None:
+    """Whatever changed since a token's last call about a run (its name, its tenant's slug) is
+    what the next call's rows say: the one statement writes nothing for a caller not as
+    remembered, and the call is answered the long way."""
+    caller = new_agent_client(tenant, "before")
+    run = create_run(caller)
+    record_intent(caller, run["id"])
+    AgentToken.objects.filter(name="before").update(name="after")
+    Tenant.objects.filter(pk=tenant.pk).update(slug="renamed-tenant")
+
+    second = record_intent(caller, run["id"], turn=2)
+    settled = record_outcome(caller, run["id"], second["step_id"])
+
+    stored = Run.objects.get(pk=run["id"])
+    assert second["idempotency_key"] == idempotency_key(
+        tenant_slug="renamed-tenant",
+        run_id=run["id"],
+        tool="start_return",
+        args={"order_id": "SU-90317"},
+        policy_version=stored.policy_version,
+    )
     assert settled["status"] == IntentStatus.PERFORMED
+    actors = set(
+        JournalEvent.objects.filter(intent__step_id=second["step_id"]).values_list("actor_name", flat=True)
+    )
+    assert actors == {"after"}
+
+
+def test_a_remembered_caller_is_refused_what_the_run_and_step_now_refuse(tenant: Tenant) -> None:
+    """Replays and refusals after the run is remembered keep their answers: the same intent or
+    outcome again is 200 with the first row, another outcome 409, and a completed run admits no
+    intent (409), each writing nothing."""
+    caller = new_agent_client(tenant, "replaying")
+    run = create_run(caller)
+    first = record_intent(caller, run["id"])
+    settled = record_outcome(caller, run["id"], first["step_id"])
+    before = journal_state()
+
+    again = caller.post(
+        intents_url(run["id"]),
+        {"tool": "start_return", "args": {"order_id": "SU-90317"}, "turn": 1},
+        format="json",
+    )
+    same_outcome = caller.post(outcome_url(run["id"], first["step_id"]), outcome_body(), format="json")
+    other_outcome = caller.post(
+        outcome_url(run["id"], first["step_id"]),
+        outcome_body(ok=False, error_class="permanent"),
+        format="json",
+    )
+    assert (again.status_code, again.json()["step_id"]) == (200, first["step_id"])
+    assert (same_outcome.status_code, same_outcome.json()) == (200, settled)
+    assert other_outcome.status_code == 409 and names(other_outcome.json(), "ok")
+    assert journal_state() == before
+
+    assert caller.post(complete_url(run["id"])).status_code == 200
+    before = journal_state()
+    refused = caller.post(intents_url(run["id"]), intent_body(turn=2), format="json")
+    assert refused.status_code == 409 and names(refused.json(), "run")
+    assert journal_state() == before
 
 
 def test_a_revoked_token_is_refused_from_its_next_request(tenant: Tenant) -> None:

@@ -495,17 +495,16 @@ def _record_intent(run: Run, v: dict[str, Any], actor: services.Actor) -> tuple[
     return answer, status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
 
 
+_OUTCOME_FIELDS = ("ok", "summary", "receipt", "error_class", "request_id")
+
+
+def _outcome_of(v: dict[str, Any]) -> dict[str, Any]:
+    """A validated outcome body as the journal's outcome services take it."""
+    return {name: v[name] for name in _OUTCOME_FIELDS}
+
+
 def _record_outcome(intent: Intent, v: dict[str, Any], actor: services.Actor) -> dict[str, Any]:
-    result = services.outcome_record(
-        intent=intent,
-        ok=v["ok"],
-        summary=v["summary"],
-        receipt=v["receipt"],
-        error_class=v["error_class"],
-        request_id=v["request_id"],
-        actor=actor,
-    )
-    return _intent_answer(result.intent)
+    return _intent_answer(services.outcome_record(intent=intent, actor=actor, **_outcome_of(v)).intent)
 
 
 # One of each, shared: IntentSerializer renders with to_representation alone (no per-instance
@@ -589,15 +588,7 @@ class OutcomeApi(APIView):
         caller = caller_remembered(secret, run_id)
         try:
             if caller is not None and "\x00" not in step_id:  # no stored step id holds a NUL
-                settled = services.outcome_record_as_caller(
-                    caller=caller,
-                    step_id=step_id,
-                    ok=v["ok"],
-                    summary=v["summary"],
-                    receipt=v["receipt"],
-                    error_class=v["error_class"],
-                    request_id=v["request_id"],
-                )
+                settled = services.outcome_record_as_caller(caller=caller, step_id=step_id, **_outcome_of(v))
                 if settled is not None:
                     return _lean_response(cls, _intent_answer(settled), status.HTTP_200_OK)
                 caller_forget(caller)

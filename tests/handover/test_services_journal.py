@@ -9,9 +9,12 @@ import psycopg
 import pytest
 from django.conf import settings
 from django.db import OperationalError, connection, transaction
+from django.utils import timezone
 
 from journal import services
-from journal.models import Intent, IntentStatus, JournalEvent, RunStatus
+from journal.events import Caller
+from journal.keys import idempotency_key
+from journal.models import AgentToken, Intent, IntentStatus, JournalEvent, RunStatus
 from journal.services import Actor, DispatchResult, ToolError
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -450,3 +453,116 @@ def test_an_intent_settled_by_someone_else_during_the_call(
     assert stored.outcome_summary == ("label RL-7734" if same_outcome else "found by lookup")
     outcomes = JournalEvent.objects.filter(intent=stored, kind="outcome_recorded")
     assert list(outcomes.values_list("actor_name", flat=True)) == ["reconciliation"]
+
+
+# --- an agent's Caller: one statement that asserts who calls ---------------------------------
+
+
+def _caller_of(run: Any, token: AgentToken, **changes: Any) -> Caller:
+    known = {
+        "digest": token.digest,
+        "token_name": token.name,
+        "tenant_slug": run.tenant.slug,
+        "run_pk": run.pk,
+        "policy_version": run.policy_version,
+    }
+    return Caller(**{**known, **changes})
+
+
+def _columns(intent: Intent) -> dict[str, Any]:
+    return {field.attname: getattr(intent, field.attname) for field in Intent._meta.concrete_fields}
+
+
+def test_a_caller_records_and_settles_what_the_rows_then_hold_on_postgresql_only(
+    make_run: Any, journal_path: str
+) -> None:
+    """As a Caller, an intent and its outcome are written with their events under the token's
+    name, and the intents returned are the rows as stored. The ORM path (the SQLite demo) has no
+    such statement: it writes nothing and says so (None), and the call goes the long way."""
+    run = make_run()
+    token = AgentToken.objects.create(
+        tenant=run.tenant, name="runtime", digest=AgentToken.digest_of("s3cret")
+    )
+    caller = _caller_of(run, token)
+
+    intent = services.intent_record_as_caller(
+        caller=caller, tool="start_return", args={"order_id": "SU-1"}, turn=1
+    )
+    if journal_path == "orm":
+        assert intent is None
+        assert services.outcome_record_as_caller(caller=caller, step_id="any", ok=True) is None
+        assert not Intent.objects.filter(run=run).exists()
+        return
+    assert intent is not None
+    assert _columns(intent) == _columns(Intent.objects.get(pk=intent.pk))
+    assert intent.idempotency_key == idempotency_key(
+        tenant_slug=run.tenant.slug,
+        run_id=str(run.pk),
+        tool="start_return",
+        args={"order_id": "SU-1"},
+        policy_version=run.policy_version,
+    )
+    settled = services.outcome_record_as_caller(
+        caller=caller, step_id=intent.step_id, ok=True, summary="label sent", receipt={"label": "RL-1"}
+    )
+    assert settled is not None and settled.status == IntentStatus.PERFORMED
+    assert _columns(settled) == _columns(Intent.objects.get(pk=intent.pk))
+    events = JournalEvent.objects.filter(intent=intent.pk).order_by("pk")
+    assert [(e.kind, e.actor_kind, e.actor_name) for e in events] == [
+        ("intent_recorded", "agent", "runtime"),
+        ("outcome_recorded", "agent", "runtime"),
+    ]
+
+
+@pytest.mark.parametrize("stale", ["revoked", "renamed", "another_tenant", "another_token"])
+def test_a_caller_whose_token_is_no_longer_so_writes_nothing(
+    make_run: Any, other_tenant: Any, journal_path: str, stale: str
+) -> None:
+    run = make_run()
+    token = AgentToken.objects.create(
+        tenant=run.tenant, name="runtime", digest=AgentToken.digest_of("s3cret")
+    )
+    open_intent = services.intent_record(
+        run=run, tool="start_return", args={"order_id": "SU-1"}, turn=1, actor=Actor.agent("runtime")
+    ).intent
+    caller = _caller_of(run, token)
+    if stale == "revoked":
+        AgentToken.objects.filter(pk=token.pk).update(revoked_at=timezone.now())
+    elif stale == "renamed":
+        AgentToken.objects.filter(pk=token.pk).update(name="renamed")
+    elif stale == "another_tenant":
+        AgentToken.objects.filter(pk=token.pk).update(tenant=other_tenant)
+    else:
+        caller = _caller_of(run, token, digest=AgentToken.digest_of("another secret"))
+    events = JournalEvent.objects.count()
+
+    assert (
+        services.intent_record_as_caller(caller=caller, tool="issue_refund", args={"amount": "1"}, turn=2)
+        is None
+    )
+    assert services.outcome_record_as_caller(caller=caller, step_id=open_intent.step_id, ok=True) is None
+
+    assert list(Intent.objects.filter(run=run).values_list("pk", "status")) == [
+        (open_intent.pk, IntentStatus.INTENDED)
+    ]
+    assert JournalEvent.objects.count() == events
+
+
+@pytest.mark.parametrize("stale", ["tenant_slug", "policy_version"])
+def test_a_caller_with_other_key_inputs_records_no_intent(
+    make_run: Any, journal_path: str, stale: str
+) -> None:
+    """The tenant's slug and the run's policy version make a new intent's key: a caller that
+    remembers others records nothing, as the key it made is not the run's. An outcome settles
+    a step by its stored key, so those two do not bear on it."""
+    run = make_run()
+    token = AgentToken.objects.create(
+        tenant=run.tenant, name="runtime", digest=AgentToken.digest_of("s3cret")
+    )
+    caller = _caller_of(run, token, **{stale: "not-the-run's"})
+
+    assert (
+        services.intent_record_as_caller(caller=caller, tool="issue_refund", args={"amount": "1"}, turn=2)
+        is None
+    )
+    assert not Intent.objects.filter(run=run).exists()

@@ -420,12 +420,9 @@ class JournalStatements:
         params = sql.settle_intent_params(
             intent_id=row[0],
             source="intended",  # journal.transitions.OUTCOME_SOURCE, spelled as the status is
-            status="performed",
-            error_class="",
-            summary="",
-            receipt_json="{}",
-            request_id="",
-            now=now,
+            settled=sql.settled_columns(
+                status="performed", error_class="", summary="", receipt_json="{}", request_id="", now=now
+            ),
             **self.ACTOR,
         )
         if self.conn.execute(sql.SETTLE_INTENT, params, prepare=True).fetchone() is None:

@@ -807,6 +807,17 @@ class _OutcomeDraft:
     receipt_json: str
     request_id: str
 
+    def columns_written(self, now: datetime) -> tuple[Any, ...]:
+        """What the single-statement settles write (journal_sql.settled_columns)."""
+        return journal_sql.settled_columns(
+            status=self.status,
+            error_class=self.error_class,
+            summary=self.summary,
+            receipt_json=self.receipt_json,
+            request_id=self.request_id,
+            now=now,
+        )
+
     def as_columns(self) -> dict[str, Any]:
         return {
             "status": self.status,
@@ -917,12 +928,7 @@ def outcome_record_as_caller(
         caller=caller,
         step_id=step_id,
         source=transitions.outcome_source(target=draft.status),
-        status=draft.status,
-        error_class=draft.error_class,
-        summary=draft.summary,
-        receipt_json=draft.receipt_json,
-        request_id=draft.request_id,
-        now=now,
+        settled=draft.columns_written(now),
     )
     if row is None:
         return None
@@ -983,12 +989,7 @@ def _settle_intent(intent_pk: int, run_id: Any, draft: _OutcomeDraft, *, now: da
         params = journal_sql.settle_intent_params(
             intent_id=intent_pk,
             source=source,
-            status=draft.status,
-            error_class=draft.error_class,
-            summary=draft.summary,
-            receipt_json=draft.receipt_json,
-            request_id=draft.request_id,
-            now=now,
+            settled=draft.columns_written(now),
             actor_kind=actor.kind,
             actor_name=actor.name,
             user_id=actor.user_id,

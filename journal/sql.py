@@ -219,29 +219,28 @@ def insert_intent(db: BaseDatabaseWrapper, params: tuple[Any, ...], *, as_caller
     return None if row is None else row[0]
 
 
+def settled_columns(
+    *, status: str, error_class: str, summary: str, receipt_json: str, request_id: str, now: datetime
+) -> tuple[Any, ...]:
+    """The columns an outcome writes, as both settle statements (SETTLE_INTENT,
+    SETTLE_STEP_AS_CALLER) take them first, in that order (choices as plain str, as in
+    insert_intent_params)."""
+    return (str(status), str(error_class), summary, receipt_json, request_id, now)
+
+
 def settle_intent_params(
     *,
     intent_id: int,
     source: str,
-    status: str,
-    error_class: str,
-    summary: str,
-    receipt_json: str,
-    request_id: str,
-    now: datetime,
+    settled: tuple[Any, ...],
     actor_kind: str,
     actor_name: str,
     user_id: int | None,
 ) -> tuple[Any, ...]:
-    """SETTLE_INTENT's parameters, in the order of its placeholders (choices as plain str, as in
-    insert_intent_params)."""
+    """SETTLE_INTENT's parameters, in the order of its placeholders: `settled` is
+    settled_columns'."""
     return (
-        str(status),
-        str(error_class),
-        summary,
-        receipt_json,
-        request_id,
-        now,
+        *settled,
         intent_id,
         str(source),
         str(actor_kind),
@@ -359,24 +358,14 @@ def settle_step_as_caller(
     caller: Caller,
     step_id: str,
     source: str,
-    status: str,
-    error_class: str,
-    summary: str,
-    receipt_json: str,
-    request_id: str,
-    now: datetime,
+    settled: tuple[Any, ...],
 ) -> dict[str, Any] | None:
-    """Run SETTLE_STEP_AS_CALLER: settle the caller's run's step `step_id` from `source`, with its
-    event (the caller's token as the agent actor). The row's columns beside those written
-    (_SETTLED_AS_CALLER_READ), or None when nothing was written: no such open step, or the
-    caller is not as asserted."""
+    """Run SETTLE_STEP_AS_CALLER: settle the caller's run's step `step_id` from `source` with
+    `settled` (settled_columns'), and its event (the caller's token as the agent actor). The
+    row's columns beside those written (_SETTLED_AS_CALLER_READ), or None when nothing was
+    written: no such open step, or the caller is not as asserted."""
     params = (
-        str(status),
-        str(error_class),
-        summary,
-        receipt_json,
-        request_id,
-        now,
+        *settled,
         caller.run_pk,
         step_id,
         str(source),

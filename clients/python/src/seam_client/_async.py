@@ -130,15 +130,15 @@ class AsyncRun(RunState):
         return self.data
 
     async def _record_intent(
-        self, tool: str, args: Mapping[str, Any], *, turn: int, occurrence: int
+        self, tool: str, args: Mapping[str, Any], *, turn: int, occurrence: int | None
     ) -> tuple[Intent, bool]:
-        answer = await self.client.send(api.intent(self.id, tool, args, turn=turn, occurrence=occurrence))
+        answer = await self.client.send(self.intent_request(tool, args, turn=turn, occurrence=occurrence))
         return intent_of(answer), answer.after_lost_answer
 
     async def record_intent(
         self, tool: str, args: Mapping[str, Any], *, turn: int, occurrence: int | None = None
     ) -> Intent:
-        return (await self._record_intent(tool, args, turn=turn, occurrence=occurrence or 0))[0]
+        return (await self._record_intent(tool, args, turn=turn, occurrence=occurrence))[0]
 
     async def record_outcome(
         self,
@@ -173,9 +173,7 @@ class AsyncRun(RunState):
         occurrence: int | None = None,
     ) -> Intent:
         """Run.perform's rules; `call` may be a coroutine function or a plain one."""
-        intent, after_lost_answer = await self._record_intent(
-            tool, args, turn=turn, occurrence=occurrence or 0
-        )
+        intent, after_lost_answer = await self._record_intent(tool, args, turn=turn, occurrence=occurrence)
         if self.settled_already(intent, after_lost_answer=after_lost_answer):
             return intent
         try:

@@ -4,7 +4,10 @@ record), and a heartbeat's bookkeeping. Only the waiting on I/O differs between 
 
 from __future__ import annotations
 
+import json
 import logging
+import threading
+from collections.abc import Mapping
 from typing import Any
 
 from . import _protocol as api
@@ -28,13 +31,63 @@ def next_page(body: Any) -> tuple[list[dict[str, Any]], bool]:
     return [dict(item) for item in body["results"]], bool(body.get("next"))
 
 
+def _canonical(value: Any) -> Any:
+    # As the server canonicalises (journal/keys.py): JSON has one number type, so 2 and 2.0 are
+    # the same argument; bool is checked before the numbers because True is an int in Python.
+    if isinstance(value, bool) or value is None or isinstance(value, str | int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else value
+    if isinstance(value, Mapping):
+        return {str(key): _canonical(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(item) for item in value]
+    return repr(value)  # not JSON: Seam refuses the intent; it still needs a name here
+
+
+def canonical_json(args: Mapping[str, Any]) -> str:
+    """The arguments spelled as Seam spells them for the key: sorted keys, no spaces, integral
+    floats as integers, so two calls Seam would key alike are counted alike."""
+    return json.dumps(_canonical(args), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class Occurrences:
+    """The occurrence a run handle derives for a call: per (tool, canonical arguments), the turns
+    it has seen those arguments at, in order. A call at a turn already seen is that call again
+    (retried in-process) and gets the same index; a call at a new turn is the next occurrence.
+    An agent started again that makes the same calls in the same order meets the same
+    occurrences, hence the same keys, and is answered from the journal."""
+
+    def __init__(self) -> None:
+        self._turns: dict[tuple[str, str], list[int]] = {}
+        self._lock = threading.Lock()  # LangGraph's ToolNode calls tools from parallel threads
+
+    def of(self, tool: str, args: Mapping[str, Any], turn: int) -> int:
+        seen = (tool, canonical_json(args))
+        with self._lock:
+            turns = self._turns.setdefault(seen, [])
+            if turn not in turns:
+                turns.append(turn)
+            return turns.index(turn)
+
+
 class RunState:
-    """A run handle's id, the last run JSON seen, and whether start_run created it."""
+    """A run handle's id, the last run JSON seen, whether start_run created it, and the
+    occurrences of the calls made through it."""
 
     def __init__(self, run_id: str, *, data: dict[str, Any] | None = None, created: bool = False) -> None:
         self.id = run_id
         self.data: dict[str, Any] = data or {}
         self.created = created
+        self.occurrences = Occurrences()
+
+    def intent_request(
+        self, tool: str, args: Mapping[str, Any], *, turn: int, occurrence: int | None
+    ) -> api.Request:
+        """The intent POST; without an explicit `occurrence`, the one this handle derives."""
+        if occurrence is None:
+            occurrence = self.occurrences.of(tool, args, turn)
+        return api.intent(self.id, tool, args, turn=turn, occurrence=occurrence)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.id}>"

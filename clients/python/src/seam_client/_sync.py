@@ -129,17 +129,21 @@ class Run(RunState):
         return self.data
 
     def _record_intent(
-        self, tool: str, args: Mapping[str, Any], *, turn: int, occurrence: int
+        self, tool: str, args: Mapping[str, Any], *, turn: int, occurrence: int | None
     ) -> tuple[Intent, bool]:
-        answer = self.client.send(api.intent(self.id, tool, args, turn=turn, occurrence=occurrence))
+        answer = self.client.send(self.intent_request(tool, args, turn=turn, occurrence=occurrence))
         return intent_of(answer), answer.after_lost_answer
 
     def record_intent(
         self, tool: str, args: Mapping[str, Any], *, turn: int, occurrence: int | None = None
     ) -> Intent:
         """Record the intent; committed when this returns. The same intent again returns the same
-        row (`replayed`); a different one in a taken step is refused (SeamRefused, 409)."""
-        return self._record_intent(tool, args, turn=turn, occurrence=occurrence or 0)[0]
+        row (`replayed`); a different one in a taken step is refused (SeamRefused, 409).
+
+        Without `occurrence`, this handle derives it: the same tool and (canonical) arguments at
+        a turn already seen is that call again (the same intent); at a new turn it is the next
+        occurrence, a new intent with its own key. An explicit `occurrence` is sent as given."""
+        return self._record_intent(tool, args, turn=turn, occurrence=occurrence)[0]
 
     def record_outcome(
         self,
@@ -170,13 +174,16 @@ class Run(RunState):
         self, tool: str, args: Mapping[str, Any], call: Call, *, turn: int, occurrence: int | None = None
     ) -> Intent:
         """Record the intent (committed), then `call(args, idempotency_key)`, then its outcome.
+        The occurrence is derived as `record_intent` says: identical calls at different turns are
+        two intents and two calls; the same turn again, or a new handle on the run making the same
+        calls in the same order, finds the intents already recorded.
 
         A settled intent is returned as it is, `replayed`, and `call` is not made. An open one
         (another process is on it or died on it, or this client's answer was lost) raises
         IntentInDoubt and `call` is not made. A ToolError is recorded with its class and raised
         (an `ambiguous` one, or any other exception, leaves the intent open). If the outcome
         cannot be recorded after the call, OutcomeNotRecorded: do not call again."""
-        intent, after_lost_answer = self._record_intent(tool, args, turn=turn, occurrence=occurrence or 0)
+        intent, after_lost_answer = self._record_intent(tool, args, turn=turn, occurrence=occurrence)
         if self.settled_already(intent, after_lost_answer=after_lost_answer):
             return intent
         try:

@@ -1,7 +1,7 @@
 """docs/integrating.md's seam-client walkthrough works as written: its ```python blocks are saved
 as the files their first line names, its ```sh blocks run in order in one shell, against a live
-Seam, from an empty virtual environment to a run that died mid-call, was recovered without a
-second call and handed to a person."""
+Seam served under the demo's settings and under production's, from an empty virtual environment
+to a run that died mid-call, was recovered without a second call and handed to a person."""
 
 from __future__ import annotations
 
@@ -9,13 +9,21 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from django.db import connection
 
 from journal.models import CustomerMessage, Intent, IntentStatus, Run, RunStatus
-from tests.support.processes import ROOT, database_url
+from tests.support.processes import (
+    GUIDE_SETTINGS,
+    ROOT,
+    database_url,
+    gunicorn_server,
+    settings_environment,
+    wait_until_serving,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -52,10 +60,29 @@ def test_every_block_of_the_guide_is_a_file_or_a_command() -> None:
 
 # The whole walkthrough (an install, a killed agent, reconciliation) takes a minute and a half:
 # in `make chaos`, which CI runs after `make test`.
+@pytest.fixture(params=GUIDE_SETTINGS)
+def guide_seam(request: pytest.FixtureRequest) -> Iterator[tuple[str, dict[str, str]]]:
+    """A Seam served under the demo's settings and under production's (the guide is followed
+    against both), on the test database: its base URL and the environment its settings need,
+    which the guide's own `manage.py` commands are given too."""
+    environment = settings_environment(request.param)
+    with gunicorn_server(
+        database_url=database_url(connection.settings_dict),
+        workers=1,
+        worker_class="gthread",
+        threads=4,
+        conn_max_age=0,
+        environment=environment,
+    ) as (base, server):
+        wait_until_serving(base, server, "/healthz", what="answer its health check")
+        yield base, environment
+
+
 @pytest.mark.chaos
 def test_the_guide_takes_an_agent_from_pip_install_to_a_handed_over_run(
-    tmp_path: Path, seam_server: str
+    tmp_path: Path, guide_seam: tuple[str, dict[str, str]]
 ) -> None:
+    seam_url, environment = guide_seam
     script = ["set -euo pipefail"]
     for language, text in blocks():
         if language == "python":
@@ -68,9 +95,9 @@ def test_the_guide_takes_an_agent_from_pip_install_to_a_handed_over_run(
         # `python` is Seam's own virtualenv, as the guide says; the agent has one of its own.
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "SEAM_CHECKOUT": str(ROOT),
-        "SEAM_URL": seam_server,
-        "DJANGO_SETTINGS_MODULE": "config.settings.test",
+        "SEAM_URL": seam_url,
         "DATABASE_URL": database_url(connection.settings_dict),
+        **environment,
     }
 
     done = subprocess.run(

@@ -1,7 +1,7 @@
 """docs/integrating.md's pages for the MCP proxy and the framework adapters work as written.
 
 The MCP page's ```sh blocks run in order in one shell (its ```python blocks saved as the files
-they name), against the test database: from seeding the example to a proxy killed after the
+they name), against the test database, under the demo's settings and under production's: from seeding the example to a proxy killed after the
 desk accepted a credit, reconciled by the desk's lookup, and the handover printed through
 seam_client (`make chaos`). The framework pages' agent modules are run by
 test_framework_adapters.py. The `pip install` lines of the three pages install into an empty
@@ -21,7 +21,7 @@ from django.db import connection
 
 from journal.models import Intent, IntentStatus, Run, RunStatus
 from tests.clients.agent_support import DOC
-from tests.support.processes import ROOT, database_url, free_port
+from tests.support.processes import GUIDE_SETTINGS, ROOT, database_url, free_port, settings_environment
 
 MCP_PAGE = "## An MCP server behind Seam's proxy"
 PAGES = (MCP_PAGE, "## A LangGraph or LangChain agent", "## An OpenAI Agents SDK agent")
@@ -46,7 +46,10 @@ def is_install(block: str) -> bool:
 # default suite as test_mcp_proxy.py's; the page's own run is `make chaos`.
 @pytest.mark.chaos
 @pytest.mark.django_db(transaction=True)
-def test_the_mcp_page_takes_the_desk_from_a_killed_proxy_to_a_handed_over_session(tmp_path: Path) -> None:
+@pytest.mark.parametrize("settings_kind", GUIDE_SETTINGS)
+def test_the_mcp_page_takes_the_desk_from_a_killed_proxy_to_a_handed_over_session(
+    tmp_path: Path, settings_kind: str
+) -> None:
     # The page's files, saved where it says (beside manage.py, which the shell runs from).
     for block in blocks(MCP_PAGE, "python"):
         name = re.match(r"# (\S+\.py):", block)
@@ -59,8 +62,9 @@ def test_the_mcp_page_takes_the_desk_from_a_killed_proxy_to_a_handed_over_sessio
         # `python` and `seam-mcp-proxy` are this virtualenv's, as the page assumes.
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "PYTHONPATH": str(ROOT),
-        "DJANGO_SETTINGS_MODULE": "config.settings.test",
         "DATABASE_URL": database_url(connection.settings_dict),
+        # The page is followed against the demo's settings and against production's.
+        **settings_environment(settings_kind),
         "SEAM_PORT": str(free_port()),
         "MCPDESK_STATE": str(tmp_path / "mcpdesk-state.json"),
     }

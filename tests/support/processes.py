@@ -44,6 +44,33 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+# The settings a guide page is run against (tests/clients/test_integrating_*.py): the demo's
+# (`make demo`) and production's, each on the caller's database. A guide that works under the
+# suite's own settings alone has not shown that it works where people follow it.
+GUIDE_SETTINGS = ("demo", "production")
+
+
+def settings_environment(kind: str) -> dict[str, str]:
+    """What a server, a worker or `manage.py` needs in its environment to run under the named
+    settings (GUIDE_SETTINGS), beside DATABASE_URL: production's secrets are made up for the
+    run, its broker is the suite's Redis, and TLS is left to a proxy that loopback has not."""
+    if kind == "demo":
+        return {"DJANGO_SETTINGS_MODULE": "config.settings.local", "DJANGO_DEBUG": "false"}
+    if kind == "production":
+        return {
+            "DJANGO_SETTINGS_MODULE": "config.settings.production",
+            "DJANGO_SECRET_KEY": secrets.token_urlsafe(64),
+            "SEAM_AUDIT_KEY": secrets.token_urlsafe(32),
+            "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "CELERY_BROKER_URL": os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6379/15"),
+            "SEAM_METRICS_TOKEN": secrets.token_urlsafe(16),
+            "SEAM_LOG_JSON": "0",
+            # Plain HTTP on loopback: in a deployment a TLS proxy sets X-Forwarded-Proto.
+            "DJANGO_SECURE_SSL_REDIRECT": "false",
+        }
+    raise ValueError(f"no settings named {kind!r}; expected one of {GUIDE_SETTINGS}")
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -154,12 +181,14 @@ def gunicorn_server(
     conn_max_age: int,
     worker_class: str | None = None,
     threads: int | None = None,
+    environment: Mapping[str, str] | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """A real server process on loopback, started with production's gunicorn configuration
     (config/gunicorn.conf.py: worker class, threads, keep-alive, timeouts) and the caller's
     settings module, DEBUG off and a throwaway secret key, stopped on the way out whatever
     happened. `workers` is the caller's; `worker_class` and `threads`, when given, override the
-    configuration's (each gthread thread keeps its own database connection). Yields (base URL,
+    configuration's (each gthread thread keeps its own database connection); `environment`
+    (settings_environment) runs it under other settings than the caller's. Yields (base URL,
     process); wait_until_serving says when it answers."""
     gunicorn = Path(sys.executable).with_name("gunicorn")
     if not gunicorn.exists():
@@ -182,6 +211,8 @@ def gunicorn_server(
         "GUNICORN_LOGLEVEL": "warning",
         **({"GUNICORN_WORKER_CLASS": worker_class} if worker_class else {}),
         **({"GUNICORN_THREADS": str(threads)} if threads else {}),
+        # Another settings module's (settings_environment), last so that it decides.
+        **(environment or {}),
     }
     command = [str(gunicorn), "-c", str(GUNICORN_CONF), "config.wsgi:application"]
     described = f"{workers} {worker_class or 'configured'} workers x {threads or 'configured'} threads"

@@ -46,6 +46,7 @@ from journal.channels import CustomerChannel
 from journal.models import (
     ActorKind,
     CustomerMessage,
+    ErrorClass,
     Intent,
     IntentStatus,
     JournalEvent,
@@ -900,17 +901,31 @@ def _uncertain(rows: HandoverRows, plan_detail: dict[str, str]) -> list[Uncertai
                     detail=plan_detail.get(intent.idempotency_key, ""),
                     idempotency_key=intent.idempotency_key,
                     status=IntentStatus(intent.status),
-                    why=intent.unknown_reason
-                    or (
-                        "reconciliation is still asking the downstream"
-                        if intent.status == IntentStatus.INTENDED
-                        else ""
-                    ),
+                    why=_uncertain_why(intent),
                     lookup_attempts=intent.lookup_attempts,
                     compensation=intent.pk in rows.compensation_intent_ids,
                 )
             )
     return uncertain
+
+
+def tool_error_words(intent: Intent) -> str:
+    """What the agent reported of a call whose tool answered with an error that may not mean
+    nothing happened (ok=false, error_class=ambiguous), or "" for any other row."""
+    if intent.status != IntentStatus.INTENDED or intent.error_class != ErrorClass.AMBIGUOUS:
+        return ""
+    text = intent.outcome_summary.strip() or "no text"
+    return f"the tool answered with an error: {text}; whether it acted is unknown"
+
+
+def _uncertain_why(intent: Intent) -> str:
+    if intent.unknown_reason:
+        return intent.unknown_reason
+    if intent.status != IntentStatus.INTENDED:
+        return ""
+    told = tool_error_words(intent)
+    asking = "reconciliation is still asking the downstream"
+    return f"{told}; {asking}" if told else asking
 
 
 def _contradiction(rows: HandoverRows, intent: Intent | PerformedStep) -> Contradiction | None:

@@ -83,6 +83,12 @@ def _said(event: JournalEvent, compensations: set[int]) -> tuple[str, str]:
         return f"{call}: {status or 'settled'}{how}", Outcome.NOTE
     if kind == JournalEvent.Kind.DISPATCH_AMBIGUOUS:
         message = str(data.get("message") or "")
+        if data.get("answered"):  # the agent's report: the tool answered with an error
+            return (
+                f"{call}: the tool answered with an error, whether it acted is unknown"
+                + (f" ({message})" if message else ""),
+                Outcome.UNKNOWN,
+            )
         return f"{call}: sent, no answer" + (f" ({message})" if message else ""), Outcome.UNKNOWN
     if kind == JournalEvent.Kind.LOOKUP_FAILED:
         error = str(data.get("error") or "")

@@ -826,6 +826,16 @@ class _OutcomeDraft:
             "receipt": self.receipt,
         }
 
+    @property
+    def is_evidence(self) -> bool:
+        """An ambiguous failure: the tool answered with an error whose effect is unknown. It
+        leaves the row open and is kept as evidence (_evidence_write), not settled."""
+        return self.status == IntentStatus.INTENDED
+
+    def evidence(self) -> tuple[Any, ...]:
+        """What journal_sql's NOTE_EVIDENCE statements write (choices as plain str)."""
+        return (str(self.error_class), self.summary, self.receipt_json, self.request_id)
+
 
 def _outcome_draft(
     *, ok: Any, summary: Any, receipt: Any, error_class: Any, request_id: Any
@@ -849,20 +859,21 @@ def _outcome_draft(
     error_class = error_class or ""
     if ok and error_class:
         raise InvalidInput("error_class is only for failed calls (ok=false)", field="error_class")
-    if not ok:
-        if error_class not in ErrorClass.values:
-            raise InvalidInput(
-                f"error_class must be one of {', '.join(ErrorClass.values)} when ok is false",
-                field="error_class",
-            )
-        if error_class == ErrorClass.AMBIGUOUS:
-            raise InvalidInput(
-                "an ambiguous result is not an outcome: leave the intent open and it will be "
-                "settled by asking the downstream system",
-                field="error_class",
-            )
+    if not ok and error_class not in ErrorClass.values:
+        raise InvalidInput(
+            f"error_class must be one of {', '.join(ErrorClass.values)} when ok is false",
+            field="error_class",
+        )
+    if ok:
+        status = IntentStatus.PERFORMED
+    elif error_class == ErrorClass.AMBIGUOUS:
+        # The tool answered with an error, and it may have acted all the same: evidence for
+        # whoever settles the row (reconciliation's lookup, else a person), not an outcome.
+        status = IntentStatus.INTENDED
+    else:
+        status = IntentStatus.FAILED
     return _OutcomeDraft(
-        status=IntentStatus.PERFORMED if ok else IntentStatus.FAILED,
+        status=status,
         error_class=error_class,
         summary=summary,
         receipt=receipt,
@@ -883,10 +894,17 @@ def outcome_record(
     actor: Actor,
 ) -> OutcomeRecorded:
     """Settle an intent with what the call did. Recording the same outcome again is harmless
-    (a lost acknowledgement is retried); a different outcome for a settled row is a conflict."""
+    (a lost acknowledgement is retried); a different outcome for a settled row is a conflict.
+
+    An ambiguous failure (ok=false, error_class=ambiguous: the tool answered with an error and
+    may have acted) settles nothing: the row stays `intended` with the error's class and text
+    and a dispatch_ambiguous event, for reconciliation or a person to settle. Reporting it again
+    is harmless; a later real outcome settles the row as usual."""
     draft = _outcome_draft(
         ok=ok, summary=summary, receipt=receipt, error_class=error_class, request_id=request_id
     )
+    if draft.is_evidence:
+        return _evidence_record(intent, draft, actor=actor)
     now = _outcome_write(intent.pk, intent.run_id, draft, actor=actor)
     if now is not None:
         settled = copy.copy(intent)
@@ -923,6 +941,22 @@ def outcome_record_as_caller(
     )
     _refuse_open_transaction(db)
     now = timezone.now()
+    if draft.is_evidence:
+        noted = journal_sql.note_step_evidence_as_caller(
+            db, caller=caller, step_id=step_id, evidence=draft.evidence(), now=now
+        )
+        if noted is None:
+            return None
+        _evidence_logged(draft)
+        values = {
+            **_NEW_INTENT_COLUMNS,
+            **noted,
+            "run_id": caller.run_pk,
+            "step_id": step_id,
+            **draft.as_columns(),
+            "request_id": draft.request_id,
+        }
+        return _intent_of_columns(values, None)
     row = journal_sql.settle_step_as_caller(
         db,
         caller=caller,
@@ -957,6 +991,89 @@ def _outcome_write(intent_pk: int, run_id: Any, draft: _OutcomeDraft, *, actor: 
         "outcome recorded: %s%s", draft.status, f" ({draft.error_class})" if draft.error_class else ""
     )
     return now
+
+
+def _evidence_record(intent: Intent, draft: _OutcomeDraft, *, actor: Actor) -> OutcomeRecorded:
+    """outcome_record for an ambiguous failure: the evidence kept on the open row, or, when
+    nothing was written (the row holds this evidence already, or was settled meanwhile), the row
+    as it stands: a settlement outranks evidence, so a late or repeated report is no conflict."""
+    if _evidence_write(intent.pk, intent.run_id, draft, actor=actor):
+        noted = copy.copy(intent)
+        for name, value in draft.as_columns().items():
+            setattr(noted, name, value)
+        noted.request_id = draft.request_id
+        return OutcomeRecorded(intent=noted, changed=True)
+    return OutcomeRecorded(intent=Intent.objects.select_related("run").get(pk=intent.pk), changed=False)
+
+
+def _evidence_event_data(draft: _OutcomeDraft) -> dict[str, Any]:
+    """The dispatch_ambiguous event of an agent's report; journal_sql.NOTE_EVIDENCE builds the
+    same in SQL. `answered`: the tool answered with an error (the engine's own events of this
+    kind are a call that got no answer)."""
+    return {
+        "error_class": draft.error_class,
+        "message": draft.summary,
+        "request_id": draft.request_id,
+        "answered": True,
+    }
+
+
+def _evidence_logged(draft: _OutcomeDraft) -> None:
+    logger.warning(
+        "the tool answered with an error (%s) and may have acted: the intent stays open", draft.error_class
+    )
+
+
+def _evidence_write(intent_pk: int, run_id: Any, draft: _OutcomeDraft, *, actor: Actor) -> bool:
+    """Keep an ambiguous failure's evidence on the open row, with its event: True when written;
+    False when the row is not open or holds this evidence already (nothing is written)."""
+    db = connections[DEFAULT_DB_ALIAS]
+    _refuse_open_transaction(db)
+    now = timezone.now()
+    if _single_statement_journal(db):
+        written = journal_sql.note_evidence(
+            db,
+            intent_id=intent_pk,
+            evidence=draft.evidence(),
+            actor_kind=actor.kind,
+            actor_name=actor.name,
+            user_id=actor.user_id,
+            now=now,
+        )
+    else:
+        written = _evidence_write_orm(intent_pk, run_id, draft, actor=actor, now=now)
+    if written:
+        _evidence_logged(draft)
+    return written
+
+
+def _evidence_write_orm(
+    intent_pk: int, run_id: Any, draft: _OutcomeDraft, *, actor: Actor, now: datetime
+) -> bool:
+    columns = draft.as_columns()
+    del columns["status"]
+    columns["request_id"] = draft.request_id
+    with durable():
+        # Locked, so the comparison and the write see the same row (as NOTE_EVIDENCE's UPDATE).
+        row = (
+            Intent.objects.select_for_update(no_key=True)
+            .filter(pk=intent_pk)
+            .values(*columns, "status")
+            .first()
+        )
+        if row is None or row.pop("status") != IntentStatus.INTENDED or row == columns:
+            return False
+        noted = transitions.intent_transition(
+            intent=Intent(pk=intent_pk, run_id=run_id),
+            source=IntentStatus.INTENDED,
+            target=IntentStatus.INTENDED,
+            actor=actor,
+            event=JournalEvent.Kind.DISPATCH_AMBIGUOUS,
+            data=_evidence_event_data(draft),
+            changes=columns,
+            at=now,
+        )
+    return noted.moved
 
 
 def _outcome_already_recorded(intent_pk: int, draft: _OutcomeDraft) -> Intent:

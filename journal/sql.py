@@ -139,6 +139,41 @@ _SETTLED_AS_CALLER_READ = (
 SETTLE_STEP_AS_CALLER = SETTLE_STEP_AS_CALLER.replace("{answered}", ", ".join(_SETTLED_AS_CALLER_READ))
 
 
+# An agent's report that the tool answered with an error whose effect is unknown (ok=false,
+# error_class=ambiguous): evidence, not an outcome. The row stays open (`intended`, so
+# reconciliation still asks about it once its run goes quiet) and keeps the tool's error text
+# and class; its dispatch_ambiguous event says the tool answered. Only an open row whose evidence
+# differs is written, so a repeated report (a retried request) writes nothing. Not the hot path.
+NOTE_EVIDENCE = """
+WITH noted AS (
+    UPDATE handover_intent AS intent
+    SET error_class = %s::text, outcome_summary = %s::text, receipt = %s::jsonb, request_id = %s::text
+    WHERE {which} AND intent.status = 'intended'
+    AND (intent.error_class, intent.outcome_summary, intent.receipt, intent.request_id)
+        IS DISTINCT FROM (%s::text, %s::text, %s::jsonb, %s::text)
+    RETURNING intent.*
+), event AS (
+    -- The same data as services._evidence_event_data.
+    INSERT INTO handover_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
+    SELECT run_id, id, 'dispatch_ambiguous', %s::text, %s::text, %s::integer,
+           jsonb_build_object('error_class', error_class, 'message', outcome_summary,
+                              'request_id', request_id, 'answered', true),
+           %s::timestamptz
+    FROM noted
+)
+SELECT {answered} FROM noted
+"""
+NOTE_EVIDENCE_BY_ID = NOTE_EVIDENCE.replace("{which}", "intent.id = %s::bigint")
+NOTE_EVIDENCE_AS_CALLER = NOTE_EVIDENCE.replace(
+    "{which}",
+    """intent.run_id = %s::uuid AND intent.step_id = %s::text
+    AND EXISTS (
+        SELECT 1 FROM handover_run AS run JOIN handover_agenttoken AS token ON token.tenant_id = run.tenant_id
+        WHERE run.id = intent.run_id
+        AND token.digest = %s::text AND token.revoked_at IS NULL AND token.name = %s::text)""",
+)
+
+
 def _prepared_cursor(db: BaseDatabaseWrapper) -> psycopg.Cursor[Any]:
     """A server-binding psycopg cursor on Django's connection. Django's own cursors bind
     parameters client-side, so PostgreSQL would parse and plan these CTEs on every call;
@@ -377,6 +412,68 @@ def settle_step_as_caller(
     cursor = _prepared_cursor(db)
     with db.wrap_database_errors:
         cursor.execute(SETTLE_STEP_AS_CALLER, params, prepare=True)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    values = dict(zip(_SETTLED_AS_CALLER_READ, row, strict=True))
+    if isinstance(values["args"], str):  # Django's connection loads jsonb as text
+        values["args"] = json.loads(values["args"])
+    return values
+
+
+# --- evidence of an unknown effect -----------------------------------------------------------
+
+
+_NOTED_BY_ID = NOTE_EVIDENCE_BY_ID.replace("{answered}", "id")
+
+
+def _evidence_params(
+    *, evidence: tuple[Any, ...], which: tuple[Any, ...], actor: tuple[Any, ...]
+) -> tuple[Any, ...]:
+    # `evidence` is (error_class, summary, receipt_json, request_id); the statement compares the
+    # row with it as it writes it, and binds it twice.
+    return (*evidence, *which, *evidence, *actor)
+
+
+def note_evidence(
+    db: BaseDatabaseWrapper,
+    *,
+    intent_id: int,
+    evidence: tuple[Any, ...],
+    actor_kind: str,
+    actor_name: str,
+    user_id: int | None,
+    now: datetime,
+) -> bool:
+    """Run NOTE_EVIDENCE on the intent `intent_id`: `evidence` is (error_class, summary,
+    receipt_json, request_id). False when nothing was written: the row is not open, or already
+    holds this evidence."""
+    params = _evidence_params(
+        evidence=evidence, which=(intent_id,), actor=(str(actor_kind), actor_name, user_id, now)
+    )
+    cursor = _prepared_cursor(db)
+    with db.wrap_database_errors:
+        cursor.execute(_NOTED_BY_ID, params, prepare=True)
+        return cursor.fetchone() is not None
+
+
+_NOTED_AS_CALLER = NOTE_EVIDENCE_AS_CALLER.replace("{answered}", ", ".join(_SETTLED_AS_CALLER_READ))
+
+
+def note_step_evidence_as_caller(
+    db: BaseDatabaseWrapper, *, caller: Caller, step_id: str, evidence: tuple[Any, ...], now: datetime
+) -> dict[str, Any] | None:
+    """note_evidence for the caller's run's step `step_id` (the caller asserted as
+    SETTLE_STEP_AS_CALLER asserts it): the row's columns beside those written
+    (_SETTLED_AS_CALLER_READ), or None when nothing was written."""
+    params = _evidence_params(
+        evidence=evidence,
+        which=(caller.run_pk, step_id, caller.digest, caller.token_name),
+        actor=(str(ActorKind.AGENT), caller.token_name, None, now),
+    )
+    cursor = _prepared_cursor(db)
+    with db.wrap_database_errors:
+        cursor.execute(_NOTED_AS_CALLER, params, prepare=True)
         row = cursor.fetchone()
     if row is None:
         return None

@@ -48,8 +48,9 @@ INTENT_EDGES: Final[Mapping[tuple[str, str], str]] = MappingProxyType(
             "reconciliation found the world already so, by evidence older than the intent: not the run's work"
         ),
         (IntentStatus.INTENDED, IntentStatus.INTENDED): (
-            "a person asks again about a call still open: its lookup bookkeeping starts over; or "
-            "reconciliation's lookup failed and the call is asked about again later"
+            "a person asks again about a call still open: its lookup bookkeeping starts over; "
+            "reconciliation's lookup failed and the call is asked about again later; or the tool "
+            "answered with an error whose effect is unknown (the agent's evidence, kept on the row)"
         ),
         (IntentStatus.UNKNOWN, IntentStatus.PERFORMED): "a person judged the unknown call done",
         (IntentStatus.UNKNOWN, IntentStatus.NOT_PERFORMED): "a person judged the unknown call never happened",

@@ -150,6 +150,9 @@ def _settling(
             "outcome_summary": summary[:MAX_REASON_CHARS],
             "receipt": receipt or {},
             "unknown_reason": unknown_reason,
+            # The agent's evidence (an ambiguous error) is answered by this verdict; an unknown
+            # row keeps its class, which says the tool answered with an error.
+            "error_class": intent.error_class if status == IntentStatus.UNKNOWN else "",
             "settled_at": now,
             "next_lookup_at": None,
             **(also or {}),
@@ -210,7 +213,7 @@ def _ask(intent: Intent) -> Verdict:
         query = tools.lookup_query(intent)
         answer = caused_by_intent(tools.intent_lookup(intent=intent), query)
     except UnknownTool as exc:
-        return _unknown(intent, reason=f"no connector can be asked: {exc}")
+        return _unknown(intent, reason=_no_lookup_reason(intent, exc))
     except ToolError as exc:
         if exc.error_class in RETRYABLE_LOOKUP_ERRORS:
             return _lookup_failed(
@@ -262,6 +265,17 @@ def _ask(intent: Intent) -> Verdict:
         )
     assert isinstance(answer, Unknown)
     return _unknown(intent, reason=f"the downstream cannot say: {answer.reason}")
+
+
+def _no_lookup_reason(intent: Intent, exc: UnknownTool) -> str:
+    """Why a row nobody can be asked about goes to a person: with the tool's own error text when
+    the agent reported that the tool answered with an error and may have acted (ambiguous)."""
+    if intent.error_class == ErrorClass.AMBIGUOUS:
+        text = intent.outcome_summary.strip() or "no text"
+        return (
+            f"the tool answered with an error ({text}) and may have acted; there is no lookup to ask ({exc})"
+        )
+    return f"no connector can be asked: {exc}"
 
 
 def _unknown(intent: Intent, *, reason: str) -> Verdict:

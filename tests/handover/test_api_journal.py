@@ -692,7 +692,6 @@ def test_a_bad_intent_is_refused_naming_the_field_and_writes_nothing(
             {"ok": False, "error_class": "timeout"}, "error_class", id="error_class outside the six"
         ),
         pytest.param({"ok": False}, "error_class", id="failure without error_class"),
-        pytest.param({"ok": False, "error_class": "ambiguous"}, "error_class", id="ambiguous is no outcome"),
         pytest.param({"ok": True, "error_class": "permanent"}, "error_class", id="error_class on a success"),
         pytest.param({"receipt": ["RL-7734"]}, "receipt", id="receipt a list"),
         pytest.param({"receipt": {"blob": "x" * 64 * KIB}}, "receipt", id="receipt over 64 KiB"),

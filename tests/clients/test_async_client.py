@@ -118,6 +118,20 @@ def test_async_perform_commits_first_replays_settled_and_never_resends_open(
     assert open_one.status == IntentStatus.INTENDED
 
 
+def test_async_call_id_is_recorded_and_kept_out_of_the_receipt(run_async: Callable[..., Any]) -> None:
+    async def scenario(client: AsyncSeamClient) -> tuple[Any, Any]:
+        run = await start(client)
+        done = await run.perform("issue_refund", REFUND, AsyncTool(run), turn=3, call_id="call_7Qx")
+        again = await client.run(run.id).perform("issue_refund", REFUND, AsyncTool(run), turn=3)
+        return done, again
+
+    done, again = run_async(scenario)
+
+    assert Intent.objects.get().receipt == {"refund_id": "re_1", "_call_id": "call_7Qx"}
+    assert (done.receipt, done.call_id) == ({"refund_id": "re_1"}, "call_7Qx")
+    assert (again.replayed, again.receipt, again.call_id) == (True, {"refund_id": "re_1"}, "call_7Qx")
+
+
 def test_async_tool_errors_are_recorded_with_their_class(run_async: Callable[..., Any]) -> None:
     def refuse(args: dict[str, Any], key: str) -> Outcome:  # a plain function is accepted too
         raise ToolError("invalid_input", "amount above the order total")

@@ -122,6 +122,27 @@ def test_perform_commits_the_intent_before_the_call_and_replays_a_settled_one(ru
     )
 
 
+def test_the_frameworks_call_id_is_recorded_and_kept_out_of_the_receipt_handed_back(
+    seam: SeamClient, run: Run
+) -> None:
+    done = run.perform("issue_refund", REFUND, Tool(), turn=3, call_id="call_7Qx")
+    with pytest.raises(ToolError):
+        run.perform(
+            "notify_seller", {"t": 1}, Tool(fails=ToolError("conflict", "stale")), turn=4, call_id="c2"
+        )
+    replayed = seam.run(run.id).perform("issue_refund", REFUND, Tool(), turn=3, call_id="call_new")
+
+    performed, failed = Intent.objects.order_by("turn")
+    assert performed.receipt == {"refund_id": "re_1", "_call_id": "call_7Qx"}
+    assert failed.receipt == {"_call_id": "c2"}
+    assert (done.receipt, done.call_id) == ({"refund_id": "re_1"}, "call_7Qx")
+    assert (replayed.replayed, replayed.receipt, replayed.call_id) == (
+        True,
+        {"refund_id": "re_1"},
+        "call_7Qx",
+    )
+
+
 def test_an_open_intent_is_in_doubt_and_never_sent(run: Run) -> None:
     run.record_intent("issue_refund", REFUND, turn=3)  # a runtime that died after this
     tool = Tool()

@@ -171,6 +171,7 @@ class AsyncRun(RunState):
         *,
         turn: int,
         occurrence: int | None = None,
+        call_id: str = "",
     ) -> Intent:
         """Run.perform's rules; `call` may be a coroutine function or a plain one."""
         intent, after_lost_answer = await self._record_intent(tool, args, turn=turn, occurrence=occurrence)
@@ -180,7 +181,7 @@ class AsyncRun(RunState):
             returned = call(dict(intent.args), intent.idempotency_key)
             result = (await returned if inspect.isawaitable(returned) else returned) or Outcome()
         except ToolError as exc:
-            failure = self.failure_outcome(intent, exc)
+            failure = self.failure_outcome(intent, exc, call_id=call_id)
             if failure is not None:
                 try:
                     await self.client.send(failure)
@@ -188,7 +189,7 @@ class AsyncRun(RunState):
                     self.failure_not_recorded(exc, lost)
             raise
         try:
-            answer = await self.client.send(self.success_outcome(intent, result))
+            answer = await self.client.send(self.success_outcome(intent, result, call_id=call_id))
         except SeamRefused:
             raise
         except SeamError as exc:

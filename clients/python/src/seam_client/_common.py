@@ -12,7 +12,7 @@ from typing import Any
 
 from . import _protocol as api
 from ._errors import ErrorClass, IntentInDoubt, SeamError, ToolError
-from ._types import Intent, Outcome
+from ._types import CALL_ID_KEY, Intent, Outcome
 
 logger = logging.getLogger("seam_client")
 
@@ -102,7 +102,7 @@ class RunState:
             raise IntentInDoubt(intent, own_retry=after_lost_answer)
         return False
 
-    def failure_outcome(self, intent: Intent, exc: ToolError) -> api.Request | None:
+    def failure_outcome(self, intent: Intent, exc: ToolError, *, call_id: str = "") -> api.Request | None:
         """The outcome a ToolError records; None for `ambiguous`, which leaves the intent open."""
         if exc.error_class is ErrorClass.AMBIGUOUS:
             return None
@@ -111,18 +111,18 @@ class RunState:
             intent.step_id,
             ok=False,
             summary=exc.message,
-            receipt=None,
+            receipt=with_call_id({}, call_id),
             error_class=exc.error_class,
             request_id=exc.request_id,
         )
 
-    def success_outcome(self, intent: Intent, result: Outcome) -> api.Request:
+    def success_outcome(self, intent: Intent, result: Outcome, *, call_id: str = "") -> api.Request:
         return api.outcome(
             self.id,
             intent.step_id,
             ok=True,
             summary=result.summary,
-            receipt=result.receipt,
+            receipt=with_call_id(result.receipt, call_id),
             error_class=None,
             request_id=result.request_id,
         )
@@ -130,6 +130,12 @@ class RunState:
     @staticmethod
     def failure_not_recorded(exc: ToolError, lost: SeamError) -> None:
         exc.add_note(f"its outcome was not recorded ({lost}); reconciliation settles it")
+
+
+def with_call_id(receipt: Mapping[str, Any], call_id: str) -> dict[str, Any]:
+    """The receipt an outcome records: the tool's, and the framework's id of the call, so a
+    person can match the journal's step to the agent's own trace."""
+    return {**receipt, CALL_ID_KEY: call_id} if call_id else dict(receipt)
 
 
 class HeartbeatState:

@@ -171,7 +171,14 @@ class Run(RunState):
         return Intent.from_json(answer.body, replayed=False)
 
     def perform(
-        self, tool: str, args: Mapping[str, Any], call: Call, *, turn: int, occurrence: int | None = None
+        self,
+        tool: str,
+        args: Mapping[str, Any],
+        call: Call,
+        *,
+        turn: int,
+        occurrence: int | None = None,
+        call_id: str = "",
     ) -> Intent:
         """Record the intent (committed), then `call(args, idempotency_key)`, then its outcome.
         The occurrence is derived as `record_intent` says: identical calls at different turns are
@@ -182,14 +189,17 @@ class Run(RunState):
         (another process is on it or died on it, or this client's answer was lost) raises
         IntentInDoubt and `call` is not made. A ToolError is recorded with its class and raised
         (an `ambiguous` one, or any other exception, leaves the intent open). If the outcome
-        cannot be recorded after the call, OutcomeNotRecorded: do not call again."""
+        cannot be recorded after the call, OutcomeNotRecorded: do not call again.
+
+        `call_id`, the framework's own id of this tool call, is recorded with the outcome (the
+        receipt's `_call_id`) and given back as `Intent.call_id`, never in `Intent.receipt`."""
         intent, after_lost_answer = self._record_intent(tool, args, turn=turn, occurrence=occurrence)
         if self.settled_already(intent, after_lost_answer=after_lost_answer):
             return intent
         try:
             result = call(dict(intent.args), intent.idempotency_key) or Outcome()
         except ToolError as exc:
-            failure = self.failure_outcome(intent, exc)
+            failure = self.failure_outcome(intent, exc, call_id=call_id)
             if failure is not None:
                 try:
                     self.client.send(failure)
@@ -198,7 +208,7 @@ class Run(RunState):
             raise
         try:
             return Intent.from_json(
-                self.client.send(self.success_outcome(intent, result)).body, replayed=False
+                self.client.send(self.success_outcome(intent, result, call_id=call_id)).body, replayed=False
             )
         except SeamRefused:
             raise  # settled meanwhile, differently (reconciliation, a person): Seam says so

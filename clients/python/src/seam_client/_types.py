@@ -8,6 +8,10 @@ from datetime import datetime
 from typing import Any
 
 OPEN = "intended"
+# The receipt key under which an outcome records the framework's own id of the tool call
+# (LangGraph's tool_call["id"], the OpenAI Agents SDK's ctx.tool_call_id): kept in the journal,
+# given back as Intent.call_id, never in the receipt an agent is handed.
+CALL_ID_KEY = "_call_id"
 
 
 def _when(value: Any) -> datetime | None:
@@ -29,7 +33,8 @@ class Intent:
     """An intent row. `status` is `intended` until an outcome settles it (`performed`, `failed`,
     or, by reconciliation, `not_performed`, `unknown`, `already_so`). `replayed` is true when the
     request found the row rather than wrote it: a recorded intent found again, or a settled one
-    whose outcome `perform` returned without calling the tool."""
+    whose outcome `perform` returned without calling the tool. `call_id` is the framework's id of
+    the tool call recorded with the outcome (`perform(..., call_id=...)`), kept out of `receipt`."""
 
     step_id: str
     idempotency_key: str
@@ -45,6 +50,7 @@ class Intent:
     request_id: str = ""
     intended_at: datetime | None = None
     settled_at: datetime | None = None
+    call_id: str = ""
 
     @property
     def settled(self) -> bool:
@@ -52,6 +58,8 @@ class Intent:
 
     @classmethod
     def from_json(cls, body: Mapping[str, Any], *, replayed: bool) -> Intent:
+        receipt = dict(body.get("receipt") or {})
+        call_id = receipt.pop(CALL_ID_KEY, "")
         return cls(
             step_id=str(body["step_id"]),
             idempotency_key=str(body["idempotency_key"]),
@@ -63,10 +71,11 @@ class Intent:
             occurrence=int(body.get("occurrence", 0)),
             error_class=str(body.get("error_class") or ""),
             summary=str(body.get("outcome_summary") or ""),
-            receipt=dict(body.get("receipt") or {}),
+            receipt=receipt,
             request_id=str(body.get("request_id") or ""),
             intended_at=_when(body.get("intended_at")),
             settled_at=_when(body.get("settled_at")),
+            call_id=str(call_id or ""),
         )
 
 

@@ -19,8 +19,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from .._errors import ErrorClass, ToolError
+from .._types import Intent
 
-__all__ = ["Turns", "current_idempotency_key"]
+__all__ = ["Turns", "classify", "current_idempotency_key", "replay_text"]
 
 SUMMARY_LIMIT = 4000
 
@@ -92,10 +93,42 @@ def summary_of(value: Any) -> str:
     return text[:SUMMARY_LIMIT]
 
 
-def classify(exc: BaseException) -> ToolError:
-    """A tool's exception as Seam's error class. A ToolError keeps its own; an exception from
-    code that did not classify it may have come after the downstream acted, so it is
-    `ambiguous`: the intent stays open and reconciliation asks the downstream."""
+def classify(exc: BaseException, *, errors_mean_not_performed: bool = False) -> ToolError:
+    """A tool's exception as Seam's error class. A ToolError keeps its own. Any other exception
+    may have come after the downstream acted, so it is `ambiguous` (recorded as evidence, the
+    intent left open for reconciliation or a person), unless the agent's code declared the tool
+    `errors_mean_not_performed` (its errors are refusals before it acts): then `permanent`."""
     if isinstance(exc, ToolError):
         return exc
-    return ToolError(ErrorClass.AMBIGUOUS, f"{type(exc).__name__}: {exc}"[:SUMMARY_LIMIT])
+    return error_answer(f"{type(exc).__name__}: {exc}", errors_mean_not_performed=errors_mean_not_performed)
+
+
+def error_answer(text: str, *, errors_mean_not_performed: bool = False) -> ToolError:
+    """A tool's error answer (a message it returned as an error, not an exception) as a
+    ToolError: evidence, not proof, that nothing happened (see `classify`)."""
+    klass = ErrorClass.PERMANENT if errors_mean_not_performed else ErrorClass.AMBIGUOUS
+    return ToolError(klass, text[:SUMMARY_LIMIT])
+
+
+UNKNOWN_TEXT = "The outcome of this call is unknown; a person is checking it. Do not call it again."
+
+
+def replay_text(intent: Intent) -> str:
+    """What a settled intent, replayed instead of run again, tells the model: the recorded summary
+    of a performed call, else a sentence saying what became of it. Never empty: an empty tool
+    result reads to a model as "nothing happened", and it may call again."""
+    summary = intent.summary.strip()
+    if intent.status == "performed":
+        if summary:
+            return summary
+        receipt = json.dumps(intent.receipt, sort_keys=True) if intent.receipt else ""
+        return f"Done: {intent.tool or 'this call'} was performed" + (f" ({receipt})." if receipt else ".")
+    detail = f" ({summary})" if summary else ""
+    sentence = {
+        "unknown": UNKNOWN_TEXT,
+        "not_performed": f"This call was not performed: it had no effect{detail}.",
+        "failed": f"This call failed ({intent.error_class or 'error'}){detail}; it had no effect.",
+        "already_so": f"Nothing was done: this was already so before the call{detail}.",
+        "intended": "This call has no recorded outcome yet; it is not sent again. Do not call it again.",
+    }.get(intent.status)
+    return sentence or f"This call is recorded as {intent.status}{detail}."

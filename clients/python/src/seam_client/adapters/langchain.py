@@ -33,7 +33,7 @@ from pydantic import ConfigDict, ValidationError
 from .._errors import ErrorClass, ToolError
 from .._sync import Run
 from .._types import Outcome
-from . import Turns, calling_with, classify, receipt_of, summary_of
+from . import Turns, calling_with, classify, receipt_of, replay_text, summary_of
 
 __all__ = ["JournaledTool", "journaled_tools"]
 
@@ -90,7 +90,9 @@ class JournaledTool(BaseTool):
             return Outcome(summary=summary_of(content), receipt=receipt_of(artifact) or receipt_of(content))
 
         try:
-            intent = self.seam_run.perform(self.name, args, call, turn=self.turns.next(self.name))
+            intent = self.seam_run.perform(
+                self.name, args, call, turn=self.turns.next(self.name), call_id=_call_id_of(tool_call)
+            )
         except ToolError:
             if "answer" in answered:  # the tool answered with its own error: the agent sees it
                 return answered["answer"]
@@ -100,12 +102,13 @@ class JournaledTool(BaseTool):
         # Settled before this call: the journal's answer, the tool not run again.
         if tool_call is not None:
             return ToolMessage(
-                content=intent.summary,
-                tool_call_id=str(tool_call.get("id") or ""),
+                content=replay_text(intent),
+                tool_call_id=_call_id_of(tool_call),
                 name=self.name,
                 artifact=intent.receipt or None,
+                status="success" if intent.status in ("performed", "already_so") else "error",
             )
-        return intent.summary
+        return replay_text(intent)
 
     async def ainvoke(
         self, input: str | dict[str, Any] | Any, config: RunnableConfig | None = None, **kwargs: Any
@@ -121,6 +124,10 @@ def journaled_tools(
     that change nothing) are returned as they are. One `Turns` numbers their calls."""
     turns = turns or Turns()
     return [tool if tool.name in read_only else JournaledTool(tool, run, turns) for tool in tools]
+
+
+def _call_id_of(tool_call: dict[str, Any] | None) -> str:
+    return str((tool_call or {}).get("id") or "")
 
 
 def _is_tool_call(value: Any) -> bool:

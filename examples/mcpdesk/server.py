@@ -18,7 +18,12 @@ A call without a key is carried out each time it is made.
 
 MCPDESK_HOLD_AFTER_ACCEPT=<tool> (or <tool>:<account>) makes the server keep the answer of those
 calls to itself after it has carried them out and written them down: a slow answer, for tests
-that stop the caller in that window."""
+that stop the caller in that window. MCPDESK_FAIL_AFTER_ACCEPT (same form) makes it answer those
+calls with an error after it has carried them out: a tool that fails after acting, as a real one
+can (a commit made, then a failing post-commit hook).
+
+`declarations.toml` beside this file is what an operator tells Seam's proxy about the desk's
+tools (`seam-mcp-proxy --declarations examples/mcpdesk/declarations.toml`)."""
 
 from __future__ import annotations
 
@@ -94,6 +99,8 @@ def _key(ctx: Context) -> str | None:
 def _hold(tool: str, account: str) -> None:
     if os.environ.get("MCPDESK_HOLD_AFTER_ACCEPT") in (tool, f"{tool}:{account}"):
         time.sleep(3600)
+    if os.environ.get("MCPDESK_FAIL_AFTER_ACCEPT") in (tool, f"{tool}:{account}"):
+        raise ToolError(f"{tool} for {account}: the desk's confirmation step failed")
 
 
 def build_server(desk: Desk) -> MCPServer:

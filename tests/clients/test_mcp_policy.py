@@ -1,29 +1,51 @@
 """How the MCP proxy reads a tool's annotations (seam_client.mcp_proxy.ToolPolicy), with the
-spec's defaults for what a server leaves out: not read-only, destructive, not idempotent."""
+spec's defaults for what a server leaves out (not read-only, destructive, not idempotent), and
+how an operator's declarations file overrides them; a malformed file names the file, the tool
+and the field."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import mcp_types as types
-from seam_client.mcp_proxy import ToolPolicy, capability_version
+import pytest
+from seam_client.mcp_proxy import (
+    Declarations,
+    DeclarationsError,
+    ToolDeclaration,
+    ToolPolicy,
+    capability_version,
+    load_declarations,
+)
+
+from tests.support.processes import ROOT
 
 
 def policy(
-    annotations: types.ToolAnnotations | None, *, catalogued: bool = False, journal: bool = False
+    annotations: types.ToolAnnotations | None,
+    *,
+    catalogued: bool = False,
+    journal: bool = False,
+    declared: ToolDeclaration | None = None,
 ) -> ToolPolicy:
-    return ToolPolicy.from_annotations(annotations, catalogued=catalogued, journal_anyway=journal)
+    return ToolPolicy.from_annotations(
+        annotations, catalogued=catalogued, journal_anyway=journal, declared=declared
+    )
 
 
 def test_a_tool_without_annotations_is_journaled_as_a_destructive_irreversible_write() -> None:
     assert policy(None) == ToolPolicy(journaled=True, destructive=True, idempotent=False, irreversible=True)
     assert policy(types.ToolAnnotations()) == policy(None)
+    assert not policy(None).errors_are_refusals  # an error answer is evidence, not proof
 
 
 def test_a_read_only_tool_is_not_journaled_unless_the_operator_says_so() -> None:
     read_only = types.ToolAnnotations(read_only_hint=True, destructive_hint=True)
     assert policy(read_only) == ToolPolicy(
-        journaled=False, destructive=False, idempotent=False, irreversible=False
+        journaled=False, destructive=False, idempotent=False, irreversible=False, read_only=True
     )
     assert policy(read_only, journal=True).journaled
+    assert policy(read_only, journal=True).errors_are_refusals  # a read cannot have acted
 
 
 def test_a_destructive_tool_is_irreversible_only_without_a_catalogue_entry() -> None:
@@ -37,6 +59,77 @@ def test_a_destructive_tool_is_irreversible_only_without_a_catalogue_entry() -> 
     }
     additive = types.ToolAnnotations(destructive_hint=False)
     assert not policy(additive).irreversible and policy(additive).journaled
+
+
+def test_declarations_override_the_annotations() -> None:
+    hinted_read_only = types.ToolAnnotations(read_only_hint=True)
+    assert policy(hinted_read_only, declared=ToolDeclaration(read_only=False)).journaled
+    declared = ToolDeclaration(
+        idempotent=True, catalogued=True, honours_key=True, lookup="find_call", errors_mean_not_performed=True
+    )
+    seen = policy(None, declared=declared)
+    assert (seen.journaled, seen.idempotent, seen.irreversible) == (True, True, False)
+    assert (seen.honours_key, seen.lookup, seen.errors_are_refusals) == (True, "find_call", True)
+    assert not policy(None, declared=ToolDeclaration(read_only=True)).journaled
+
+
+def test_the_mcpdesk_declarations_file_reads_as_written() -> None:
+    declarations = load_declarations(ROOT / "examples" / "mcpdesk" / "declarations.toml")
+    assert declarations.of("credit_account") == ToolDeclaration(
+        catalogued=True, honours_key=True, lookup="find_call", errors_mean_not_performed=True
+    )
+    assert declarations.of("find_call") == ToolDeclaration(read_only=True)
+    assert declarations.of("get_balance") is None
+
+
+def test_a_json_declarations_file_has_the_same_shape(tmp_path: Path) -> None:
+    path = tmp_path / "declarations.json"
+    path.write_text('{"tools": {"git_add": {"idempotent": true, "errors_mean_not_performed": false}}}')
+    assert load_declarations(path).of("git_add") == ToolDeclaration(idempotent=True)
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("[tools.git_add]\nidempotant = true\n", ["'git_add'", "unknown field 'idempotant'"]),
+        ('[tools.git_add]\nread_only = "yes"\n', ["'git_add'", "'read_only'", "true or false"]),
+        ("[tools.git_add]\nread_only = 1\n", ["'git_add'", "'read_only'"]),
+        ("[tools.git_add]\nlookup = true\n", ["'git_add'", "'lookup'", "a string"]),
+        ('[tools.git_add]\nlookup = "git_add"\n', ["'git_add'", "'lookup'", "itself"]),
+        ('[tools.git_log]\nread_only = true\nlookup = "x"\n', ["'git_log'", "'lookup'"]),
+        ("[tool.git_add]\nread_only = true\n", ["unknown key 'tool'"]),
+        ("tools = 3\n", ["'tools'"]),
+        ("[tools]\ngit_add = true\n", ["'git_add'", "table"]),
+        ("[tools.git_add\n", ["not valid TOML"]),
+    ],
+)
+def test_a_malformed_declarations_file_is_refused_naming_the_file_the_tool_and_the_field(
+    tmp_path: Path, text: str, named: list[str]
+) -> None:
+    path = tmp_path / "declarations.toml"
+    path.write_text(text)
+    with pytest.raises(DeclarationsError) as refused:
+        load_declarations(path)
+    message = str(refused.value)
+    assert message.startswith(str(path))
+    for part in named:
+        assert part in message
+
+
+def test_declarations_must_name_the_servers_tools_and_a_read_only_lookup() -> None:
+    declarations = Declarations(
+        tools={"credit_account": ToolDeclaration(lookup="find_call")}, source="desk.toml"
+    )
+    declarations.check_against({"credit_account": False, "find_call": True})
+    with pytest.raises(
+        DeclarationsError, match=r"desk.toml: tool 'credit_account'.*'find_call'.*not a read-only"
+    ):
+        declarations.check_against({"credit_account": False, "find_call": False})
+    misspelt = Declarations(tools={"credit_acount": ToolDeclaration()}, source="desk.toml")
+    with pytest.raises(
+        DeclarationsError, match=r"desk.toml: tool 'credit_acount' is not one the server offers"
+    ):
+        misspelt.check_against({"credit_account": False})
 
 
 def test_the_capability_version_changes_with_the_tools_annotations() -> None:

@@ -146,6 +146,24 @@ def test_async_tool_errors_are_recorded_with_their_class(run_async: Callable[...
     assert (row.status, row.error_class) == (IntentStatus.FAILED, "invalid_input")
 
 
+def test_async_an_ambiguous_error_is_kept_as_evidence(run_async: Callable[..., Any]) -> None:
+    async def timed_out(args: dict[str, Any], key: str) -> Outcome:
+        raise TimeoutError("the provider did not answer in 30 s")
+
+    async def scenario(client: AsyncSeamClient) -> None:
+        run = await start(client)
+        with pytest.raises(TimeoutError):
+            await run.perform("issue_refund", REFUND, timed_out, turn=3)
+
+    run_async(scenario)
+    row = Intent.objects.get()
+    assert (row.status, row.error_class, row.outcome_summary) == (
+        IntentStatus.INTENDED,
+        "ambiguous",
+        "TimeoutError: the provider did not answer in 30 s",
+    )
+
+
 def test_async_lost_answers_never_become_a_second_effect(run_async: Callable[..., Any]) -> None:
     intents_lost = Breaks(when=posts_to("/intents/"), times=1)
     outcomes_lost = Breaks(when=posts_to("/outcome/"), times=1)

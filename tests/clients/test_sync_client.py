@@ -170,7 +170,31 @@ def test_a_tool_error_is_recorded_with_its_class_and_an_ambiguous_one_stays_open
         "r-9",
         "stale",
     )
-    assert open_one.status == IntentStatus.INTENDED
+    # Evidence, not an outcome: the row stays open with the tool's error for whoever settles it.
+    assert (open_one.status, open_one.error_class, open_one.outcome_summary) == (
+        IntentStatus.INTENDED,
+        "ambiguous",
+        "timeout",
+    )
+
+
+def test_an_unclassified_exception_is_kept_as_evidence_and_shown_to_the_person(run: Run) -> None:
+    def acted_then_failed(args: dict[str, Any], key: str) -> Outcome:
+        raise RuntimeError("502 Bad Gateway from the refund provider")
+
+    with pytest.raises(RuntimeError):
+        run.perform("issue_refund", REFUND, acted_then_failed, turn=3)
+
+    row = Intent.objects.get()
+    assert (row.status, row.error_class, row.outcome_summary) == (
+        IntentStatus.INTENDED,
+        "ambiguous",
+        "RuntimeError: 502 Bad Gateway from the refund provider",
+    )
+    assert JournalEvent.objects.filter(intent=row, kind=JournalEvent.Kind.DISPATCH_AMBIGUOUS).count() == 1
+    run.cancel("the agent stopped")  # nobody is running it now: its open call is the person's
+    (uncertain,) = run.handover().uncertain
+    assert "502 Bad Gateway from the refund provider" in uncertain["why"]
 
 
 def test_an_intent_answer_lost_after_the_commit_never_becomes_a_call(

@@ -15,7 +15,7 @@ import httpx
 
 from . import _protocol as api
 from ._common import HeartbeatState, RunState, http_options, intent_of, next_page
-from ._errors import ErrorClass, OutcomeNotRecorded, SeamError, SeamRefused, ToolError
+from ._errors import ErrorClass, OutcomeNotRecorded, SeamError, SeamRefused
 from ._types import AsyncCall, Handover, Intent, Outcome
 
 
@@ -149,6 +149,7 @@ class AsyncRun(RunState):
         receipt: Mapping[str, Any] | None = None,
         error_class: ErrorClass | str | None = None,
         request_id: str = "",
+        evidence_at: datetime | None = None,
     ) -> Intent:
         answer = await self.client.send(
             api.outcome(
@@ -159,6 +160,7 @@ class AsyncRun(RunState):
                 receipt=receipt,
                 error_class=error_class,
                 request_id=request_id,
+                evidence_at=evidence_at,
             )
         )
         return Intent.from_json(answer.body, replayed=False)
@@ -180,13 +182,11 @@ class AsyncRun(RunState):
         try:
             returned = call(dict(intent.args), intent.idempotency_key)
             result = (await returned if inspect.isawaitable(returned) else returned) or Outcome()
-        except ToolError as exc:
-            failure = self.failure_outcome(intent, exc, call_id=call_id)
-            if failure is not None:
-                try:
-                    await self.client.send(failure)
-                except SeamError as lost:
-                    self.failure_not_recorded(exc, lost)
+        except Exception as exc:
+            try:
+                await self.client.send(self.failure_outcome(intent, exc, call_id=call_id))
+            except SeamError as lost:
+                self.failure_not_recorded(exc, lost)
             raise
         try:
             answer = await self.client.send(self.success_outcome(intent, result, call_id=call_id))

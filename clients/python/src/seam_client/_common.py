@@ -102,10 +102,12 @@ class RunState:
             raise IntentInDoubt(intent, own_retry=after_lost_answer)
         return False
 
-    def failure_outcome(self, intent: Intent, exc: ToolError, *, call_id: str = "") -> api.Request | None:
-        """The outcome a ToolError records; None for `ambiguous`, which leaves the intent open."""
-        if exc.error_class is ErrorClass.AMBIGUOUS:
-            return None
+    def failure_outcome(self, intent: Intent, error: Exception, *, call_id: str = "") -> api.Request:
+        """What a call's exception records. A ToolError: `failed` with its class, except
+        `ambiguous`, which is evidence, not an outcome: Seam keeps the intent open with the
+        tool's error text, for reconciliation's lookup or a person. Any other exception came
+        from code that did not classify it, maybe after the downstream acted: ambiguous too."""
+        exc = error if isinstance(error, ToolError) else unclassified(error)
         return api.outcome(
             self.id,
             intent.step_id,
@@ -125,11 +127,18 @@ class RunState:
             receipt=with_call_id(result.receipt, call_id),
             error_class=None,
             request_id=result.request_id,
+            evidence_at=result.evidence_at,
         )
 
     @staticmethod
-    def failure_not_recorded(exc: ToolError, lost: SeamError) -> None:
+    def failure_not_recorded(exc: BaseException, lost: SeamError) -> None:
         exc.add_note(f"its outcome was not recorded ({lost}); reconciliation settles it")
+
+
+def unclassified(exc: Exception) -> ToolError:
+    """A call's exception that is not a ToolError: code that did not classify it may have failed
+    after the downstream acted, so it is recorded as ambiguous evidence, its text kept."""
+    return ToolError(ErrorClass.AMBIGUOUS, f"{type(exc).__name__}: {exc}")
 
 
 def with_call_id(receipt: Mapping[str, Any], call_id: str) -> dict[str, Any]:

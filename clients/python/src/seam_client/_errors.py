@@ -12,8 +12,9 @@ if TYPE_CHECKING:
 
 class ErrorClass(StrEnum):
     """The six classes of a failed call; Seam records the first five as a `failed` outcome.
-    `ambiguous` means the request may have been accepted: the intent stays open and Seam's
-    reconciliation asks the downstream system about its idempotency key."""
+    `ambiguous` means the request may have been accepted: Seam keeps the error text as evidence,
+    the intent stays open, and reconciliation asks the downstream system about its idempotency
+    key (a person decides when nothing can be asked)."""
 
     INVALID_INPUT = "invalid_input"
     CONFLICT = "conflict"
@@ -25,7 +26,8 @@ class ErrorClass(StrEnum):
 
 class ToolError(Exception):
     """What a tool call raises when the downstream refused or failed, classified by the code that
-    knows the downstream. `perform` records it as the intent's outcome (except `ambiguous`)."""
+    knows the downstream. `perform` records it as the intent's outcome (an `ambiguous` one as
+    evidence on the open intent)."""
 
     def __init__(self, error_class: ErrorClass | str, message: str, *, request_id: str = "") -> None:
         try:

@@ -119,16 +119,19 @@ def outcome(
     receipt: Mapping[str, Any] | None,
     error_class: ErrorClass | str | None,
     request_id: str,
+    evidence_at: datetime | str | None = None,
 ) -> Request:
     if not ok and not error_class:
         raise ValueError("a failed outcome needs its error_class")
-    body = {
+    body: dict[str, Any] = {
         "ok": ok,
         "summary": summary[:MAX_SUMMARY_CHARS],
         "receipt": dict(receipt or {}),
         "error_class": ErrorClass(error_class).value if error_class else "",
         "request_id": request_id,
     }
+    if evidence_at is not None:  # when the downstream says the state it reports came to be
+        body["evidence_at"] = _iso(evidence_at)
     return Request("POST", f"/runs/{run_id}/intents/{step_id}/outcome/", body)
 
 

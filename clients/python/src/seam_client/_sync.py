@@ -15,7 +15,7 @@ import httpx
 
 from . import _protocol as api
 from ._common import HeartbeatState, RunState, http_options, intent_of, next_page
-from ._errors import ErrorClass, OutcomeNotRecorded, SeamError, SeamRefused, ToolError
+from ._errors import ErrorClass, OutcomeNotRecorded, SeamError, SeamRefused
 from ._types import Call, Handover, Intent, Outcome
 
 
@@ -154,9 +154,12 @@ class Run(RunState):
         receipt: Mapping[str, Any] | None = None,
         error_class: ErrorClass | str | None = None,
         request_id: str = "",
+        evidence_at: datetime | None = None,
     ) -> Intent:
-        """Settle an intent: performed (`ok`), or failed with its error class (not `ambiguous`,
-        which Seam refuses: leave the intent open instead). The same outcome again is harmless."""
+        """Settle an intent: performed (`ok`), or failed with its error class. `ambiguous` (the
+        tool answered with an error and may have acted) settles nothing: Seam keeps the intent
+        open with the summary as evidence. The same outcome again is harmless. `evidence_at`: see
+        Outcome."""
         answer = self.client.send(
             api.outcome(
                 self.id,
@@ -166,6 +169,7 @@ class Run(RunState):
                 receipt=receipt,
                 error_class=error_class,
                 request_id=request_id,
+                evidence_at=evidence_at,
             )
         )
         return Intent.from_json(answer.body, replayed=False)
@@ -187,9 +191,10 @@ class Run(RunState):
 
         A settled intent is returned as it is, `replayed`, and `call` is not made. An open one
         (another process is on it or died on it, or this client's answer was lost) raises
-        IntentInDoubt and `call` is not made. A ToolError is recorded with its class and raised
-        (an `ambiguous` one, or any other exception, leaves the intent open). If the outcome
-        cannot be recorded after the call, OutcomeNotRecorded: do not call again.
+        IntentInDoubt and `call` is not made. A ToolError is recorded with its class and raised;
+        an `ambiguous` one, or any other exception, is recorded as evidence (its text) and leaves
+        the intent open for reconciliation. If the outcome cannot be recorded after the call,
+        OutcomeNotRecorded: do not call again.
 
         `call_id`, the framework's own id of this tool call, is recorded with the outcome (the
         receipt's `_call_id`) and given back as `Intent.call_id`, never in `Intent.receipt`."""
@@ -198,13 +203,11 @@ class Run(RunState):
             return intent
         try:
             result = call(dict(intent.args), intent.idempotency_key) or Outcome()
-        except ToolError as exc:
-            failure = self.failure_outcome(intent, exc, call_id=call_id)
-            if failure is not None:
-                try:
-                    self.client.send(failure)
-                except SeamError as lost:
-                    self.failure_not_recorded(exc, lost)
+        except Exception as exc:
+            try:
+                self.client.send(self.failure_outcome(intent, exc, call_id=call_id))
+            except SeamError as lost:
+                self.failure_not_recorded(exc, lost)
             raise
         try:
             return Intent.from_json(

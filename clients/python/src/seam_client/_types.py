@@ -21,11 +21,17 @@ def _when(value: Any) -> datetime | None:
 @dataclass(frozen=True)
 class Outcome:
     """What a tool call returns on success: a short summary and the downstream's receipt (its own
-    identifiers: a label, a refund id), recorded as the intent's outcome."""
+    identifiers: a label, a refund id), recorded as the intent's outcome.
+
+    `evidence_at` (time-zone aware) is when the downstream says the state it answered with came
+    to be, for a downstream that answers "done" for a state that was already so (a subscription
+    the customer had cancelled before the run): Seam records evidence older than the intent as
+    `already_so`, never undone and never sent again. None: the call's own doing."""
 
     summary: str = ""
     receipt: dict[str, Any] = field(default_factory=dict)
     request_id: str = ""
+    evidence_at: datetime | None = None
 
 
 @dataclass(frozen=True)

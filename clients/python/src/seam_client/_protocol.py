@@ -225,12 +225,30 @@ class Attempts:
             wait=wait,
         )
 
+    def _redirected(self, response: httpx.Response) -> SeamError:
+        """A 3xx is not followed: a redirected POST may be re-sent as a GET, or its body dropped,
+        and a token sent to wherever the answer points. Name where it points instead."""
+        location = response.headers.get("Location", "")
+        target = str(response.request.url.join(location)) if location else ""
+        asked = API_PREFIX + self.request.path
+        base = target.split("?")[0].removesuffix(asked) if target.split("?")[0].endswith(asked) else ""
+        advice = f"use {base} as the base URL" if base else "use the address it names as the base URL"
+        return SeamError(
+            f"{self._what()} → {response.status_code}, redirected to {target or '(no Location)'}; "
+            f"seam-client follows no redirects: {advice}",
+            error_class=ErrorClass.PERMANENT,
+            status=response.status_code,
+            body=target,
+        )
+
     def answer(self, response: httpx.Response) -> Answer:
         status = response.status_code
         try:
             body = response.json() if response.content else None
         except ValueError:
             body = response.text
+        if 300 <= status < 400:
+            raise self._redirected(response)
         if status < 400:
             return Answer(status, body, self.maybe_applied)
         if status < 500:

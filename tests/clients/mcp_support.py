@@ -9,6 +9,7 @@ import io
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -16,9 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx2
+import requests
 from django.core.management import call_command
 from django.test import override_settings
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 from journal.models import AgentToken, Tenant
 from tests.support.processes import ROOT
@@ -30,6 +34,9 @@ MODULES = {
     "SEAM_POLICY_MODULES": ["examples.mcpdesk.policies"],
 }
 CLIENT_SRC = ROOT / "clients" / "python" / "src"
+DESK_DECLARATIONS = ROOT / "examples" / "mcpdesk" / "declarations.toml"
+# The bearer token the tests' HTTP proxies require (SEAM_MCP_PROXY_TOKEN).
+PROXY_AUTH_TOKEN = "test-proxy-token-0123456789"
 
 
 @dataclass(frozen=True)
@@ -75,9 +82,12 @@ def proxy_parameters(
     server: list[str] | None = None,
     options: tuple[str, ...] = (),
     env: dict[str, str] | None = None,
+    declarations: bool = True,
 ) -> StdioServerParameters:
     """`python -m seam_client.mcp_proxy` in front of the desk (a stdio child of the proxy unless
-    `server` says otherwise), as an MCP client such as a desktop app would start it."""
+    `server` says otherwise), as an MCP client such as a desktop app would start it; with the
+    desk's declarations file unless `declarations` is false (then only the annotations and
+    `--catalogued credit_account`)."""
     upstream = server or [
         "--",
         sys.executable,
@@ -97,8 +107,11 @@ def proxy_parameters(
             token,
             "--task-type",
             "desk_session",
-            "--catalogued",
-            "credit_account",
+            *(
+                ("--declarations", str(DESK_DECLARATIONS))
+                if declarations
+                else ("--catalogued", "credit_account")
+            ),
             *options,
             *upstream,
         ],
@@ -107,6 +120,7 @@ def proxy_parameters(
             "PYTHONPATH": os.pathsep.join(
                 filter(None, [str(CLIENT_SRC), str(ROOT), os.environ.get("PYTHONPATH")])
             ),
+            "SEAM_MCP_PROXY_TOKEN": PROXY_AUTH_TOKEN,
             **(env or {}),
         },
         cwd=str(ROOT),
@@ -167,3 +181,53 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rindex(")") + 2] != "Z"
+
+
+def start_http_proxy(params: StdioServerParameters, port: int) -> subprocess.Popen[bytes]:
+    """The proxy serving clients over streamable HTTP on `port` (the parameters' options hold
+    `--http --port PORT`), once it answers."""
+    proxy = subprocess.Popen(
+        [params.command, *params.args],
+        cwd=ROOT,
+        env=params.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            requests.get(f"http://127.0.0.1:{port}/mcp", timeout=1)
+            return proxy
+        except requests.RequestException:
+            assert time.monotonic() < deadline and proxy.poll() is None, "the proxy did not start"
+            time.sleep(0.1)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        process.wait(timeout=15)
+
+
+def kill_with_children(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL a proxy this test started, then its orphaned server."""
+    servers = children_of(process.pid)
+    process.kill()
+    process.wait(timeout=10)
+    for server in servers:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server, signal.SIGKILL)
+
+
+@contextlib.asynccontextmanager
+async def http_mcp_client(url: str, token: str = PROXY_AUTH_TOKEN) -> AsyncIterator[ClientSession]:
+    """The SDK's own client over streamable HTTP, presenting the proxy's bearer token."""
+    async with (
+        httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=300)
+        ) as http,
+        streamable_http_client(url, http_client=http) as (read, write, *_),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session

@@ -7,6 +7,7 @@ before its outcome was recorded, reconciled by asking the server by that key."""
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 import time
@@ -18,18 +19,22 @@ import mcp_types as types
 import pytest
 import requests
 from django.core.management import call_command
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 from seam_client import SeamClient
+from seam_client.mcp_proxy import parse_args
 
 from journal.models import Intent, IntentStatus, Run, RunStatus, Tenant
 from tests.clients.mcp_support import (
+    PROXY_AUTH_TOKEN,
     Desk,
     agent_token,
     desk_registered,
+    http_mcp_client,
     kill_proxy_and_its_server,
+    kill_with_children,
     mcp_client,
     proxy_parameters,
+    start_http_proxy,
+    stop,
 )
 from tests.support.in_flight import open_calls_past_in_flight
 from tests.support.processes import ROOT, free_port
@@ -57,13 +62,16 @@ def test_the_proxy_lists_the_servers_tools_and_journals_each_write_under_one_run
     async def session() -> dict[str, Any]:
         async with mcp_client(proxy_parameters(live_server.url, token, desk)) as client:
             listing = await client.list_tools()
+            # The same credit twice: the agent asked for two, so two are made.
             credit = await client.call_tool("credit_account", {"account": "A-1", "amount": "25.00"})
+            again = await client.call_tool("credit_account", {"account": "A-1", "amount": "25.00"})
             balance = await client.call_tool("get_balance", {"account": "A-1"})
             closed = await client.call_tool("close_account", {"account": "A-1", "reason": "asked"})
             refused = await client.call_tool("credit_account", {"account": "A-1", "amount": "5.00"})
             return {
                 "listing": listing,
                 "credit": credit,
+                "again": again,
                 "balance": balance,
                 "closed": closed,
                 "refused": refused,
@@ -79,31 +87,79 @@ def test_the_proxy_lists_the_servers_tools_and_journals_each_write_under_one_run
 
     run = Run.objects.get(tenant=tenant, task_type="desk_session")
     intents = list(Intent.objects.filter(run=run).order_by("turn"))
-    # The read-only balance was forwarded without an intent; the three writes were journaled.
-    assert [(i.turn, i.tool, i.status) for i in intents] == [
-        (1, "credit_account", IntentStatus.PERFORMED),
-        (2, "close_account", IntentStatus.PERFORMED),
-        (3, "credit_account", IntentStatus.FAILED),
+    # The read-only balance was forwarded without an intent; the four writes were journaled.
+    assert [(i.turn, i.tool, i.occurrence, i.status) for i in intents] == [
+        (1, "credit_account", 0, IntentStatus.PERFORMED),
+        (2, "credit_account", 1, IntentStatus.PERFORMED),
+        (3, "close_account", 0, IntentStatus.PERFORMED),
+        (4, "credit_account", 0, IntentStatus.FAILED),
     ]
-    assert _structured(seen["balance"])["balance"] == "25.00"
-    credit, closed, refused = intents
-    # Each key reached the server in `_meta`: the desk recorded each call under its intent's key.
+    # The desk's own record: two credits of 25.00, each under its own intent's key.
+    assert _structured(seen["balance"])["balance"] == "50.00"
+    credit, again, closed, refused = intents
     calls = desk.state()["calls"]
-    assert set(calls) == {credit.idempotency_key, closed.idempotency_key}
+    assert set(calls) == {credit.idempotency_key, again.idempotency_key, closed.idempotency_key}
     assert credit.receipt["credit_id"] == calls[credit.idempotency_key]["receipt"]["credit_id"]
+    assert again.receipt["credit_id"] == calls[again.idempotency_key]["receipt"]["credit_id"]
     assert seen["credit"].meta["seam/idempotency_key"] == credit.idempotency_key
     assert seen["credit"].meta["seam/step_id"] == credit.step_id
     # Annotations recorded: the credit is idempotent and catalogued; the closure destructive and,
     # with no catalogue entry, irreversible.
     assert credit.receipt["_mcp"] == {"destructiveHint": False, "idempotentHint": True, "irreversible": False}
     assert closed.receipt["_mcp"] == {"destructiveHint": True, "idempotentHint": False, "irreversible": True}
-    # The server's own tool error (a closed account) is the client's answer and a failed outcome.
+    # The server's own tool error (a closed account) is the client's answer; the credit's errors
+    # are declared refusals before acting (examples/mcpdesk/declarations.toml): failed.
     assert seen["refused"].is_error
     assert refused.error_class == "permanent" and "closed" in refused.outcome_summary
     # The session ended with every intent settled: the run is complete.
     run.refresh_from_db()
     assert run.status == RunStatus.COMPLETED
     assert run.capability_version.startswith("mcp-")
+
+
+def test_an_error_answer_from_a_tool_that_may_have_acted_leaves_the_step_uncertain(
+    desk: Desk, live_server: Any, tenant: Tenant
+) -> None:
+    token = agent_token(tenant)
+    # The desk closes A-9, then answers with an error; nothing declares the closure's errors
+    # to be refusals before acting.
+    params = proxy_parameters(
+        live_server.url,
+        token,
+        desk,
+        declarations=False,
+        env={"MCPDESK_FAIL_AFTER_ACCEPT": "close_account:A-9"},
+    )
+
+    async def session() -> Any:
+        async with mcp_client(params) as client:
+            return await client.call_tool("close_account", {"account": "A-9", "reason": "asked"})
+
+    answer = anyio.run(session)
+
+    # The client gets the desk's own error answer.
+    assert answer.is_error and "confirmation step failed" in answer.content[0].text
+    # The desk did close the account, under the intent's key.
+    intent = Intent.objects.get(run__tenant=tenant, tool="close_account")
+    assert desk.state()["accounts"]["A-9"]["open"] is False
+    assert desk.state()["calls"][intent.idempotency_key]["tool"] == "close_account"
+    # Seam: the step is uncertain, the error kept as evidence; the run is not completed.
+    assert intent.status == IntentStatus.INTENDED
+    assert intent.error_class == "ambiguous" and "confirmation step failed" in intent.outcome_summary
+    run = intent.run
+    assert run.status == RunStatus.RUNNING
+
+    # Reconciliation has no lookup for the closure: a person is handed the step with the error.
+    open_calls_past_in_flight(run=run)
+    call_command("reconcile", older_than=0, stdout=io.StringIO())
+    intent.refresh_from_db()
+    assert intent.status == IntentStatus.UNKNOWN
+    handover = SeamClient(live_server.url, token).run(str(run.id)).handover()
+    assert [step["tool"] for step in handover.uncertain] == ["close_account"]
+    assert "confirmation step failed" in json.dumps(handover.uncertain)
+    assert handover.completed == []
+    run.refresh_from_db()
+    assert run.status != RunStatus.COMPLETED
 
 
 def test_the_proxy_reaches_a_server_over_streamable_http(
@@ -222,31 +278,14 @@ def test_a_proxy_killed_after_the_server_accepted_is_reconciled_by_its_key_and_h
 def test_clients_over_streamable_http_get_a_run_each(desk: Desk, live_server: Any, tenant: Tenant) -> None:
     token = agent_token(tenant)
     port = free_port()
-    params = proxy_parameters(live_server.url, token, desk, options=("--http", "--port", str(port)))
-    proxy = subprocess.Popen(
-        [params.command, *params.args],
-        cwd=ROOT,
-        env=params.env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    proxy = start_http_proxy(
+        proxy_parameters(live_server.url, token, desk, options=("--http", "--port", str(port))), port
     )
     url = f"http://127.0.0.1:{port}/mcp"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                requests.get(url, timeout=1)
-                break
-            except requests.RequestException:
-                assert time.monotonic() < deadline and proxy.poll() is None, "the proxy did not start"
-                time.sleep(0.1)
 
         async def one_session(account: str) -> Any:
-            async with (
-                streamable_http_client(url) as (read, write, *_),
-                ClientSession(read, write) as client,
-            ):
-                await client.initialize()
+            async with http_mcp_client(url) as client:
                 return await client.call_tool("credit_account", {"account": account, "amount": "1.00"})
 
         async def two_sessions() -> list[Any]:
@@ -256,17 +295,157 @@ def test_clients_over_streamable_http_get_a_run_each(desk: Desk, live_server: An
         run_ids = {result.meta["seam/run_id"] for result in results}
         assert len(run_ids) == 2
         deadline = time.monotonic() + 30
-        # Each session's run is completed when its session closes.
+        # Each session's run is completed when its session closes (the client's DELETE).
         while Run.objects.filter(tenant=tenant, status=RunStatus.COMPLETED).count() < 2:
             assert time.monotonic() < deadline, "the sessions' runs were not completed"
             time.sleep(0.2)
     finally:
-        proxy.terminate()
-        proxy.wait(timeout=10)
+        stop(proxy)
 
     runs = Run.objects.filter(tenant=tenant, task_type="desk_session")
     assert {str(run.id) for run in runs} == run_ids
     for run in runs:
+        assert run.external_id.startswith("mcp-session-")
         (intent,) = Intent.objects.filter(run=run)
         assert intent.status == IntentStatus.PERFORMED
         assert intent.idempotency_key in desk.state()["calls"]
+
+
+def test_the_http_proxy_answers_401_to_a_request_without_its_bearer_token(
+    desk: Desk, live_server: Any, tenant: Tenant
+) -> None:
+    token = agent_token(tenant)
+    port = free_port()
+    proxy = start_http_proxy(
+        proxy_parameters(live_server.url, token, desk, options=("--http", "--port", str(port))), port
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "credit_account", "arguments": {"account": "X-1", "amount": "9.00"}},
+    }
+    headers = {"Accept": "application/json, text/event-stream", "Mcp-Session-Id": "a" * 32}
+    try:
+        refused = [
+            requests.post(url, json=call, headers=headers, timeout=5),
+            requests.post(url, json=call, headers={**headers, "Authorization": "Bearer wrong"}, timeout=5),
+            requests.post(
+                url, json=call, headers={**headers, "Authorization": f"Basic {PROXY_AUTH_TOKEN}"}, timeout=5
+            ),
+        ]
+        accepted = anyio.run(_credit_over_http, url, "X-2")
+    finally:
+        stop(proxy)
+
+    assert [answer.status_code for answer in refused] == [401, 401, 401]
+    assert all(answer.headers["WWW-Authenticate"] == "Bearer" for answer in refused)
+    # Nothing of the refused calls was journaled or reached the desk; the authorised one did.
+    assert list(Intent.objects.filter(run__tenant=tenant).values_list("args", flat=True)) == [
+        {"account": "X-2", "amount": "1.00"}
+    ]
+    assert "X-1" not in desk.state()["accounts"]
+    assert _structured(accepted)["balance"] == "1.00"
+
+
+async def _credit_over_http(url: str, account: str) -> Any:
+    async with http_mcp_client(url) as client:
+        return await client.call_tool("credit_account", {"account": account, "amount": "1.00"})
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0"])  # noqa: S104 (only parsed: nothing binds)
+def test_the_proxy_will_not_serve_http_without_a_bearer_token(
+    host: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("SEAM_MCP_PROXY_TOKEN", raising=False)
+    argv = ["--seam-url", "http://127.0.0.1:1", "--token", "t", "--http", "--host", host, "--", "server"]
+    with pytest.raises(SystemExit) as stopped:
+        parse_args(argv)
+    assert stopped.value.code == 2
+    assert "SEAM_MCP_PROXY_TOKEN" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parse_args([*argv[:-2], "--auth-token", "short", "--", "server"])
+    options, command = parse_args([*argv[:-2], "--auth-token", PROXY_AUTH_TOKEN, "--", "server"])
+    assert (options.host, options.auth_token, command) == (host, PROXY_AUTH_TOKEN, ["server"])
+
+
+def test_a_write_retried_on_its_session_after_a_proxy_restart_is_not_performed_twice(
+    desk: Desk, live_server: Any, tenant: Tenant
+) -> None:
+    token = agent_token(tenant)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    options = ("--http", "--port", str(port))
+    held = proxy_parameters(
+        live_server.url, token, desk, options=options, env={"MCPDESK_HOLD_AFTER_ACCEPT": "credit_account:R-2"}
+    )
+    proxies = [start_http_proxy(held, port)]
+
+    async def session() -> dict[str, Any]:
+        async with http_mcp_client(url) as client:
+            first = await client.call_tool("credit_account", {"account": "R-1", "amount": "5.00"})
+            async with anyio.create_task_group() as group:
+                group.start_soon(client.call_tool, "credit_account", {"account": "R-2", "amount": "10.00"})
+                with anyio.fail_after(30):
+                    while "R-2" not in desk.state()["accounts"]:
+                        await anyio.sleep(0.05)
+                # The desk credited R-2; its answer is lost with the proxy.
+                kill_with_children(proxies[0])
+                group.cancel_scope.cancel()
+            proxies.append(
+                start_http_proxy(proxy_parameters(live_server.url, token, desk, options=options), port)
+            )
+            # The client retries on its session: the same call, the same key.
+            retried = await client.call_tool("credit_account", {"account": "R-2", "amount": "10.00"})
+            # A new credit of the same amount is a new call, counted on from the journal.
+            another = await client.call_tool("credit_account", {"account": "R-2", "amount": "10.00"})
+            return {"first": first, "retried": retried, "another": another}
+
+    try:
+        seen = anyio.run(session)
+    finally:
+        for proxy in proxies:
+            stop(proxy)
+
+    (run,) = Run.objects.filter(tenant=tenant)
+    intents = list(Intent.objects.filter(run=run).order_by("turn"))
+    assert [(i.turn, i.occurrence, i.status) for i in intents] == [
+        (1, 0, IntentStatus.PERFORMED),
+        (2, 0, IntentStatus.PERFORMED),
+        (3, 1, IntentStatus.PERFORMED),
+    ]
+    # The desk's own record: R-2 credited twice (the held call and the new one), not three times.
+    state = desk.state()
+    assert state["accounts"]["R-2"]["balance"] == "20.00"
+    assert len(state["calls"]) == 3 and state["unkeyed"] == []
+    # The retry was answered with the first call's receipt, found under its key.
+    retried = _structured(seen["retried"])
+    assert retried["credit_id"] == state["calls"][intents[1].idempotency_key]["receipt"]["credit_id"]
+    assert seen["retried"].meta["seam/run_id"] == seen["first"].meta["seam/run_id"] == str(run.id)
+    assert _structured(seen["another"])["balance"] == "20.00"
+
+
+def test_a_malformed_declarations_file_stops_the_proxy_at_start_up(
+    desk: Desk, live_server: Any, tenant: Tenant, tmp_path: Path
+) -> None:
+    token = agent_token(tenant)
+    typo = tmp_path / "typo.toml"
+    typo.write_text("[tools.credit_account]\nhonors_key = true\n")
+    unknown = tmp_path / "unknown.toml"
+    unknown.write_text("[tools.credit_acount]\nhonours_key = true\n")
+    for path, words in [(typo, "unknown field 'honors_key'"), (unknown, "is not one the server offers")]:
+        params = proxy_parameters(
+            live_server.url, token, desk, declarations=False, options=("--declarations", str(path))
+        )
+        started = subprocess.run(
+            [params.command, *params.args],
+            env=params.env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert started.returncode == 2
+        assert f"{path}: tool 'credit_" in started.stderr and words in started.stderr
+    assert not Run.objects.filter(tenant=tenant).exists()

@@ -95,6 +95,22 @@ def main(argv: Sequence[str] | None = None) -> None:
             )
         else:
             anyio.run(lambda: serve_stdio(settings, command=command, url=options.server_url))
-    except DeclarationsError as exc:
-        print(f"seam-mcp-proxy: error: {exc}", file=sys.stderr)
+    except Exception as exc:
+        refused = _declarations_error(exc)
+        if refused is None:
+            raise
+        print(f"seam-mcp-proxy: error: {refused}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def _declarations_error(exc: BaseException) -> DeclarationsError | None:
+    """The declarations' refusal, also when it comes out of the task groups that were serving
+    the upstream session (checked once its tools are listed)."""
+    if isinstance(exc, DeclarationsError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _declarations_error(inner)
+            if found is not None:
+                return found
+    return None

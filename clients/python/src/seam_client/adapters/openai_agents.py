@@ -11,13 +11,23 @@
 Each `FunctionTool` is copied with the same name, description and JSON schema; only its
 `on_invoke_tool` is wrapped, so the SDK's Runner validates, guards, times and traces the call as
 before. The call goes through `AsyncRun.perform`: the intent is committed before the tool runs,
-the outcome recorded after; a settled call (an agent started again on the same run) answers from
-the journal without running the tool; an open one raises IntentInDoubt and the tool is not run.
+the outcome recorded after, with the model's tool-call id (`ctx.tool_call_id`); a settled call (an
+agent started again on the same run) answers from the journal without running the tool
+(`replay_text`: what the call did, or a sentence saying its outcome is unknown, never an empty
+result); an open one raises `IntentInDoubt` out of `Runner.run`, and the tool is not run.
 
-The SDK normally turns a tool's exception into a message for the model. The wrapper sees the
-exception first: a `seam_client.ToolError` is recorded with its class, any other exception is
-left in doubt (`ambiguous`: the tool may have acted before it failed) for Seam's reconciliation;
-then the tool's own failure message goes to the model as before (or the exception is raised, if
+The Runner wraps a tool's exception in its own `UserError` unless the exception is one of the
+SDK's (`AgentsException`: agents/run_internal/tool_execution.py lets those through). So the call
+in doubt is raised as this module's `IntentInDoubt`, a `seam_client.IntentInDoubt` that is also
+an `AgentsException`: `except seam_client.IntentInDoubt` around `Runner.run` catches it.
+
+What a tool raises is evidence, not proof, of what it did. The SDK normally turns a tool's
+exception into a message for the model; the wrapper sees the exception first. A
+`seam_client.ToolError` is recorded with its class; the SDK's refusal of the model's arguments
+(`ModelBehaviorError`, raised before the tool runs) as `invalid_input`; any other exception from a
+tool named in `errors_mean_not_performed` as not performed, and from any other tool as `ambiguous`
+evidence: the intent stays open with the tool's error, for reconciliation's lookup or a person.
+Then the tool's own failure message goes to the model as before (or its exception is raised, if
 the tool was made with `failure_error_function=None`). The call's key is in
 `current_idempotency_key()`."""
 
@@ -28,33 +38,38 @@ import json
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from agents import FunctionTool, Tool
+from agents import AgentsException, FunctionTool, ModelBehaviorError, Tool
 from agents.tool import (
     maybe_invoke_function_tool_failure_error_function,
     set_function_tool_failure_error_function,
 )
 from agents.tool_context import ToolContext
 
+from .. import _errors
 from .._async import AsyncRun
 from .._errors import ErrorClass, ToolError
 from .._types import Outcome
-from . import Turns, calling_with, classify, receipt_of, summary_of
+from . import SUMMARY_LIMIT, Turns, calling_with, classify, receipt_of, replay_text, summary_of
 
-__all__ = ["journaled_tool", "journaled_tools"]
+__all__ = ["IntentInDoubt", "journaled_tool", "journaled_tools"]
 
 
-def journaled_tool(tool: FunctionTool, run: AsyncRun, turns: Turns) -> FunctionTool:
+class IntentInDoubt(_errors.IntentInDoubt, AgentsException):
+    """`seam_client.IntentInDoubt` as the SDK's Runner lets it through (see the module's
+    docstring): the call was found recorded and open, so it is not run, and the run stops."""
+
+    def __init__(self, found: _errors.IntentInDoubt) -> None:
+        super().__init__(found.intent, own_retry=found.own_retry)
+
+
+def journaled_tool(
+    tool: FunctionTool, run: AsyncRun, turns: Turns, *, errors_mean_not_performed: bool = False
+) -> FunctionTool:
     """A copy of `tool` whose every call is journaled in `run` (see the module's docstring)."""
     # A copy that raises its exceptions to the wrapper instead of answering them to the model.
     raising = set_function_tool_failure_error_function(dataclasses.replace(tool), None)
 
     async def on_invoke_tool(ctx: ToolContext[Any], raw_args: str) -> Any:
-        try:
-            args = json.loads(raw_args or "{}")
-        except ValueError:
-            args = {"input": raw_args}
-        if not isinstance(args, dict):
-            args = {"input": args}
         answered: dict[str, Any] = {}
 
         async def call(_args: dict[str, Any], key: str) -> Outcome:
@@ -63,37 +78,66 @@ def journaled_tool(tool: FunctionTool, run: AsyncRun, turns: Turns) -> FunctionT
                     answer = await raising.on_invoke_tool(ctx, raw_args)
             except Exception as exc:
                 answered["error"] = exc
-                raise classify(exc) from exc
+                raise _classified(exc, errors_mean_not_performed) from exc
             answered["answer"] = answer
             return Outcome(summary=summary_of(answer), receipt=receipt_of(answer))
 
         try:
-            intent = await run.perform(tool.name, args, call, turn=turns.next(tool.name))
+            intent = await run.perform(
+                tool.name,
+                _journaled_args(raw_args),
+                call,
+                turn=turns.next(tool.name),
+                call_id=ctx.tool_call_id,
+            )
+        except _errors.IntentInDoubt as exc:
+            raise IntentInDoubt(exc) from exc
         except ToolError as exc:
             error = answered.get("error", exc)
             message = await maybe_invoke_function_tool_failure_error_function(
                 function_tool=tool, context=ctx, error=error
             )
-            if message is None or exc.error_class is ErrorClass.AMBIGUOUS:
-                raise  # in doubt: the run stops here rather than let the model act on a guess
+            if message is None:  # the tool was made to raise: it does, as without Seam
+                raise error from error.__cause__
             return message
         if "answer" in answered:
             return answered["answer"]
-        return intent.summary  # settled before: the journal's answer, the tool not run again
+        return replay_text(intent)  # settled before: the journal's answer, the tool not run again
 
     return dataclasses.replace(tool, on_invoke_tool=on_invoke_tool)
 
 
 def journaled_tools(
-    tools: Sequence[Tool], run: AsyncRun, *, read_only: Collection[str] = (), turns: Turns | None = None
+    tools: Sequence[Tool],
+    run: AsyncRun,
+    *,
+    read_only: Collection[str] = (),
+    errors_mean_not_performed: Collection[str] = (),
+    turns: Turns | None = None,
 ) -> list[Tool]:
     """The agent's tools, each function tool journaled in `run`; those named in `read_only`
     (lookups that change nothing) and tools that are not function tools (hosted tools run on
-    the model provider's side) are returned as they are. One `Turns` numbers their calls."""
+    the model provider's side) are returned as they are. `errors_mean_not_performed` names the
+    tools whose exceptions are refusals made before acting. One `Turns` numbers their calls."""
     turns = turns or Turns()
     return [
-        journaled_tool(tool, run, turns)
+        journaled_tool(tool, run, turns, errors_mean_not_performed=tool.name in errors_mean_not_performed)
         if isinstance(tool, FunctionTool) and tool.name not in read_only
         else tool
         for tool in tools
     ]
+
+
+def _journaled_args(raw_args: str) -> dict[str, Any]:
+    """What the model asked for, as a JSON object (the SDK refuses anything else, after this)."""
+    try:
+        args = json.loads(raw_args or "{}")
+    except ValueError:
+        return {"input": raw_args}
+    return args if isinstance(args, dict) else {"input": args}
+
+
+def _classified(exc: Exception, errors_mean_not_performed: bool) -> ToolError:
+    if isinstance(exc, ModelBehaviorError):  # the arguments were refused before the tool ran
+        return ToolError(ErrorClass.INVALID_INPUT, str(exc)[:SUMMARY_LIMIT])
+    return classify(exc, errors_mean_not_performed=errors_mean_not_performed)

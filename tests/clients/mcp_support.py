@@ -96,25 +96,27 @@ def proxy_parameters(
         "--state",
         str(desk.state_file),
     ]
+    declared = (
+        ("--declarations", str(DESK_DECLARATIONS)) if declarations else ("--catalogued", "credit_account")
+    )
+    return proxy_in_front_of(
+        seam_url, token, upstream, options=("--task-type", "desk_session", *declared, *options), env=env
+    )
+
+
+def proxy_in_front_of(
+    seam_url: str,
+    token: str,
+    upstream: list[str],
+    *,
+    options: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+) -> StdioServerParameters:
+    """`python -m seam_client.mcp_proxy OPTIONS UPSTREAM` (`-- COMMAND…` or `--server-url URL`),
+    with the client package on the path and the bearer token its HTTP mode requires."""
     return StdioServerParameters(
         command=sys.executable,
-        args=[
-            "-m",
-            "seam_client.mcp_proxy",
-            "--seam-url",
-            seam_url,
-            "--token",
-            token,
-            "--task-type",
-            "desk_session",
-            *(
-                ("--declarations", str(DESK_DECLARATIONS))
-                if declarations
-                else ("--catalogued", "credit_account")
-            ),
-            *options,
-            *upstream,
-        ],
+        args=["-m", "seam_client.mcp_proxy", "--seam-url", seam_url, "--token", token, *options, *upstream],
         env={
             **os.environ,
             "PYTHONPATH": os.pathsep.join(
@@ -161,9 +163,10 @@ def proxy_pid() -> int:
 
 
 def kill_proxy_and_its_server() -> int:
-    """SIGKILL the proxy (the kill under test), then its orphaned desk server. The proxy's id."""
+    """SIGKILL the proxy (the kill under test), then its orphaned server and whatever that was
+    running. The proxy's id."""
     pid = proxy_pid()
-    servers = children_of(pid)
+    servers = descendants_of(pid)
     os.kill(pid, signal.SIGKILL)
     for server in servers:
         with contextlib.suppress(ProcessLookupError):
@@ -210,13 +213,21 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 
 def kill_with_children(process: subprocess.Popen[bytes]) -> None:
-    """SIGKILL a proxy this test started, then its orphaned server."""
-    servers = children_of(process.pid)
+    """SIGKILL a proxy this test started (the kill under test), then everything it had started
+    (its server, and whatever the server was running)."""
+    descendants = descendants_of(process.pid)
     process.kill()
     process.wait(timeout=10)
-    for server in servers:
+    for pid in descendants:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(server, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
+
+
+def descendants_of(pid: int) -> list[int]:
+    found = []
+    for child in children_of(pid):
+        found += [child, *descendants_of(child)]
+    return found
 
 
 @contextlib.asynccontextmanager

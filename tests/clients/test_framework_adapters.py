@@ -1,12 +1,13 @@
 """The framework adapters (seam_client.adapters) under each framework's own tool-execution path:
-a LangGraph agent (create_react_agent, whose ToolNode runs the tools) and an OpenAI Agents SDK
-agent (agents.Runner), each with a scripted fake model (no network) and plain tools on the
-giftdesk's keyless points ledger. The agent's process is SIGKILLed after the ledger booked its
-second award and before the outcome was recorded; Seam's reconciliation finds the entry by its
-reference; the handover, read through Seam's API, shows both awards done and nothing in doubt;
-and the agent started again on the same run replays both awards from the journal (the ledger,
-which books every request, still holds each once) and finishes. Started again before the
-reconciliation, it stops at the call in doubt without running the tool."""
+a LangGraph agent (create_react_agent, whose ToolNode runs the tools), an OpenAI Agents SDK
+agent (agents.Runner) and a Pydantic AI agent (Agent.run, through a WrapperToolset), each with a
+scripted fake model (no network) and plain tools on the giftdesk's keyless points ledger. The
+agent's process is SIGKILLed after the ledger booked its second award and before the outcome was
+recorded; Seam's reconciliation finds the entry by its reference; the handover, read through
+Seam's API, shows both awards done and nothing in doubt; and the agent started again on the same
+run replays both awards from the journal (the ledger, which books every request, still holds
+each once) and finishes. Started again before the reconciliation, it stops at the call in doubt
+without running the tool."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ from tools import registry as tool_registry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-AGENTS = ["tests.clients.langgraph_agent", "tests.clients.openai_agent"]
+AGENTS = ["tests.clients.langgraph_agent", "tests.clients.openai_agent", "tests.clients.pydantic_agent"]
 
 
 @pytest.fixture

@@ -1,0 +1,115 @@
+"""Journal the tools of a Pydantic AI agent in Seam, without changing the tools' code.
+
+    from pydantic_ai import Agent, FunctionToolset
+    from seam_client import AsyncSeamClient
+    from seam_client.adapters.pydantic_ai import journaled_toolset
+
+    run = await AsyncSeamClient(url, token).start_run(task_type="goodwill", versions=versions, external_id=ticket)
+    tools = journaled_toolset(FunctionToolset([award_points, points_balance]), run, read_only={"points_balance"})
+    await Agent(model).run("Award C-7 the goodwill points.", toolsets=[tools])
+
+`JournaledToolset` is a `WrapperToolset`, Pydantic AI's public way to change how a toolset's
+tools run (its Temporal, DBOS and Prefect integrations wrap toolsets the same way): the model
+sees the wrapped toolset's tools unchanged, Pydantic AI validates each call's arguments before the
+toolset is asked to run it, and only `call_tool` is journaled. The call goes through
+`AsyncRun.perform`: the intent is committed before the tool runs, the outcome recorded after,
+with the model's tool-call id (`ctx.tool_call_id`); a settled call (an agent started again on the
+same run) answers from the journal without running the tool (`replay_text`: what the call did, or
+a sentence saying its outcome is unknown, never an empty result); an open one raises
+`IntentInDoubt` out of `Agent.run`, and the tool is not run.
+
+What a tool raises is evidence, not proof, of what it did. A `seam_client.ToolError` is recorded
+with its class; any other exception (`ModelRetry` and `ToolFailed`, the error answers Pydantic AI
+shows the model, included) from a tool named in `errors_mean_not_performed` is recorded as not
+performed, and from any other tool as `ambiguous` evidence: the intent stays open with the tool's
+error, for reconciliation's lookup or a person. Then the tool's own exception goes on as it would
+without Seam: the model sees a `ModelRetry` or `ToolFailed`, any other exception ends the run.
+Tools named in `read_only` run as they are. Wrap approval (`ApprovalRequiredToolset`) and
+deferral around the journaled toolset, not inside it, so a call is journaled only once it runs.
+The call's key is in `current_idempotency_key()`."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic_ai import RunContext
+from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset
+from pydantic_core import to_jsonable_python
+
+from .._async import AsyncRun
+from .._errors import ToolError
+from .._types import Outcome
+from . import Turns, calling_with, classify, receipt_of, replay_text, summary_of
+
+__all__ = ["JournaledToolset", "journaled_toolset"]
+
+
+@dataclass
+class JournaledToolset(WrapperToolset[Any]):
+    """A toolset whose every call, except those of its `read_only` tools, is journaled in
+    `seam_run` (see the module's docstring). One `Turns` numbers the calls of each tool in the
+    order Pydantic AI starts them, so an agent started again meets its settled calls again."""
+
+    seam_run: AsyncRun
+    read_only: frozenset[str] = frozenset()
+    errors_mean_not_performed: frozenset[str] = frozenset()
+    turns: Turns = field(default_factory=Turns)
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> Any:
+        if name in self.read_only:
+            return await self.wrapped.call_tool(name, tool_args, ctx, tool)
+        turn = self.turns.next(name)  # before any await: calls are ranked in the order they start
+        answered: dict[str, Any] = {}
+
+        async def call(_args: dict[str, Any], key: str) -> Outcome:
+            try:
+                with calling_with(key):
+                    answer = await self.wrapped.call_tool(name, tool_args, ctx, tool)
+            except Exception as exc:
+                answered["error"] = exc
+                raise classify(exc, errors_mean_not_performed=name in self.errors_mean_not_performed) from exc
+            answered["answer"] = answer
+            as_json = to_jsonable_python(answer, fallback=str)
+            return Outcome(summary=summary_of(as_json), receipt=receipt_of(as_json))
+
+        try:
+            intent = await self.seam_run.perform(
+                name,
+                # The validated arguments as JSON, as the model sent them (dates as ISO text).
+                to_jsonable_python(tool_args, fallback=str),
+                call,
+                turn=turn,
+                call_id=ctx.tool_call_id or "",
+            )
+        except ToolError:
+            error = answered.get("error")
+            if error is not None:  # recorded; the tool's own exception goes on as without Seam
+                raise error from error.__cause__
+            raise
+        if "answer" in answered:
+            return answered["answer"]
+        return replay_text(intent)  # settled before: the journal's answer, the tool not run again
+
+
+def journaled_toolset(
+    toolset: AbstractToolset[Any],
+    run: AsyncRun,
+    *,
+    read_only: Collection[str] = (),
+    errors_mean_not_performed: Collection[str] = (),
+    turns: Turns | None = None,
+) -> JournaledToolset:
+    """`toolset` (a FunctionToolset, an MCP server, any toolset) with its calls journaled in
+    `run`. `read_only` names the tools that change nothing (lookups), run as they are;
+    `errors_mean_not_performed` names the tools whose errors are refusals made before acting."""
+    return JournaledToolset(
+        wrapped=toolset,
+        seam_run=run,
+        read_only=frozenset(read_only),
+        errors_mean_not_performed=frozenset(errors_mean_not_performed),
+        turns=turns or Turns(),
+    )

@@ -1,23 +1,38 @@
 """Journal the tools of a LangGraph or LangChain agent in Seam, without changing the tools' code.
 
+    from langchain.agents import create_agent
     from seam_client import SeamClient
     from seam_client.adapters.langchain import journaled_tools
 
     run = SeamClient(url, token).start_run(task_type="goodwill", versions=versions, external_id=ticket)
-    agent = create_react_agent(model, journaled_tools([award_points, lookup_order], run, read_only={"lookup_order"}))
-    agent.invoke({"messages": [...]})
+    tools = journaled_tools([award_points, lookup_order], run, read_only={"lookup_order"})
+    agent = create_agent(model, tools)
+    agent.invoke({"messages": [...]})          # or: await agent.ainvoke(...)
 
 Each wrapped tool keeps its name, description and argument schema, so the model and LangGraph's
-ToolNode see the same tool. Its call goes through `Run.perform`: the intent is committed before
-the tool runs, the outcome recorded after; a settled call (an agent started again on the same
-run) answers from the journal without running the tool; an open one raises IntentInDoubt and
-the tool is not run. A tool's own answer is returned to the agent unchanged.
+ToolNode (under `create_agent` or a graph of your own) see the same tool. Its call goes through
+`Run.perform`: the intent is committed before the tool runs, the outcome recorded after; a
+settled call (an agent started again on the same run) answers from the journal without running
+the tool (`replay_text`: what the call did, or a sentence saying what became of it); an open one
+raises IntentInDoubt and the tool is not run. The tool's own answer, or its own exception,
+reaches the agent unchanged; LangGraph's `tool_call["id"]` is recorded with the outcome.
 
-A tool answer with `status="error"` (a ToolException the tool handles) is recorded as a
-`permanent` failure; an exception the tool raises is recorded by its class if it is a
-`seam_client.ToolError`, and otherwise left in doubt (`ambiguous`: the tool may have acted before
-it failed) for Seam's reconciliation. The call's key is in `current_idempotency_key()` and in
-the tool's config metadata (`seam_idempotency_key`)."""
+Sync and async tools both work. `agent.invoke` calls each tool's sync path; `agent.ainvoke` and
+`astream` its async path (`@tool async def` tools need it), with either run handle: an
+`AsyncRun` is awaited on the agent's event loop; a `Run` (sync) records from a worker thread
+while the tool's coroutine runs on the agent's loop. A tool LangChain cannot call synchronously
+(an async-only tool under `agent.invoke`) is refused before anything is journaled: it never ran.
+
+What a failure records (an error is evidence, not proof that nothing happened):
+- argument validation (pydantic's ValidationError, before the tool runs): `invalid_input`;
+- a `seam_client.ToolError` the tool raises: its own class;
+- an answer with `status="error"` (a ToolException the tool handles), or any other exception:
+  `ambiguous`, recorded as evidence (the tool's error text) on the open intent, which Seam's
+  reconciliation settles by the tool's lookup, else a person; unless the tool is named in
+  `errors_mean_not_performed` (its errors are refusals before it acts): then `permanent`.
+
+The call's key is in `current_idempotency_key()` and in the tool's config metadata
+(`seam_idempotency_key`)."""
 
 from __future__ import annotations
 
@@ -30,14 +45,16 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from pydantic import ConfigDict, ValidationError
 
+from .._async import AsyncRun
 from .._errors import ErrorClass, ToolError
 from .._sync import Run
-from .._types import Outcome
-from . import Turns, calling_with, classify, receipt_of, replay_text, summary_of
+from .._types import Call, Intent, Outcome
+from . import Turns, calling_with, classify, error_answer, receipt_of, replay_text, summary_of
 
 __all__ = ["JournaledTool", "journaled_tools"]
 
 KEY_METADATA = "seam_idempotency_key"
+SETTLED_WITHOUT_ERROR = ("performed", "already_so")
 
 
 class JournaledTool(BaseTool):
@@ -46,10 +63,18 @@ class JournaledTool(BaseTool):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     inner: BaseTool
-    seam_run: Run
+    seam_run: Run | AsyncRun
     turns: Turns
+    errors_mean_not_performed: bool = False
 
-    def __init__(self, inner: BaseTool, seam_run: Run, turns: Turns) -> None:
+    def __init__(
+        self,
+        inner: BaseTool,
+        seam_run: Run | AsyncRun,
+        turns: Turns,
+        *,
+        errors_mean_not_performed: bool = False,
+    ) -> None:
         super().__init__(
             name=inner.name,
             description=inner.description,
@@ -59,6 +84,7 @@ class JournaledTool(BaseTool):
             inner=inner,
             seam_run=seam_run,
             turns=turns,
+            errors_mean_not_performed=errors_mean_not_performed,
         )
 
     def _run(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - invoke is overridden
@@ -67,67 +93,158 @@ class JournaledTool(BaseTool):
     def invoke(
         self, input: str | dict[str, Any] | Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Any:
-        tool_call: dict[str, Any] | None = input if isinstance(input, dict) and _is_tool_call(input) else None
-        raw_args = tool_call["args"] if tool_call else input
-        args = _journaled_args(self.inner, raw_args)
-        answered: dict[str, Any] = {}
-
-        def call(_args: dict[str, Any], key: str) -> Outcome:
-            call_config: RunnableConfig = {**(config or {})}
-            call_config["metadata"] = {**(call_config.get("metadata") or {}), KEY_METADATA: key}
-            try:
-                with calling_with(key):
-                    answer = self.inner.invoke(input, call_config, **kwargs)
-            except ValidationError as exc:
-                raise ToolError(ErrorClass.INVALID_INPUT, str(exc)[:4000]) from exc
-            except Exception as exc:
-                raise classify(exc) from exc
-            answered["answer"] = answer
-            content = answer.content if isinstance(answer, ToolMessage) else answer
-            if isinstance(answer, ToolMessage) and answer.status == "error":
-                raise ToolError(ErrorClass.PERMANENT, summary_of(content))
-            artifact = answer.artifact if isinstance(answer, ToolMessage) else None
-            return Outcome(summary=summary_of(content), receipt=receipt_of(artifact) or receipt_of(content))
-
+        if isinstance(self.seam_run, AsyncRun):
+            raise TypeError(
+                f"{self.name} is journaled in an AsyncRun: run the agent with ainvoke or astream, "
+                "or journal its tools in a (sync) Run"
+            )
+        if _async_only(self.inner):
+            # LangChain's own refusal, made before the intent: the tool never ran, so nothing
+            # is journaled and nobody is asked to check an effect that cannot exist.
+            raise NotImplementedError(
+                f"{self.name} is an async tool (`async def`): run the agent with ainvoke or astream"
+            )
+        call = _ToolCall(self, input, config, kwargs)
         try:
             intent = self.seam_run.perform(
-                self.name, args, call, turn=self.turns.next(self.name), call_id=_call_id_of(tool_call)
+                self.name, call.args, call.sync, turn=self.turns.next(self.name), call_id=call.call_id
             )
-        except ToolError:
-            if "answer" in answered:  # the tool answered with its own error: the agent sees it
-                return answered["answer"]
-            raise
-        if "answer" in answered:
-            return answered["answer"]
-        # Settled before this call: the journal's answer, the tool not run again.
-        if tool_call is not None:
-            return ToolMessage(
-                content=replay_text(intent),
-                tool_call_id=_call_id_of(tool_call),
-                name=self.name,
-                artifact=intent.receipt or None,
-                status="success" if intent.status in ("performed", "already_so") else "error",
-            )
-        return replay_text(intent)
+        except ToolError as failure:
+            return call.tools_own_failure(failure)
+        return call.answer_to(intent)
 
     async def ainvoke(
         self, input: str | dict[str, Any] | Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Any:
-        # Run.perform and the inner tool's sync path, off the event loop.
-        return await asyncio.to_thread(self.invoke, input, config, **kwargs)
+        call = _ToolCall(self, input, config, kwargs)
+        turn = self.turns.next(self.name)
+        try:
+            if isinstance(self.seam_run, AsyncRun):
+                intent = await self.seam_run.perform(
+                    self.name, call.args, call.coroutine, turn=turn, call_id=call.call_id
+                )
+            else:
+                # The sync Run's requests block: made from a worker thread, while the tool's
+                # coroutine is handed back to this loop, which is free while it awaits the thread.
+                intent = await asyncio.to_thread(
+                    self.seam_run.perform,
+                    self.name,
+                    call.args,
+                    call.on_loop(asyncio.get_running_loop()),
+                    turn=turn,
+                    call_id=call.call_id,
+                )
+        except ToolError as failure:
+            return call.tools_own_failure(failure)
+        return call.answer_to(intent)
+
+
+class _ToolCall:
+    """One call of a JournaledTool: what is journaled of it, the inner tool's call made by
+    `perform` (sync, as a coroutine, or as a coroutine on the agent's loop from a thread), and
+    what the agent gets back."""
+
+    def __init__(self, tool: JournaledTool, input: Any, config: RunnableConfig | None, kwargs: Any) -> None:
+        self.tool = tool
+        self.input = input
+        self.config = config
+        self.kwargs = kwargs
+        self.tool_call: dict[str, Any] | None = input if _is_tool_call(input) else None
+        self.args = _journaled_args(tool.inner, self.tool_call["args"] if self.tool_call else input)
+        self.call_id = str((self.tool_call or {}).get("id") or "")
+        self.answered = False
+        self.answer: Any = None
+        self.raised: Exception | None = None
+
+    def _config(self, key: str) -> RunnableConfig:
+        config: RunnableConfig = {**(self.config or {})}
+        config["metadata"] = {**(config.get("metadata") or {}), KEY_METADATA: key}
+        return config
+
+    def sync(self, _args: dict[str, Any], key: str) -> Outcome:
+        try:
+            with calling_with(key):
+                answer = self.tool.inner.invoke(self.input, self._config(key), **self.kwargs)
+        except Exception as exc:
+            raise self._failed(exc) from exc
+        return self._outcome_of(answer)
+
+    async def coroutine(self, _args: dict[str, Any], key: str) -> Outcome:
+        try:
+            with calling_with(key):
+                answer = await self.tool.inner.ainvoke(self.input, self._config(key), **self.kwargs)
+        except Exception as exc:
+            raise self._failed(exc) from exc
+        return self._outcome_of(answer)
+
+    def on_loop(self, loop: asyncio.AbstractEventLoop) -> Call:
+        def call(args: dict[str, Any], key: str) -> Outcome:
+            return asyncio.run_coroutine_threadsafe(self.coroutine(args, key), loop).result()
+
+        return call
+
+    def _failed(self, exc: Exception) -> ToolError:
+        self.raised = exc
+        if isinstance(exc, ValidationError):  # the arguments were refused before the tool ran
+            return ToolError(ErrorClass.INVALID_INPUT, str(exc)[:4000])
+        return classify(exc, errors_mean_not_performed=self.tool.errors_mean_not_performed)
+
+    def _outcome_of(self, answer: Any) -> Outcome:
+        self.answered, self.answer = True, answer
+        content = answer.content if isinstance(answer, ToolMessage) else answer
+        if isinstance(answer, ToolMessage) and answer.status == "error":
+            raise error_answer(
+                summary_of(content), errors_mean_not_performed=self.tool.errors_mean_not_performed
+            )
+        artifact = answer.artifact if isinstance(answer, ToolMessage) else None
+        return Outcome(summary=summary_of(content), receipt=receipt_of(artifact) or receipt_of(content))
+
+    def tools_own_failure(self, failure: ToolError) -> Any:
+        """After perform recorded the failure: the tool's own error answer, or its exception."""
+        if self.answered:
+            return self.answer
+        raise self.raised or failure
+
+    def answer_to(self, intent: Intent) -> Any:
+        if self.answered:
+            return self.answer
+        # Settled before this call: the journal's answer, the tool not run again.
+        if self.tool_call is None:
+            return replay_text(intent)
+        return ToolMessage(
+            content=replay_text(intent),
+            tool_call_id=self.call_id,
+            name=self.tool.name,
+            artifact=intent.receipt or None,
+            status="success" if intent.status in SETTLED_WITHOUT_ERROR else "error",
+        )
 
 
 def journaled_tools(
-    tools: Sequence[BaseTool], run: Run, *, read_only: Collection[str] = (), turns: Turns | None = None
+    tools: Sequence[BaseTool],
+    run: Run | AsyncRun,
+    *,
+    read_only: Collection[str] = (),
+    errors_mean_not_performed: Collection[str] = (),
+    turns: Turns | None = None,
 ) -> list[BaseTool]:
-    """The agent's tools, each write journaled in `run`; the tools named in `read_only` (lookups
-    that change nothing) are returned as they are. One `Turns` numbers their calls."""
+    """The agent's tools, each write journaled in `run` (a Run, or an AsyncRun for an agent run
+    with ainvoke/astream); the tools named in `read_only` (lookups that change nothing) are
+    returned as they are. The tools named in `errors_mean_not_performed` declare that their
+    errors are refusals before they act, so an error from one is recorded `permanent`, not kept
+    in doubt. One `Turns` numbers their calls."""
     turns = turns or Turns()
-    return [tool if tool.name in read_only else JournaledTool(tool, run, turns) for tool in tools]
+    return [
+        tool
+        if tool.name in read_only
+        else JournaledTool(tool, run, turns, errors_mean_not_performed=tool.name in errors_mean_not_performed)
+        for tool in tools
+    ]
 
 
-def _call_id_of(tool_call: dict[str, Any] | None) -> str:
-    return str((tool_call or {}).get("id") or "")
+def _async_only(tool: BaseTool) -> bool:
+    """A tool made from an `async def` (StructuredTool or Tool with a coroutine and no func)."""
+    return getattr(tool, "coroutine", None) is not None and getattr(tool, "func", True) is None
 
 
 def _is_tool_call(value: Any) -> bool:

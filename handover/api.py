@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound as DRFNotFound
@@ -179,6 +180,18 @@ class IntentCreateSerializer(serializers.Serializer):
         return {"tool": tool, "args": dict(args), "turn": turn, "occurrence": occurrence}
 
 
+class ZonedDateTimeField(serializers.DateTimeField):
+    """A time that must say its zone: DRF's field would read a naive one in the server's zone,
+    a guess about evidence that decides whether a call was the run's work."""
+
+    def to_internal_value(self, value: Any) -> datetime:
+        if isinstance(value, str):
+            parsed = parse_datetime(value)
+            if parsed is not None and timezone.is_naive(parsed):
+                raise serializers.ValidationError("must carry a time zone (e.g. 2026-11-29T10:00:00Z)")
+        return super().to_internal_value(value)
+
+
 class OutcomeSerializer(serializers.Serializer):
     ok = serializers.BooleanField()
     summary = serializers.CharField(required=False, allow_blank=True, default="", trim_whitespace=False)
@@ -187,6 +200,14 @@ class OutcomeSerializer(serializers.Serializer):
         choices=ErrorClass.choices, required=False, allow_blank=True, default=""
     )
     request_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    evidence_at = ZonedDateTimeField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="When the downstream says the state it answered with came about (ISO 8601 with "
+        "its zone), for a success only. Older than the intent: the step is settled `already_so` "
+        "(the state was there before the call; never undone, never sent again).",
+    )
 
     def to_internal_value(self, data: Any) -> Any:
         # BooleanField would read "yes" or 1 as true; an outcome must say true or false.
@@ -207,12 +228,15 @@ class OutcomeSerializer(serializers.Serializer):
             return None
         if type(error_class) is not str or (error_class and error_class not in ErrorClass.values):
             return None
+        if data.get("evidence_at") is not None:  # a time to parse: the serializer's
+            return None
         return {
             "ok": ok,
             "summary": summary,
             "receipt": dict(receipt),
             "error_class": error_class,
             "request_id": request_id,
+            "evidence_at": None,
         }
 
 
@@ -495,7 +519,7 @@ def _record_intent(run: Run, v: dict[str, Any], actor: services.Actor) -> tuple[
     return answer, status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
 
 
-_OUTCOME_FIELDS = ("ok", "summary", "receipt", "error_class", "request_id")
+_OUTCOME_FIELDS = ("ok", "summary", "receipt", "error_class", "request_id", "evidence_at")
 
 
 def _outcome_of(v: dict[str, Any]) -> dict[str, Any]:

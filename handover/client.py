@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import requests
@@ -121,17 +122,19 @@ class SeamClient:
         receipt: dict[str, Any] | None = None,
         error_class: str = "",
         request_id: str = "",
+        evidence_at: datetime | None = None,
     ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "ok": ok,
+            "summary": summary,
+            "receipt": receipt or {},
+            "error_class": error_class,
+            "request_id": request_id,
+        }
+        if evidence_at is not None:
+            body["evidence_at"] = evidence_at.isoformat()
         result: dict[str, Any] = self._request(
-            "POST",
-            f"/runs/{run_id}/intents/{step_id}/outcome/",
-            json={
-                "ok": ok,
-                "summary": summary,
-                "receipt": receipt or {},
-                "error_class": error_class,
-                "request_id": request_id,
-            },
+            "POST", f"/runs/{run_id}/intents/{step_id}/outcome/", json=body
         )
         return result
 
@@ -196,5 +199,6 @@ class SeamClient:
             summary=result.summary,
             receipt=result.receipt,
             request_id=result.request_id,
+            evidence_at=result.evidence_at,
         )
         return ClientPerformed(intent=settled, replayed=False)

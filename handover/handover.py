@@ -504,6 +504,8 @@ def _notable_events(facing_tools: set[str]) -> Q:
             ]
         )
         | Q(kind=kind.OUTCOME_RECORDED, data__has_key="judged_by")
+        # A send answered for a state older than its intent: its evidence (_already_so).
+        | Q(kind=kind.OUTCOME_RECORDED, data__status=IntentStatus.ALREADY_SO)
         | (recorded & (Q(data__compensation=True) | Q(intent__tool__in=facing_tools)))
     )
 
@@ -1030,10 +1032,12 @@ def _customer_told(rows: HandoverRows) -> list[CustomerTold]:
 
 
 def _already_so(rows: HandoverRows, plan_detail: dict[str, str]) -> list[AlreadySoStep]:
+    # Settled already_so by reconciliation's lookup, or by the send's own answer (its outcome).
+    settling = (JournalEvent.Kind.INTENT_RECONCILED, JournalEvent.Kind.OUTCOME_RECORDED)
     evidence = {
         e.intent_id: e.data.get("evidence") or {}
         for e in rows.events
-        if e.kind == JournalEvent.Kind.INTENT_RECONCILED and e.data.get("status") == IntentStatus.ALREADY_SO
+        if e.kind in settling and e.data.get("status") == IntentStatus.ALREADY_SO
     }
     return [
         AlreadySoStep(

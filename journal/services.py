@@ -57,7 +57,7 @@ from .models import (
 )
 from .selectors import stale_after
 from .signals import escalation_opened
-from .tool_errors import ArgumentsRefused, DispatchResult, ToolError, arguments_check
+from .tool_errors import ArgumentsRefused, DispatchResult, ToolError, arguments_check, predates_intent
 
 MAX_ARGS_BYTES = 64 * 1024
 MAX_RECEIPT_BYTES = 64 * 1024
@@ -806,6 +806,10 @@ class _OutcomeDraft:
     receipt: dict[str, Any]
     receipt_json: str
     request_id: str
+    # An already_so send's evidence (the event's, never the row's): when the downstream's state
+    # came about, and the record it answered with.
+    evidence_at: datetime | None = None
+    record: dict[str, Any] | None = None
 
     def columns_written(self, now: datetime) -> tuple[Any, ...]:
         """What the single-statement settles write (journal_sql.settled_columns)."""
@@ -837,9 +841,51 @@ class _OutcomeDraft:
         return (str(self.error_class), self.summary, self.receipt_json, self.request_id)
 
 
+def _clean_evidence_at(evidence_at: Any, *, ok: bool) -> datetime | None:
+    if evidence_at is None:
+        return None
+    if not isinstance(evidence_at, datetime) or timezone.is_naive(evidence_at):
+        raise InvalidInput(
+            "evidence_at must be a time with its zone (ISO 8601, e.g. 2026-11-29T10:00:00Z)",
+            field="evidence_at",
+        )
+    if not ok:
+        raise InvalidInput("evidence_at is only for a success (ok=true)", field="evidence_at")
+    return evidence_at
+
+
+def _already_so_draft(draft: _OutcomeDraft, *, evidence_at: datetime, intended_at: datetime) -> _OutcomeDraft:
+    """A success whose evidence predates the intent, as the row records it: `already_so`, not the
+    run's work. The downstream's record goes to the event as evidence, never onto the row, where
+    an undo would read it (as reconciliation's already_so)."""
+    said = f": {draft.summary}" if draft.summary else ""
+    return _OutcomeDraft(
+        status=IntentStatus.ALREADY_SO,
+        error_class="",
+        summary=(
+            f"already so before the intent: the downstream's answer dates from {evidence_at.isoformat()}, "
+            f"the intent from {intended_at.isoformat()}; not this run's work{said}"
+        ),
+        receipt={},
+        receipt_json="{}",
+        request_id=draft.request_id,
+        evidence_at=evidence_at,
+        record=draft.receipt,
+    )
+
+
 def _outcome_draft(
-    *, ok: Any, summary: Any, receipt: Any, error_class: Any, request_id: Any
+    *,
+    ok: Any,
+    summary: Any,
+    receipt: Any,
+    error_class: Any,
+    request_id: Any,
+    evidence_at: Any = None,
+    intended_at: datetime | None = None,
 ) -> _OutcomeDraft:
+    """The outcome checked. A success with `evidence_at` older than `intended_at` (the intent's
+    time; tool_errors.predates_intent) is `already_so`."""
     if not isinstance(ok, bool):
         raise InvalidInput("ok must be true or false", field="ok")
     summary = _clean_text(summary, field="summary", limit=MAX_SUMMARY_CHARS)
@@ -872,7 +918,8 @@ def _outcome_draft(
         status = IntentStatus.INTENDED
     else:
         status = IntentStatus.FAILED
-    return _OutcomeDraft(
+    evidence_at = _clean_evidence_at(evidence_at, ok=ok)
+    draft = _OutcomeDraft(
         status=status,
         error_class=error_class,
         summary=summary,
@@ -880,6 +927,10 @@ def _outcome_draft(
         receipt_json=receipt_json,
         request_id=request_id,
     )
+    if intended_at is not None and predates_intent(evidence_at, intended_at):
+        assert evidence_at is not None  # predates_intent says so
+        return _already_so_draft(draft, evidence_at=evidence_at, intended_at=intended_at)
+    return draft
 
 
 @journal_log_context
@@ -891,17 +942,28 @@ def outcome_record(
     receipt: dict[str, Any] | None = None,
     error_class: str = "",
     request_id: str = "",
+    evidence_at: datetime | None = None,
     actor: Actor,
 ) -> OutcomeRecorded:
     """Settle an intent with what the call did. Recording the same outcome again is harmless
     (a lost acknowledgement is retried); a different outcome for a settled row is a conflict.
+
+    A success whose `evidence_at` (when the downstream says its state came about) is older than
+    the intent settles the row `already_so`: the state was there before the call, so it is not
+    the run's work, never undone and never sent again.
 
     An ambiguous failure (ok=false, error_class=ambiguous: the tool answered with an error and
     may have acted) settles nothing: the row stays `intended` with the error's class and text
     and a dispatch_ambiguous event, for reconciliation or a person to settle. Reporting it again
     is harmless; a later real outcome settles the row as usual."""
     draft = _outcome_draft(
-        ok=ok, summary=summary, receipt=receipt, error_class=error_class, request_id=request_id
+        ok=ok,
+        summary=summary,
+        receipt=receipt,
+        error_class=error_class,
+        request_id=request_id,
+        evidence_at=evidence_at,
+        intended_at=intent.intended_at,
     )
     if draft.is_evidence:
         return _evidence_record(intent, draft, actor=actor)
@@ -926,15 +988,17 @@ def outcome_record_as_caller(
     receipt: Any = None,
     error_class: Any = "",
     request_id: Any = "",
+    evidence_at: Any = None,
 ) -> Intent | None:
     """outcome_record for an agent whose token and run an earlier request found (a Caller), the
     step named as the request names it, in one statement that asserts the caller. The settled
     intent; or None when nothing was written (the caller is no longer so, there is no such
     step, or it is not open), and the call is then answered by outcome_record after reading the
     token, the run and the step, which says why. Always None but on the single-statement journal
-    (PostgreSQL). The outcome is checked as outcome_record checks it."""
+    (PostgreSQL), and for an outcome with `evidence_at`, which is held to the intent's time,
+    which the statement does not read. The outcome is checked as outcome_record checks it."""
     db = connections[DEFAULT_DB_ALIAS]
-    if not _single_statement_journal(db):
+    if not _single_statement_journal(db) or evidence_at is not None:
         return None
     draft = _outcome_draft(
         ok=ok, summary=summary, receipt=receipt, error_class=error_class, request_id=request_id
@@ -1102,7 +1166,9 @@ def _settle_intent(intent_pk: int, run_id: Any, draft: _OutcomeDraft, *, now: da
     _refuse_open_transaction(db)
     # The transitions table decides which status an outcome moves the row from (a set lookup).
     source = transitions.outcome_source(target=draft.status)
-    if _single_statement_journal(db):
+    # already_so keeps its evidence in the event, which the single statement does not write;
+    # rare, so it takes the ORM's transaction on every database.
+    if _single_statement_journal(db) and draft.status != IntentStatus.ALREADY_SO:
         params = journal_sql.settle_intent_params(
             intent_id=intent_pk,
             source=source,
@@ -1123,11 +1189,23 @@ def _settle_intent(intent_pk: int, run_id: Any, draft: _OutcomeDraft, *, now: da
             actor=actor,
             event=JournalEvent.Kind.OUTCOME_RECORDED,
             # journal_sql.SETTLE_INTENT builds the same in SQL.
-            data={"status": draft.status, "error_class": draft.error_class, "receipt": draft.receipt},
+            data=_outcome_event_data(draft),
             changes={"request_id": draft.request_id, "settled_at": now, **columns},
             at=now,
         )
     return settled.moved
+
+
+def _outcome_event_data(draft: _OutcomeDraft) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "status": draft.status,
+        "error_class": draft.error_class,
+        "receipt": draft.receipt,
+    }
+    if draft.evidence_at is not None and draft.status == IntentStatus.ALREADY_SO:
+        # As reconciliation's already_so event: when, and the record the downstream answered with.
+        data["evidence"] = {"at": draft.evidence_at.isoformat(), "record": draft.record or {}, "detail": ""}
+    return data
 
 
 def intent_readmit(*, intent: Intent, actor: Actor) -> Intent:
@@ -1407,6 +1485,9 @@ def _perform(draft: _IntentDraft, *, dispatch: Dispatch, actor: Actor, compensat
             receipt=result.receipt,
             error_class="",
             request_id=result.request_id,
+            # A success for a state older than the intent is already_so (predates_intent).
+            evidence_at=result.evidence_at,
+            intended_at=intended_at,
         )
         settled_at = _outcome_write(new_id, draft.run_pk, outcome, actor=actor)
         if settled_at is None:  # settled meanwhile by someone else (reconciliation, a person)

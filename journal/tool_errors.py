@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 # The six error classes of a failed call; each decides a different response.
@@ -31,11 +32,24 @@ class ToolError(Exception):
 @dataclass(frozen=True)
 class DispatchResult:
     """What a dispatch returns on success: a short summary and the downstream's receipt (its own
-    identifiers: label, reservation id, refund id...)."""
+    identifiers: label, reservation id, refund id...). `evidence_at` is when the downstream says
+    the state it answered with came about, when it says so: a provider without idempotency keys
+    may answer a send with success for a state that was already so (a subscription the customer
+    had cancelled before the run). Evidence older than the intent is never the call's work
+    (predates_intent): the engine settles such a send `already_so`."""
 
     summary: str = ""
     receipt: dict[str, Any] = field(default_factory=dict)
     request_id: str = ""
+    evidence_at: datetime | None = None
+
+
+def predates_intent(evidence_at: datetime | None, intended_at: datetime) -> bool:
+    """The causation rule, the one place it is stated: evidence older than the intent was not
+    caused by the intent's call, whatever the downstream calls it. Evidence without a time proves
+    nothing either way (a key-based answer needs none: the key ties the effect to the call).
+    Applied to lookups (tools.connectors.caused_by_intent) and to sends (journal.services)."""
+    return evidence_at is not None and evidence_at < intended_at
 
 
 class ArgumentsRefused(ValueError):

@@ -150,11 +150,13 @@ def _settling(
             "outcome_summary": summary[:MAX_REASON_CHARS],
             "receipt": receipt or {},
             "unknown_reason": unknown_reason,
-            # The agent's evidence (an ambiguous error) is answered by this verdict; an unknown
-            # row keeps its class, which says the tool answered with an error.
-            "error_class": intent.error_class if status == IntentStatus.UNKNOWN else "",
             "settled_at": now,
             "next_lookup_at": None,
+            # The agent's evidence (an ambiguous error) is answered by this verdict; an unknown
+            # row keeps its class, which says the tool answered with an error. Written only
+            # where there is one, so the usual rows keep their one UPDATE (batches group rows
+            # by the columns they write).
+            **({"error_class": ""} if intent.error_class and status != IntentStatus.UNKNOWN else {}),
             **(also or {}),
         },
         data=data,

@@ -26,7 +26,7 @@ from urllib.parse import quote
 import requests
 import urllib3.exceptions
 
-from journal.tool_errors import DispatchResult, ToolError
+from journal.tool_errors import DispatchResult, ToolError, predates_intent
 
 # --- what a lookup is asked, and what it can say -----------------------------------------------
 
@@ -80,11 +80,8 @@ LookupResult = Performed | NotPerformed | AlreadySo | Unknown
 def caused_by_intent(answer: LookupResult, query: LookupQuery) -> LookupResult:
     """The engine's rule over every connector's answer: evidence older than the intent is never
     Performed. A Performed whose `evidence_at` precedes `query.intended_at` becomes AlreadySo."""
-    if (
-        isinstance(answer, Performed)
-        and answer.evidence_at is not None
-        and answer.evidence_at < query.intended_at
-    ):
+    if isinstance(answer, Performed) and predates_intent(answer.evidence_at, query.intended_at):
+        assert answer.evidence_at is not None  # predates_intent says so
         return AlreadySo(
             evidence_at=answer.evidence_at,
             detail=(

@@ -71,6 +71,8 @@ def tool_resend(
         summary=result.summary,
         receipt=result.receipt,
         request_id=result.request_id,
+        # A success for a state older than the re-admitted intent is already_so.
+        evidence_at=result.evidence_at,
         actor=actor,
     ).intent
 

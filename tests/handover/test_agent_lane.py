@@ -59,7 +59,7 @@ def bodies(fields: list[str]) -> st.SearchStrategy[Any]:
     ("serializer", "fields"),
     [
         (api.IntentCreateSerializer, ["tool", "args", "turn", "occurrence"]),
-        (api.OutcomeSerializer, ["ok", "summary", "receipt", "error_class", "request_id"]),
+        (api.OutcomeSerializer, ["ok", "summary", "receipt", "error_class", "request_id", "evidence_at"]),
     ],
 )
 def test_a_plainly_valid_body_is_one_the_serializer_accepts_with_the_same_data(
@@ -96,6 +96,7 @@ def test_an_agents_usual_bodies_are_plain() -> None:
         "receipt": {},
         "error_class": "transient",
         "request_id": "r-1",
+        "evidence_at": None,
     }
 
 

@@ -143,6 +143,17 @@ def test_the_frameworks_call_id_is_recorded_and_kept_out_of_the_receipt_handed_b
     )
 
 
+def test_an_outcome_whose_evidence_predates_the_intent_is_already_so(run: Run) -> None:
+    def cancel_subscription(args: dict[str, Any], key: str) -> Outcome:
+        # The provider answers "cancelled" for a subscription the customer cancelled last week.
+        return Outcome(summary="already cancelled", evidence_at=timezone.now() - timedelta(days=7))
+
+    done = run.perform("cancel_subscription", {"subscription": "SUB-7"}, cancel_subscription, turn=1)
+
+    row = Intent.objects.get()
+    assert (done.status, row.status) == ("already_so", IntentStatus.ALREADY_SO)
+
+
 def test_an_open_intent_is_in_doubt_and_never_sent(run: Run) -> None:
     run.record_intent("issue_refund", REFUND, turn=3)  # a runtime that died after this
     tool = Tool()

@@ -370,17 +370,29 @@ def test_the_proxy_will_not_serve_http_without_a_bearer_token(
     assert (options.host, options.auth_token, command) == (host, PROXY_AUTH_TOKEN, ["server"])
 
 
+LOOKUP_ONLY = '[tools.credit_account]\nlookup = "find_call"\n[tools.find_call]\nread_only = true\n'
+
+
+# The desk's own declarations say it honours the key (the retry is sent again under it); with
+# only a lookup declared, the retry is found by find_call and not sent.
+@pytest.mark.parametrize("declared", ["honours_key", "lookup"])
 def test_a_write_retried_on_its_session_after_a_proxy_restart_is_not_performed_twice(
-    desk: Desk, live_server: Any, tenant: Tenant
+    declared: str, desk: Desk, live_server: Any, tenant: Tenant, tmp_path: Path
 ) -> None:
     token = agent_token(tenant)
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    options = ("--http", "--port", str(port))
-    held = proxy_parameters(
-        live_server.url, token, desk, options=options, env={"MCPDESK_HOLD_AFTER_ACCEPT": "credit_account:R-2"}
-    )
-    proxies = [start_http_proxy(held, port)]
+    options: tuple[str, ...] = ("--http", "--port", str(port))
+    if declared == "lookup":
+        (tmp_path / "lookup.toml").write_text(LOOKUP_ONLY)
+        options = (*options, "--declarations", str(tmp_path / "lookup.toml"))
+
+    def parameters(env: dict[str, str] | None = None) -> Any:
+        return proxy_parameters(
+            live_server.url, token, desk, options=options, env=env, declarations=declared == "honours_key"
+        )
+
+    proxies = [start_http_proxy(parameters({"MCPDESK_HOLD_AFTER_ACCEPT": "credit_account:R-2"}), port)]
 
     async def session() -> dict[str, Any]:
         async with http_mcp_client(url) as client:
@@ -393,9 +405,7 @@ def test_a_write_retried_on_its_session_after_a_proxy_restart_is_not_performed_t
                 # The desk credited R-2; its answer is lost with the proxy.
                 kill_with_children(proxies[0])
                 group.cancel_scope.cancel()
-            proxies.append(
-                start_http_proxy(proxy_parameters(live_server.url, token, desk, options=options), port)
-            )
+            proxies.append(start_http_proxy(parameters(), port))
             # The client retries on its session: the same call, the same key.
             retried = await client.call_tool("credit_account", {"account": "R-2", "amount": "10.00"})
             # A new credit of the same amount is a new call, counted on from the journal.

@@ -107,6 +107,71 @@ def catalogue_seed(
     return created_count
 
 
+@dataclass(frozen=True)
+class DeclarationDiffers:
+    """A declaration (a catalogue entry, a task policy) whose stored default row holds other
+    values: `fields` maps each differing field to (declared, stored). seam_seed reports it and
+    applies it only when asked (its --update NAME, --update-all), or an admin edits the row."""
+
+    kind: str  # "catalogue entry", "task policy"
+    name: str  # the tool, the task type
+    fields: dict[str, tuple[Any, Any]]
+    admin_path: str  # the stored row's admin change page
+
+    def words(self) -> str:
+        differs = "; ".join(
+            f"{name}: declared {declared!r}, stored {stored!r}"
+            for name, (declared, stored) in self.fields.items()
+        )
+        return f"{self.kind} {self.name} differs from its declaration ({differs})"
+
+
+def declaration_differences(
+    declared: Mapping[str, Any], row: Any, *, kind: str, name: str, admin_path: str
+) -> DeclarationDiffers | None:
+    """How `row` differs from the `declared` fields (a spec's as_fields without its name): None
+    when it holds them all."""
+    fields = {
+        field: (value, getattr(row, field))
+        for field, value in declared.items()
+        if getattr(row, field) != value
+    }
+    return DeclarationDiffers(kind=kind, name=name, fields=fields, admin_path=admin_path) if fields else None
+
+
+def declaration_apply(row: Any, differs: DeclarationDiffers, *, reason: str) -> None:
+    """Overwrite the row's differing fields with the declared values, kept in its history
+    (django-simple-history) with `reason`."""
+    for name, (declared, _stored) in differs.fields.items():
+        setattr(row, name, declared)
+    row._change_reason = reason
+    row.save()
+
+
+def catalogue_differences(
+    entries: Iterable[CatalogueEntrySpec],
+) -> list[tuple[CatalogueEntry, DeclarationDiffers]]:
+    """Each declared entry whose stored default (no tenant) differs from it, with how."""
+    found = []
+    stored = {row.tool: row for row in CatalogueEntry.objects.filter(tenant__isnull=True)}
+    for entry in entries:
+        row = stored.get(entry.tool)
+        if row is None:
+            continue
+        fields = entry.as_fields()
+        del fields["tool"]
+        differs = declaration_differences(
+            fields,
+            row,
+            kind="catalogue entry",
+            name=entry.tool,
+            admin_path=f"/admin/compensations/catalogueentry/{row.pk}/change/",
+        )
+        if differs is not None:
+            found.append((row, differs))
+    return found
+
+
 def catalogue_grant_roles(group_model: Any = None, permission_model: Any = None) -> None:
     """Give each staff role its catalogue permissions, creating the role's group if missing.
     Support staff and team leads read the catalogue; admins edit it. Only adds permissions."""

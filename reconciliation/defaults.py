@@ -19,6 +19,8 @@ from typing import Any
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS
 
+from compensations.defaults import DeclarationDiffers, declaration_apply, declaration_differences
+
 from .models import Strategy, TaskPolicy
 
 
@@ -95,3 +97,31 @@ def policies_seed(
                 history_change_reason="default policy",
             )
     return created_count
+
+
+def policies_differences(policies: Iterable[TaskPolicySpec]) -> list[tuple[TaskPolicy, DeclarationDiffers]]:
+    """Each declared policy whose stored default (no tenant) differs from it, with how."""
+    found = []
+    stored = {row.task_type: row for row in TaskPolicy.objects.filter(tenant__isnull=True)}
+    for policy in policies:
+        row = stored.get(policy.task_type)
+        if row is None:
+            continue
+        fields = policy.as_fields()
+        del fields["task_type"]
+        differs = declaration_differences(
+            fields,
+            row,
+            kind="task policy",
+            name=policy.task_type,
+            admin_path=f"/admin/reconciliation/taskpolicy/{row.pk}/change/",
+        )
+        if differs is not None:
+            found.append((row, differs))
+    return found
+
+
+def policy_apply(row: TaskPolicy, differs: DeclarationDiffers, *, reason: str) -> None:
+    """declaration_apply for a policy: a new version of it, as an admin's edit is."""
+    row.version += 1
+    declaration_apply(row, differs, reason=reason)

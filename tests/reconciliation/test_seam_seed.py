@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.test import override_settings
 
 from compensations.defaults import CatalogueEntrySpec, catalogue_declared
@@ -71,3 +72,69 @@ def test_the_demo_declares_its_catalogue_and_policies_through_the_same_modules()
 def test_an_entry_declared_twice_is_refused() -> None:
     with pytest.raises(ValueError, match="declared twice"):
         catalogue_declared()
+
+
+@override_settings(SEAM_CATALOGUE_MODULES=[__name__], SEAM_POLICY_MODULES=[__name__])
+def test_seam_seed_reports_each_stored_default_that_differs_from_its_declaration() -> None:
+    """An admin's edit (or a changed declaration) is kept and reported, field by field, with how
+    to apply the declaration; nothing differs, nothing is reported."""
+    call_command("seam_seed", stdout=io.StringIO())
+    quiet = io.StringIO()
+    call_command("seam_seed", stdout=quiet)
+    assert "differs" not in quiet.getvalue()
+
+    CatalogueEntry.objects.filter(tool="issue_gift_card").update(
+        description="Edited by an admin.", argument_mapping={"card_id": "args.card_id"}
+    )
+    TaskPolicy.objects.filter(task_type="goodwill").update(max_resume_age=timedelta(hours=5))
+    out = io.StringIO()
+    call_command("seam_seed", stdout=out)
+
+    said = out.getvalue()
+    entry = CatalogueEntry.objects.get(tool="issue_gift_card")
+    assert (
+        "kept: catalogue entry issue_gift_card differs from its declaration (description: declared "
+        "'Void the gift card.', stored 'Edited by an admin.'; argument_mapping: declared "
+        "{'card_id': 'receipt.card_id'}, stored {'card_id': 'args.card_id'})"
+    ) in said
+    assert "manage.py seam_seed --update issue_gift_card" in said
+    assert f"/admin/compensations/catalogueentry/{entry.pk}/change/" in said
+    assert "task policy goodwill differs from its declaration (max_resume_age: declared " in said
+    assert "manage.py seam_seed --update goodwill" in said
+    # Nothing was overwritten.
+    assert entry.description == "Edited by an admin."
+    assert TaskPolicy.objects.get(task_type="goodwill").max_resume_age == timedelta(hours=5)
+
+
+@override_settings(SEAM_CATALOGUE_MODULES=[__name__], SEAM_POLICY_MODULES=[__name__])
+def test_seam_seed_update_applies_the_named_declaration_and_records_it_in_the_history() -> None:
+    call_command("seam_seed", stdout=io.StringIO())
+    CatalogueEntry.objects.filter(tool="issue_gift_card").update(description="Edited by an admin.")
+    TaskPolicy.objects.filter(task_type="goodwill").update(max_resume_age=timedelta(hours=5))
+
+    out = io.StringIO()
+    call_command("seam_seed", "--update", "issue_gift_card", stdout=out)
+
+    entry = CatalogueEntry.objects.get(tool="issue_gift_card")
+    assert entry.description == "Void the gift card."
+    assert (
+        entry.history.latest().history_change_reason == "seam_seed --update: the declaration in code applied"
+    )
+    assert "updated: catalogue entry issue_gift_card differs" in out.getvalue()
+    # The policy was not named: kept, and still reported.
+    policy = TaskPolicy.objects.get(task_type="goodwill")
+    assert policy.max_resume_age == timedelta(hours=5)
+    assert "kept: task policy goodwill" in out.getvalue()
+
+    call_command("seam_seed", "--update-all", stdout=io.StringIO())
+    policy = TaskPolicy.objects.get(task_type="goodwill")
+    assert (policy.max_resume_age, policy.version) == (timedelta(hours=2), 2)
+    quiet = io.StringIO()
+    call_command("seam_seed", stdout=quiet)
+    assert "differs" not in quiet.getvalue()
+
+
+@override_settings(SEAM_CATALOGUE_MODULES=[__name__], SEAM_POLICY_MODULES=[__name__])
+def test_seam_seed_update_of_a_name_nothing_declares_is_refused() -> None:
+    with pytest.raises(CommandError, match="issue_giftcard"):
+        call_command("seam_seed", "--update", "issue_giftcard", stdout=io.StringIO())

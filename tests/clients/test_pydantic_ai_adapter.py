@@ -60,7 +60,7 @@ def run_agent(
     *,
     errors_mean_not_performed: Collection[str] = (),
     tool: Any = award_points,
-) -> dict[str, Any]:
+) -> dict[str, ToolReturnPart | RetryPromptPart]:
     """Agent.run over a model that asks for each award of `calls` in turn, then answers; what each
     call answered the model (a tool's return, or its retry prompt), by the model's call id."""
     script = [
@@ -86,7 +86,7 @@ def run_agent(
             ).all_messages()
 
     return {
-        part.tool_call_id: part.content
+        part.tool_call_id: part
         for message in asyncio.run(agent_run())
         if isinstance(message, ModelRequest)
         for part in message.parts
@@ -107,7 +107,7 @@ def test_two_identical_calls_in_one_run_are_two_effects(desk: Desk) -> None:  # 
         (1, 0, IntentStatus.PERFORMED, entries[0]["entry_id"], "call-0"),
         (2, 1, IntentStatus.PERFORMED, entries[1]["entry_id"], "call-1"),
     ]
-    assert [answer["entry_id"] for answer in told.values()] == [e["entry_id"] for e in entries]
+    assert [answer.content["entry_id"] for answer in told.values()] == [e["entry_id"] for e in entries]
 
 
 def test_an_agent_started_again_replays_its_settled_calls_without_running_them(desk: Desk) -> None:  # noqa: F811
@@ -119,8 +119,10 @@ def test_an_agent_started_again_replays_its_settled_calls_without_running_them(d
 
     assert [len(desk.booked(award["reference"])) for award in (AWARD, second)] == [1, 1]
     # The journal's answer: the recorded summary, without the journal's own notes.
-    assert [json.loads(answer) for answer in again.values()] == list(first_run.values())
-    assert all("_call_id" not in answer for answer in again.values())
+    assert [json.loads(answer.content) for answer in again.values()] == [
+        answer.content for answer in first_run.values()
+    ]
+    assert all("_call_id" not in answer.content for answer in again.values())
 
 
 def test_a_call_found_open_stops_agent_run_with_intent_in_doubt(desk: Desk) -> None:  # noqa: F811
@@ -141,7 +143,9 @@ def test_an_unknown_outcome_replayed_reaches_the_model_as_an_explicit_sentence(d
     desk.settle_unknown(work)
     assert [i.status for i in desk.intents(work)] == [IntentStatus.UNKNOWN]
 
-    assert run_agent(desk, work, [AWARD]) == {"call-0": UNKNOWN}
+    [(call_id, answer)] = run_agent(desk, work, [AWARD]).items()
+    # A failed tool result (ToolFailed): the model is told, in words, not to call it again.
+    assert (call_id, answer.content, answer.outcome) == ("call-0", UNKNOWN, "failed")
     assert desk.booked(AWARD["reference"]) == []
 
 
@@ -164,7 +168,9 @@ def test_a_model_retry_is_evidence_unless_the_tool_declares_its_errors_refusals(
     told = run_agent(desk, work, [refused], tool=award_points_with_a_reference)
 
     # The model is asked to retry, as without Seam; the intent keeps the tool's answer as evidence.
-    assert told == {"call-0": "a reference is required"}
+    assert {call_id: answer.content for call_id, answer in told.items()} == {
+        "call-0": "a reference is required"
+    }
     [intent] = desk.intents(work)
     assert (intent.status, intent.error_class) == (IntentStatus.INTENDED, "ambiguous")
     assert "a reference is required" in intent.outcome_summary
@@ -177,6 +183,8 @@ def test_a_model_retry_is_evidence_unless_the_tool_declares_its_errors_refusals(
         tool=award_points_with_a_reference,
         errors_mean_not_performed={"award_points"},
     )
-    assert told == {"call-0": "a reference is required"}
+    assert {call_id: answer.content for call_id, answer in told.items()} == {
+        "call-0": "a reference is required"
+    }
     assert [(i.status, i.error_class) for i in desk.intents(declared)] == [(IntentStatus.FAILED, "permanent")]
     assert desk.booked("") == []

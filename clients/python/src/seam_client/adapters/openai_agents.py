@@ -11,25 +11,27 @@
 Each `FunctionTool` is copied with the same name, description and JSON schema; only its
 `on_invoke_tool` is wrapped, so the SDK's Runner validates, guards, times and traces the call as
 before. The call goes through `AsyncRun.perform`: the intent is committed before the tool runs,
-the outcome recorded after, with the model's tool-call id (`ctx.tool_call_id`); a settled call (an
-agent started again on the same run) answers from the journal without running the tool
-(`replay_text`: what the call did, or a sentence saying its outcome is unknown, never an empty
-result); an open one raises `IntentInDoubt` out of `Runner.run`, and the tool is not run.
+the outcome recorded after, with the model's `ctx.tool_call_id`; a settled call (an agent
+started again on the same run) answers from the journal without running the tool
+(`replay_text`: what the call did, or a sentence saying what became of it); an open one raises
+IntentInDoubt out of `Runner.run`, and the tool is not run. The tool's own answer, or the SDK's
+failure message for its exception, reaches the model unchanged (or the exception is raised, if
+the tool was made with `failure_error_function=None`).
 
 The Runner wraps a tool's exception in its own `UserError` unless the exception is one of the
 SDK's (`AgentsException`: agents/run_internal/tool_execution.py lets those through). So the call
 in doubt is raised as this module's `IntentInDoubt`, a `seam_client.IntentInDoubt` that is also
 an `AgentsException`: `except seam_client.IntentInDoubt` around `Runner.run` catches it.
 
-What a tool raises is evidence, not proof, of what it did. The SDK normally turns a tool's
-exception into a message for the model; the wrapper sees the exception first. A
-`seam_client.ToolError` is recorded with its class; the SDK's refusal of the model's arguments
-(`ModelBehaviorError`, raised before the tool runs) as `invalid_input`; any other exception from a
-tool named in `errors_mean_not_performed` as not performed, and from any other tool as `ambiguous`
-evidence: the intent stays open with the tool's error, for reconciliation's lookup or a person.
-Then the tool's own failure message goes to the model as before (or its exception is raised, if
-the tool was made with `failure_error_function=None`). The call's key is in
-`current_idempotency_key()`."""
+What a failure records (an error is evidence, not proof that nothing happened):
+- argument validation (the SDK's `ModelBehaviorError`, before the tool runs): `invalid_input`;
+- a `seam_client.ToolError` the tool raises: its own class;
+- any other exception: `ambiguous`, recorded as evidence (the tool's error text) on the open
+  intent, which Seam's reconciliation settles by the tool's lookup, else a person; unless the
+  tool is named in `errors_mean_not_performed` (its errors are refusals before it acts): then
+  `permanent`.
+
+The call's key is in `current_idempotency_key()`."""
 
 from __future__ import annotations
 

@@ -13,17 +13,21 @@ tools run (its Temporal, DBOS and Prefect integrations wrap toolsets the same wa
 sees the wrapped toolset's tools unchanged, Pydantic AI validates each call's arguments before the
 toolset is asked to run it, and only `call_tool` is journaled. The call goes through
 `AsyncRun.perform`: the intent is committed before the tool runs, the outcome recorded after,
-with the model's tool-call id (`ctx.tool_call_id`); a settled call (an agent started again on the
-same run) answers from the journal without running the tool (`replay_text`: what the call did, or
-a sentence saying its outcome is unknown, never an empty result); an open one raises
-`IntentInDoubt` out of `Agent.run`, and the tool is not run.
+with the model's `ctx.tool_call_id`; a settled call (an agent started again on the same run)
+answers from the journal without running the tool (`replay_text`: what the call did, or a
+sentence saying what became of it, as a failed tool result (`ToolFailed`) when it did not
+succeed); an open one raises IntentInDoubt out of `Agent.run`, and the tool is not run. The
+tool's own answer, or its own exception, reaches the agent unchanged: the model sees a
+`ModelRetry` or `ToolFailed`, any other exception ends the run, as without Seam.
 
-What a tool raises is evidence, not proof, of what it did. A `seam_client.ToolError` is recorded
-with its class; any other exception (`ModelRetry` and `ToolFailed`, the error answers Pydantic AI
-shows the model, included) from a tool named in `errors_mean_not_performed` is recorded as not
-performed, and from any other tool as `ambiguous` evidence: the intent stays open with the tool's
-error, for reconciliation's lookup or a person. Then the tool's own exception goes on as it would
-without Seam: the model sees a `ModelRetry` or `ToolFailed`, any other exception ends the run.
+What a failure records (an error is evidence, not proof that nothing happened):
+- a `seam_client.ToolError` the tool raises: its own class;
+- any other exception, `ModelRetry` and `ToolFailed` included: `ambiguous`, recorded as evidence
+  (the tool's error text) on the open intent, which Seam's reconciliation settles by the tool's
+  lookup, else a person; unless the tool is named in `errors_mean_not_performed` (its errors
+  are refusals before it acts): then `permanent`.
+(Argument validation happens before `call_tool`: a call Pydantic AI refused is never journaled.)
+
 Tools named in `read_only` run as they are. Wrap approval (`ApprovalRequiredToolset`) and
 deferral around the journaled toolset, not inside it, so a call is journaled only once it runs.
 The call's key is in `current_idempotency_key()`."""
@@ -34,7 +38,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic_ai import RunContext
+from pydantic_ai import RunContext, ToolFailed
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset
 from pydantic_core import to_jsonable_python
 
@@ -44,6 +48,8 @@ from .._types import Outcome
 from . import Turns, calling_with, classify, receipt_of, replay_text, summary_of
 
 __all__ = ["JournaledToolset", "journaled_toolset"]
+
+SETTLED_WITHOUT_ERROR = ("performed", "already_so")
 
 
 @dataclass
@@ -92,7 +98,10 @@ class JournaledToolset(WrapperToolset[Any]):
             raise
         if "answer" in answered:
             return answered["answer"]
-        return replay_text(intent)  # settled before: the journal's answer, the tool not run again
+        # Settled before this call: the journal's answer, the tool not run again.
+        if intent.status in SETTLED_WITHOUT_ERROR:
+            return replay_text(intent)
+        raise ToolFailed(replay_text(intent))
 
 
 def journaled_toolset(

@@ -32,6 +32,9 @@ MODULES = {
     "SEAM_TOOL_MODULES": ["examples.mcpdesk.tools"],
     "SEAM_CATALOGUE_MODULES": ["examples.mcpdesk.catalogue"],
     "SEAM_POLICY_MODULES": ["examples.mcpdesk.policies"],
+    # The desk declares only credit_account to Seam; its other writes (close_account) reach Seam
+    # through the proxy, journaled without a connector, as a proxied server's tools may.
+    "SEAM_UNDECLARED_TOOLS": "accept",
 }
 CLIENT_SRC = ROOT / "clients" / "python" / "src"
 DESK_DECLARATIONS = ROOT / "examples" / "mcpdesk" / "declarations.toml"

@@ -8,6 +8,7 @@ is then built from `connector_options`."""
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib
 from collections.abc import Mapping
@@ -17,6 +18,7 @@ from typing import Any, Literal
 
 import jsonschema
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from journal.channels import CustomerChannel
@@ -161,8 +163,41 @@ def all_tools() -> dict[str, ToolSpec]:
 def get_tool(name: str) -> ToolSpec:
     spec = find_tool(name)
     if spec is None:
-        raise UnknownTool(f"no tool named {name!r} is registered")
+        raise UnknownTool(f"no tool named {name!r} is registered{known_tools_words(name)}")
     return spec
+
+
+KNOWN_TOOLS_SHOWN = 20
+
+
+def known_tools_words(name: str) -> str:
+    """The declared tools, for a message about the unknown `name`: those whose names are close
+    to it first (a misspelling's likely meaning), then the rest; '' when none are declared."""
+    known = sorted(_registry())
+    if not known:
+        return ""
+    close = difflib.get_close_matches(name, known, n=5, cutoff=0.6)
+    ordered = [*close, *(tool for tool in known if tool not in close)]
+    shown = ", ".join(ordered[:KNOWN_TOOLS_SHOWN])
+    more = len(ordered) - KNOWN_TOOLS_SHOWN
+    hint = f"; did you mean {close[0]}?" if close else ""
+    return f"{hint}; the declared tools are {shown}{f' and {more} more' if more > 0 else ''}"
+
+
+UNDECLARED_TOOLS_CHOICES = ("refuse", "accept")
+
+
+def undeclared_tools_refused() -> bool:
+    """Whether an intent for a tool no module declares is refused: when tools are declared and
+    settings.SEAM_UNDECLARED_TOOLS is `refuse` (the default). A misspelt name would otherwise be
+    journaled under a tool nobody can reconcile. `accept` is for deployments whose agents also
+    run tools Seam never calls and that are not declared (see docs/api.md)."""
+    policy = settings.SEAM_UNDECLARED_TOOLS
+    if policy not in UNDECLARED_TOOLS_CHOICES:
+        raise ImproperlyConfigured(
+            f"SEAM_UNDECLARED_TOOLS is {policy!r}; expected one of {', '.join(UNDECLARED_TOOLS_CHOICES)}"
+        )
+    return policy == "refuse" and bool(_registry())
 
 
 def find_tool(name: str) -> ToolSpec | None:
@@ -188,7 +223,13 @@ def in_flight_floor() -> InFlightFloor:
 
 def registered_arguments_check(tool: str, args: Mapping[str, Any]) -> None:
     """The journal's check of an intent's arguments: a registered tool's must satisfy its schema
-    (ArgumentsRefused otherwise); an unregistered tool's pass."""
+    (ArgumentsRefused otherwise). An unregistered tool is refused, naming the field `tool` and the
+    declared tools, where undeclared tools are (undeclared_tools_refused); else it passes."""
     spec = find_tool(tool)
     if spec is not None:
         spec.validate(args)
+    elif undeclared_tools_refused():
+        raise ArgumentsRefused(
+            f"no tool named {tool!r} is declared (SEAM_UNDECLARED_TOOLS=refuse){known_tools_words(tool)}",
+            field="tool",
+        )

@@ -182,6 +182,15 @@ SEAM_JOURNAL_SINGLE_STATEMENT = _env_or_fail(env.bool, "SEAM_JOURNAL_SINGLE_STAT
 # sandbox's). SEAM_SANDBOX_URL is where the demo's sandbox of downstream systems listens
 # (python manage.py runsandbox).
 SEAM_TOOL_MODULES = _env_or_fail(env.list, "SEAM_TOOL_MODULES", default=[])
+# An intent for a tool none of those modules declares: `refuse` (400 naming `tool` and the
+# declared tools; only when some tool is declared) or `accept` (journaled, but no lookup can
+# settle it: for agents that also run tools Seam never calls and that are not declared, behind
+# the MCP proxy or a framework adapter). docs/api.md.
+SEAM_UNDECLARED_TOOLS = env("SEAM_UNDECLARED_TOOLS", default="refuse")
+if SEAM_UNDECLARED_TOOLS not in ("refuse", "accept"):
+    raise ImproperlyConfigured(
+        f"Environment variable SEAM_UNDECLARED_TOOLS is malformed: {SEAM_UNDECLARED_TOOLS!r} is not refuse or accept"
+    )
 SEAM_SANDBOX_URL = env("SEAM_SANDBOX_URL", default="http://127.0.0.1:8100")
 # Whether Seam's own URLs include the sandbox at /sandbox/ (the demo and the tests do; it has no
 # authentication, so production refuses to). `manage.py runsandbox` (a command of the sandbox app,

@@ -117,6 +117,8 @@ def test_a_provider_that_cannot_say_leaves_the_row_unknown_with_its_reason(
     assert event.data["reason"] == intent.unknown_reason
 
 
+# An undeclared tool is refused where tools are declared, unless the deployment accepts them.
+@override_settings(SEAM_UNDECLARED_TOOLS="accept")
 def test_an_unregistered_tool_is_unknown_because_no_connector_can_be_asked(
     sandbox_tools: str, make_run: Callable[..., Run]
 ) -> None:
@@ -131,6 +133,8 @@ def test_an_unregistered_tool_is_unknown_because_no_connector_can_be_asked(
     assert "no connector can be asked" in intent.unknown_reason
 
 
+# An undeclared tool is refused where tools are declared, unless the deployment accepts them.
+@override_settings(SEAM_UNDECLARED_TOOLS="accept")
 def test_a_run_with_an_unknown_intent_cannot_be_completed(
     sandbox_tools: str, make_run: Callable[..., Run]
 ) -> None:

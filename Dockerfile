@@ -23,6 +23,7 @@ RUN DJANGO_SECRET_KEY=build-only-collectstatic-key-not-used-at-run-time-01234567
     SEAM_AUDIT_KEY=build-only-audit-key-not-used-at-run-time-0123456789 \
     DATABASE_URL=postgres://build@localhost/build \
     CELERY_BROKER_URL=redis://localhost:6379/0 \
+    SEAM_METRICS_PUBLIC=1 \
     python manage.py collectstatic --noinput \
  && useradd --system --uid 10001 --home-dir /app seam
 

@@ -4,3 +4,8 @@ from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
 application = get_wsgi_application()
+
+# Only once Django is set up: the check reads the settings' static files storage.
+from config.static_files import static_files_collected  # noqa: E402
+
+static_files_collected()

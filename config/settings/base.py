@@ -172,7 +172,8 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# Where `collectstatic` writes and the web server serves from (DJANGO_STATIC_ROOT to move it).
+STATIC_ROOT = Path(env("DJANGO_STATIC_ROOT", default=str(BASE_DIR / "staticfiles")))
 
 # The journal's two hot writes run as single statements on PostgreSQL (handover/journal_sql.py).
 SEAM_JOURNAL_SINGLE_STATEMENT = _env_or_fail(env.bool, "SEAM_JOURNAL_SINGLE_STATEMENT", default=True)

@@ -24,7 +24,12 @@ from tests.clients.agent_support import DOC
 from tests.support.processes import GUIDE_SETTINGS, ROOT, database_url, free_port, settings_environment
 
 MCP_PAGE = "## An MCP server behind Seam's proxy"
-PAGES = (MCP_PAGE, "## A LangGraph or LangChain agent", "## An OpenAI Agents SDK agent")
+PAGES = (
+    MCP_PAGE,
+    "## A LangGraph or LangChain agent",
+    "## An OpenAI Agents SDK agent",
+    "## A Pydantic AI agent",
+)
 
 
 def section(heading: str) -> str:
@@ -113,12 +118,14 @@ def test_each_page_installs_its_extra_and_shows_its_agent() -> None:
         MCP_PAGE: ['pip install "./clients/python[mcp]"\n'],
         "## A LangGraph or LangChain agent": ['pip install "./clients/python[langchain]" langgraph\n'],
         "## An OpenAI Agents SDK agent": ['pip install "./clients/python[openai-agents]"\n'],
+        "## A Pydantic AI agent": ['pip install "./clients/python[pydantic-ai]"\n'],
     }
     shown = {heading: [b.split(":")[0] for b in blocks(heading, "python")] for heading in PAGES[1:]}
     # Each module is run by test_framework_adapters.py (through tests/clients/*_agent.py).
     assert shown == {
         "## A LangGraph or LangChain agent": ["# points_langgraph.py"],
         "## An OpenAI Agents SDK agent": ["# points_openai.py"],
+        "## A Pydantic AI agent": ["# points_pydantic.py"],
     }
 
 
@@ -137,7 +144,7 @@ def test_the_pages_install_lines_work_in_an_empty_virtualenv_without_django(tmp_
     assert done.returncode == 0, done.stderr[-3000:]
     check = (
         "import importlib.util, seam_client.mcp_proxy, seam_client.adapters.langchain, "
-        "seam_client.adapters.openai_agents, langgraph.prebuilt; "
+        "seam_client.adapters.openai_agents, seam_client.adapters.pydantic_ai, langchain.agents; "
         "assert importlib.util.find_spec('django') is None"
     )
     subprocess.run([str(venv / "bin" / "python"), "-c", check], cwd=tmp_path, check=True, timeout=120)

@@ -50,14 +50,17 @@ def _say(message: str) -> None:
 GUIDE_SETTINGS = ("demo", "production")
 
 
+@functools.cache
 def settings_environment(kind: str) -> dict[str, str]:
     """What a server, a worker or `manage.py` needs in its environment to run under the named
     settings (GUIDE_SETTINGS), beside DATABASE_URL: production's secrets are made up for the
-    run, its broker is the suite's Redis, and TLS is left to a proxy that loopback has not."""
+    process (one set, so its servers and commands agree), its broker is the suite's Redis, TLS
+    is left to a proxy that loopback has not, and its static files are collected, once, under
+    var/ (as operations.md's steps do before a server starts). Callers get a copy to extend."""
     if kind == "demo":
         return {"DJANGO_SETTINGS_MODULE": "config.settings.local", "DJANGO_DEBUG": "false"}
     if kind == "production":
-        return {
+        environment = {
             "DJANGO_SETTINGS_MODULE": "config.settings.production",
             "DJANGO_SECRET_KEY": secrets.token_urlsafe(64),
             "SEAM_AUDIT_KEY": secrets.token_urlsafe(32),
@@ -67,7 +70,16 @@ def settings_environment(kind: str) -> dict[str, str]:
             "SEAM_LOG_JSON": "0",
             # Plain HTTP on loopback: in a deployment a TLS proxy sets X-Forwarded-Proto.
             "DJANGO_SECURE_SSL_REDIRECT": "false",
+            "DJANGO_STATIC_ROOT": str(ROOT / "var" / "test-static"),
         }
+        subprocess.run(
+            [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
+            cwd=ROOT,
+            env={**os.environ, **environment, "DATABASE_URL": "postgres://unused@127.0.0.1/unused"},
+            check=True,
+            timeout=300,
+        )
+        return environment
     raise ValueError(f"no settings named {kind!r}; expected one of {GUIDE_SETTINGS}")
 
 

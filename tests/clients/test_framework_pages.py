@@ -1,8 +1,9 @@
 """docs/integrating.md's OpenAI Agents and Pydantic AI pages run as written: the page's agent
 module, saved under the name it gives, is run by the page's own command (`python points_….py
 TICKET`, its scripted model standing in for a real one) against a Seam and the giftdesk's ledger;
-the ledger books each award once, and the run is completed. The kill, the reconciliation and the
-replay of the same modules are test_framework_adapters.py's."""
+the ledger books each award once, and the run is completed; under the suite's settings, and
+(`make chaos`) under the demo's and production's. The kill, the reconciliation and the replay of
+the same modules are test_framework_adapters.py's."""
 
 from __future__ import annotations
 
@@ -10,14 +11,25 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.db import connection
 
-from journal.models import Intent, IntentStatus, Run, RunStatus
+from journal.models import Intent, IntentStatus, Run, RunStatus, Tenant
 from tests.clients.adapter_support import Desk, desk  # noqa: F401 - the fixture
 from tests.clients.agent_support import AWARDS, DOC, FINAL_ANSWER, doc_file
+from tests.clients.mcp_support import agent_token
 from tests.clients.test_framework_adapters import giftdesk  # noqa: F401 - the fixture
+from tests.examples.giftdesk_support import MODULES, Provider
+from tests.support.processes import (
+    GUIDE_SETTINGS,
+    database_url,
+    gunicorn_server,
+    settings_environment,
+    wait_until_serving,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,6 +53,40 @@ def test_the_pages_agent_runs_as_written_with_its_scripted_model(
     tmp_path: Path,
     desk: Desk,  # noqa: F811
 ) -> None:
+    run_the_page(heading, tmp_path, desk)
+
+
+@pytest.fixture(params=GUIDE_SETTINGS)
+def desk_served(
+    request: pytest.FixtureRequest,
+    giftdesk: Provider,  # noqa: F811
+    tenant: Tenant,
+) -> Iterator[Desk]:
+    """The giftdesk served by a Seam under the demo's settings and under production's (the page
+    is followed against both), with the example's modules and its ledger's address."""
+    environment = {**settings_environment(request.param), **MODULES, "GIFTDESK_URL": giftdesk.url}
+    with gunicorn_server(
+        database_url=database_url(connection.settings_dict),
+        workers=1,
+        worker_class="gthread",
+        threads=4,
+        conn_max_age=0,
+        environment=environment,
+    ) as (base, server):
+        wait_until_serving(base, server, "/healthz", what="answer its health check")
+        yield Desk(base, agent_token(tenant, name="framework-agent"), giftdesk, tenant)
+
+
+# Two servers a page, each a minute of start-up and agent: `make chaos`.
+@pytest.mark.chaos
+@pytest.mark.parametrize("heading", PAGES)
+def test_the_pages_agent_runs_as_written_against_the_demo_and_production(
+    heading: str, tmp_path: Path, desk_served: Desk
+) -> None:
+    run_the_page(heading, tmp_path, desk_served)
+
+
+def run_the_page(heading: str, tmp_path: Path, desk: Desk) -> None:  # noqa: F811
     module = PAGES[heading]
     (tmp_path / module).write_text(doc_file(module))
     [command] = [block for block in sh_blocks(heading) if block.startswith(f"python {module} ")]

@@ -64,7 +64,7 @@ def _conversation(client: APIClient) -> list[tuple[str, int, Any]]:
         ]
         for t, m in ((1, "first"), (2, "second"))
     ]
-    answers = []
+    answers: list[tuple[str, int, Any]] = []
     calls = [
         ("ambiguous", steps[0], AMBIGUOUS),
         ("the same report again", steps[0], AMBIGUOUS),

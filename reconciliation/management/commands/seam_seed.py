@@ -70,10 +70,10 @@ class Command(BaseCommand):
         )
         update_all = options["update_all"]
         with transaction.atomic():
-            for row, differs in catalogue_differences(entries):
-                self._settle(row, differs, apply=update_all or differs.name in wanted, policy=False)
-            for row, differs in policies_differences(policies):
-                self._settle(row, differs, apply=update_all or differs.name in wanted, policy=True)
+            for entry_row, differs in catalogue_differences(entries):
+                self._settle(entry_row, differs, apply=update_all or differs.name in wanted, policy=False)
+            for policy_row, differs in policies_differences(policies):
+                self._settle(policy_row, differs, apply=update_all or differs.name in wanted, policy=True)
 
     def _settle(self, row: Any, differs: DeclarationDiffers, *, apply: bool, policy: bool) -> None:
         if apply:

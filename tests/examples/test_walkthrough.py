@@ -1,6 +1,6 @@
 """docs/integrating.md's giftdesk walkthrough works as written: its ```sh blocks, run in order in
-one shell against the test database, take the example from nothing to a recovered, handed-over
-run, and what they print says so."""
+one shell against the test database (under the suite's settings and the demo's), take the example
+from nothing to a recovered, handed-over run, and what they print says so."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from tests.support.processes import ROOT, database_url, free_port
+from tests.support.processes import ROOT, database_url, free_port, settings_environment
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -42,13 +42,24 @@ def test_the_walkthrough_shows_each_step_as_a_command() -> None:
         assert step in script
 
 
-def test_the_walkthrough_takes_the_example_to_a_recovered_handed_over_run(tmp_path: Path) -> None:
+# The walkthrough is an integrator's development loop: its kill harness (`replay_ticket`) is a
+# command of the demo's scenarios app, which production's settings never install. So it is
+# followed under the suite's settings and under the demo's (`make demo`), not production's.
+@pytest.mark.parametrize("settings_kind", ["suite", "demo"])
+def test_the_walkthrough_takes_the_example_to_a_recovered_handed_over_run(
+    tmp_path: Path, settings_kind: str
+) -> None:
     script = "set -euo pipefail\n" + "\n".join(walkthrough_commands())
+    settings_env = (
+        {"DJANGO_SETTINGS_MODULE": "config.settings.test"}
+        if settings_kind == "suite"
+        else settings_environment(settings_kind)
+    )
     env = {
         **os.environ,
         # `python` is this interpreter, as the doc assumes the project's virtualenv.
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "DJANGO_SETTINGS_MODULE": "config.settings.test",
+        **settings_env,
         "DATABASE_URL": database_url(connection.settings_dict),
         "GIFTDESK_PORT": str(free_port()),
         "GIFTDESK_STATE": str(tmp_path / "giftdesk.json"),

@@ -11,7 +11,7 @@ import pytest
 from seam_client import SeamClient
 
 from journal.models import AgentToken, Tenant
-from tests.support.processes import database_url, gunicorn_server, wait_until_serving
+from tests.support.processes import database_url, serving_seam
 
 
 @pytest.fixture(scope="session")
@@ -19,14 +19,7 @@ def seam_server(django_db_setup: None, django_db_blocker: object) -> Iterator[st
     """Base URL of a real `gunicorn config.wsgi` serving the test database."""
     from django.db import connection
 
-    with gunicorn_server(
-        database_url=database_url(connection.settings_dict),
-        workers=1,
-        worker_class="gthread",
-        threads=4,
-        conn_max_age=0,
-    ) as (base, server):
-        wait_until_serving(base, server, "/healthz", what="answer its health check")
+    with serving_seam(database_url(connection.settings_dict)) as base:
         yield base
 
 

@@ -1,8 +1,8 @@
-"""docs/integrating.md's OpenAI Agents and Pydantic AI pages run as written: the page's agent
-module, saved under the name it gives, is run by the page's own command (`python points_….py
-TICKET`, its scripted model standing in for a real one) against a Seam and the giftdesk's ledger;
-the ledger books each award once, and the run is completed; under the suite's settings, and
-(`make chaos`) under the demo's and production's. The kill, the reconciliation and the replay of
+"""docs/integrating.md's LangGraph, OpenAI Agents and Pydantic AI pages run as written: the
+page's agent module, saved under the name it gives, is run by the page's own command (`python
+points_….py TICKET`, its scripted model standing in for a real one) against a Seam and the
+giftdesk's ledger; the ledger books each award once, and the run is completed; under the suite's
+settings, and (`make chaos`) under the demo's and production's. The kill, the reconciliation and the replay of
 the same modules are test_framework_adapters.py's."""
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ from tests.examples.giftdesk_support import MODULES, Provider
 from tests.support.processes import (
     GUIDE_SETTINGS,
     database_url,
-    gunicorn_server,
+    serving_seam,
     settings_environment,
-    wait_until_serving,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PAGES = {
+    "## A LangGraph or LangChain agent": "points_langgraph.py",
     "## An OpenAI Agents SDK agent": "points_openai.py",
     "## A Pydantic AI agent": "points_pydantic.py",
 }
@@ -65,15 +65,7 @@ def desk_served(
     """The giftdesk served by a Seam under the demo's settings and under production's (the page
     is followed against both), with the example's modules and its ledger's address."""
     environment = {**settings_environment(request.param), **MODULES, "GIFTDESK_URL": giftdesk.url}
-    with gunicorn_server(
-        database_url=database_url(connection.settings_dict),
-        workers=1,
-        worker_class="gthread",
-        threads=4,
-        conn_max_age=0,
-        environment=environment,
-    ) as (base, server):
-        wait_until_serving(base, server, "/healthz", what="answer its health check")
+    with serving_seam(database_url(connection.settings_dict), environment=environment) as base:
         yield Desk(base, agent_token(tenant, name="framework-agent"), giftdesk, tenant)
 
 

@@ -20,9 +20,8 @@ from tests.support.processes import (
     GUIDE_SETTINGS,
     ROOT,
     database_url,
-    gunicorn_server,
+    serving_seam,
     settings_environment,
-    wait_until_serving,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -68,15 +67,7 @@ def guide_seam(request: pytest.FixtureRequest) -> Iterator[tuple[str, dict[str, 
     environment = dict(settings_environment(request.param))
     if request.param == "demo":  # the demo's tools ask its sandbox, which `make demo` starts
         environment["SEAM_SANDBOX_URL"] = request.getfixturevalue("sandbox_server")
-    with gunicorn_server(
-        database_url=database_url(connection.settings_dict),
-        workers=1,
-        worker_class="gthread",
-        threads=4,
-        conn_max_age=0,
-        environment=environment,
-    ) as (base, server):
-        wait_until_serving(base, server, "/healthz", what="answer its health check")
+    with serving_seam(database_url(connection.settings_dict), environment=environment) as base:
         yield base, environment
 
 

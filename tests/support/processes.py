@@ -255,6 +255,23 @@ def gunicorn_server(
             _say(f"stopped gunicorn (pid {server.pid})")
 
 
+@contextlib.contextmanager
+def serving_seam(database_url: str, *, environment: Mapping[str, str] | None = None) -> Iterator[str]:
+    """A Seam for agents to call: gunicorn (one gthread worker, four threads, a connection per
+    request) on `database_url`, under the caller's settings or `environment`'s
+    (settings_environment), answering its health check; yields its base URL."""
+    with gunicorn_server(
+        database_url=database_url,
+        workers=1,
+        worker_class="gthread",
+        threads=4,
+        conn_max_age=0,
+        environment=environment,
+    ) as (base, server):
+        wait_until_serving(base, server, "/healthz", what="answer its health check")
+        yield base
+
+
 def wait_until_serving(
     base: str,
     server: subprocess.Popen[bytes],

@@ -148,28 +148,40 @@ def declaration_apply(row: Any, differs: DeclarationDiffers, *, reason: str) -> 
     row.save()
 
 
-def catalogue_differences(
-    entries: Iterable[CatalogueEntrySpec],
-) -> list[tuple[CatalogueEntry, DeclarationDiffers]]:
-    """Each declared entry whose stored default (no tenant) differs from it, with how."""
+def declared_differences(
+    specs: Iterable[Any], *, stored: Iterable[Any], key: str, kind: str, admin: str
+) -> list[tuple[Any, DeclarationDiffers]]:
+    """Each declared spec whose stored default row (no tenant) differs from it, with how: specs
+    and rows are matched on their `key` field, and each difference names the row's admin page
+    (`admin`, e.g. "compensations/catalogueentry"). A spec with no stored row is not listed
+    (seeding creates it)."""
+    rows = {getattr(row, key): row for row in stored}
     found = []
-    stored = {row.tool: row for row in CatalogueEntry.objects.filter(tenant__isnull=True)}
-    for entry in entries:
-        row = stored.get(entry.tool)
+    for spec in specs:
+        fields = spec.as_fields()
+        name = fields.pop(key)
+        row = rows.get(name)
         if row is None:
             continue
-        fields = entry.as_fields()
-        del fields["tool"]
         differs = declaration_differences(
-            fields,
-            row,
-            kind="catalogue entry",
-            name=entry.tool,
-            admin_path=f"/admin/compensations/catalogueentry/{row.pk}/change/",
+            fields, row, kind=kind, name=name, admin_path=f"/admin/{admin}/{row.pk}/change/"
         )
         if differs is not None:
             found.append((row, differs))
     return found
+
+
+def catalogue_differences(
+    entries: Iterable[CatalogueEntrySpec],
+) -> list[tuple[CatalogueEntry, DeclarationDiffers]]:
+    """Each declared entry whose stored default (no tenant) differs from it, with how."""
+    return declared_differences(
+        entries,
+        stored=CatalogueEntry.objects.filter(tenant__isnull=True),
+        key="tool",
+        kind="catalogue entry",
+        admin="compensations/catalogueentry",
+    )
 
 
 def catalogue_grant_roles(group_model: Any = None, permission_model: Any = None) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS
 
-from compensations.defaults import DeclarationDiffers, declaration_apply, declaration_differences
+from compensations.defaults import DeclarationDiffers, declaration_apply, declared_differences
 
 from .models import Strategy, TaskPolicy
 
@@ -101,24 +101,13 @@ def policies_seed(
 
 def policies_differences(policies: Iterable[TaskPolicySpec]) -> list[tuple[TaskPolicy, DeclarationDiffers]]:
     """Each declared policy whose stored default (no tenant) differs from it, with how."""
-    found = []
-    stored = {row.task_type: row for row in TaskPolicy.objects.filter(tenant__isnull=True)}
-    for policy in policies:
-        row = stored.get(policy.task_type)
-        if row is None:
-            continue
-        fields = policy.as_fields()
-        del fields["task_type"]
-        differs = declaration_differences(
-            fields,
-            row,
-            kind="task policy",
-            name=policy.task_type,
-            admin_path=f"/admin/reconciliation/taskpolicy/{row.pk}/change/",
-        )
-        if differs is not None:
-            found.append((row, differs))
-    return found
+    return declared_differences(
+        policies,
+        stored=TaskPolicy.objects.filter(tenant__isnull=True),
+        key="task_type",
+        kind="task policy",
+        admin="reconciliation/taskpolicy",
+    )
 
 
 def policy_apply(row: TaskPolicy, differs: DeclarationDiffers, *, reason: str) -> None:

@@ -409,9 +409,17 @@ def settle_step_as_caller(
         str(ActorKind.AGENT),
         caller.token_name,
     )
+    return _step_as_caller(db, SETTLE_STEP_AS_CALLER, params)
+
+
+def _step_as_caller(
+    db: BaseDatabaseWrapper, statement: str, params: tuple[Any, ...]
+) -> dict[str, Any] | None:
+    """Run one of the statements that write the caller's step and answer its row's columns
+    beside those written (_SETTLED_AS_CALLER_READ); None when nothing was written."""
     cursor = _prepared_cursor(db)
     with db.wrap_database_errors:
-        cursor.execute(SETTLE_STEP_AS_CALLER, params, prepare=True)
+        cursor.execute(statement, params, prepare=True)
         row = cursor.fetchone()
     if row is None:
         return None
@@ -471,13 +479,4 @@ def note_step_evidence_as_caller(
         which=(caller.run_pk, step_id, caller.digest, caller.token_name),
         actor=(str(ActorKind.AGENT), caller.token_name, None, now),
     )
-    cursor = _prepared_cursor(db)
-    with db.wrap_database_errors:
-        cursor.execute(_NOTED_AS_CALLER, params, prepare=True)
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    values = dict(zip(_SETTLED_AS_CALLER_READ, row, strict=True))
-    if isinstance(values["args"], str):  # Django's connection loads jsonb as text
-        values["args"] = json.loads(values["args"])
-    return values
+    return _step_as_caller(db, _NOTED_AS_CALLER, params)

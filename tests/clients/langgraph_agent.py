@@ -1,12 +1,13 @@
 """The LangGraph agent that docs/integrating.md shows (points_langgraph.py: langchain's
-create_agent, whose ToolNode runs the journaled tools), run with a scripted chat model: it asks
-for the balance, then each of agent_support.AWARDS in turn, then answers. Run by
-tests/clients/test_framework_adapters.py in a child process that is killed mid-run and started
-again.
+create_agent, whose ToolNode runs the journaled tools), run with the page's own scripted model
+(its ScriptedModel, a langchain-core GenericFakeChatModel: the balance, then each of
+agent_support.AWARDS in turn, then its answer). Run by tests/clients/test_framework_adapters.py
+in a child process that is killed mid-run and started again.
 
 With AGENT_TOOLS=async the same agent is built from `@tool async def` tools and driven with
 `await agent.ainvoke(...)` (tests/clients/test_langchain_adapter.py kills that one), journaled in
-a sync Run (SEAM_HANDLE unset) or an AsyncRun (SEAM_HANDLE=async).
+a sync Run (SEAM_HANDLE unset) or an AsyncRun (SEAM_HANDLE=async), with the page's model class
+following the same script.
 
     python -m tests.clients.langgraph_agent    (SEAM_URL, SEAM_TOKEN, RUN_EXTERNAL_ID, GIFTDESK_URL)"""
 
@@ -20,7 +21,6 @@ from typing import Any
 
 import requests
 from langchain.agents import create_agent
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from seam_client import AsyncSeamClient, SeamClient
@@ -29,17 +29,14 @@ from seam_client.adapters.langchain import journaled_tools
 from tests.clients.agent_support import AWARDS, FINAL_ANSWER, doc_module
 
 VERSIONS = {"schema": "1", "flow": "agent", "policy": "1", "capability": "points"}
+PAGE = "points_langgraph.py"
+# The page's own scripted chat model class, for the scripts of tests/clients/test_langchain_adapter.py.
+ScriptedModel = doc_module(PAGE).ScriptedModel
+AGENT_CALLS = [("points_balance", {"customer": "C-7"})] + [("award_points", args) for args in AWARDS]
 
 
-class ScriptedModel(FakeMessagesListChatModel):
-    """A chat model that says what the script says, whatever it is asked (no network)."""
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedModel:
-        return self
-
-
-def script(calls: list[tuple[str, dict[str, Any]]] | None = None) -> list[AIMessage]:
-    calls = calls or [("points_balance", {"customer": "C-7"})] + [("award_points", args) for args in AWARDS]
+def script(calls: list[tuple[str, dict[str, Any]]]) -> list[AIMessage]:
+    """The model's messages: a tool call each of `calls`, then the final answer."""
     return [
         *(
             AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"call-{n}"}])
@@ -93,9 +90,10 @@ def main() -> None:
     ticket = os.environ["RUN_EXTERNAL_ID"]
     started = time.monotonic()
     if os.environ.get("AGENT_TOOLS") == "async":
-        print(asyncio.run(run_async_agent(ScriptedModel(responses=script()), ticket)))
+        print(asyncio.run(run_async_agent(ScriptedModel(messages=iter(script(AGENT_CALLS))), ticket)))
     else:
-        print(doc_module("points_langgraph.py").run_agent(ScriptedModel(responses=script()), ticket))
+        agent = doc_module(PAGE)
+        print(agent.run_agent(agent.scripted_model(), ticket))
     print(f"agent finished in {time.monotonic() - started:.1f} s", file=sys.stderr)
 
 

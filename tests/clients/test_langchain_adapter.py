@@ -26,7 +26,7 @@ from seam_client.adapters.langchain import journaled_tools
 
 from journal.models import Intent, IntentStatus, Run, RunStatus, Tenant
 from tests.clients.agent_support import AWARDS, FINAL_ANSWER, doc_module
-from tests.clients.langgraph_agent import VERSIONS, ScriptedModel, run_async_agent, script
+from tests.clients.langgraph_agent import PAGE, VERSIONS, ScriptedModel, run_async_agent, script
 from tests.clients.mcp_support import agent_token
 from tests.clients.test_framework_adapters import agent_process, booked, giftdesk
 from tests.examples.giftdesk_support import Provider
@@ -41,7 +41,7 @@ TWICE = [("award_points", AWARDS[0]), ("award_points", AWARDS[0])]
 
 
 class RecordingModel(ScriptedModel):
-    """The scripted model, keeping what it was shown each time it was asked."""
+    """The page's scripted model, keeping what it was shown each time it was asked."""
 
     seen: list[list[BaseMessage]] = []
 
@@ -73,10 +73,10 @@ def intents(ticket_id: str) -> list[tuple[int, int, str, str]]:
 def test_the_pages_agent_runs_under_create_agent_without_a_deprecation_warning(
     seam_env: str, giftdesk: Provider
 ) -> None:
-    page = doc_module("points_langgraph.py")
+    page = doc_module(PAGE)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        answer = page.run_agent(ScriptedModel(responses=script()), ticket())
+        answer = page.run_agent(page.scripted_model(), ticket())
 
     assert answer == FINAL_ANSWER
     assert [w for w in caught if issubclass(w.category, DeprecationWarning)] == []
@@ -87,9 +87,9 @@ def test_the_pages_agent_runs_under_create_agent_without_a_deprecation_warning(
 def test_the_same_call_made_twice_runs_the_tool_twice(seam_env: str, giftdesk: Provider, mode: str) -> None:
     run_id = ticket()
     if mode.startswith("sync"):
-        doc_module("points_langgraph.py").run_agent(ScriptedModel(responses=script(TWICE)), run_id)
+        doc_module(PAGE).run_agent(ScriptedModel(messages=iter(script(TWICE))), run_id)
     else:
-        asyncio.run(run_async_agent(ScriptedModel(responses=script(TWICE)), run_id))
+        asyncio.run(run_async_agent(ScriptedModel(messages=iter(script(TWICE))), run_id))
 
     assert len(booked(giftdesk, AWARDS[0]["reference"])) == 2
     assert intents(run_id) == [(1, 0, IntentStatus.PERFORMED, ""), (2, 1, IntentStatus.PERFORMED, "")]
@@ -105,7 +105,9 @@ def test_an_async_tool_under_a_sync_invoke_is_refused_before_anything_is_journal
     from tests.clients.langgraph_agent import award_points
 
     run = SeamClient(live_server.url, seam_env).start_run(task_type="points_agent", versions=VERSIONS)
-    agent = create_agent(ScriptedModel(responses=script(TWICE[:1])), journaled_tools([award_points], run))
+    agent = create_agent(
+        ScriptedModel(messages=iter(script(TWICE[:1]))), journaled_tools([award_points], run)
+    )
 
     with pytest.raises(NotImplementedError, match="award_points is an async tool"):
         agent.invoke({"messages": [("user", "Award the points.")]})
@@ -131,7 +133,7 @@ def test_an_error_answer_is_evidence_unless_the_tool_declares_its_errors_mean_no
     run = SeamClient(live_server.url, seam_env).start_run(task_type="points_agent", versions=VERSIONS)
     declarations = {"award_points"} if declared else set()
     tools = journaled_tools([refused_award], run, errors_mean_not_performed=declarations)
-    model = RecordingModel(responses=script(TWICE[:1]))
+    model = RecordingModel(messages=iter(script(TWICE[:1])))
     model.seen.clear()
 
     create_agent(model, tools).invoke({"messages": [("user", "Award the points.")]})
@@ -164,9 +166,9 @@ def test_a_replayed_unknown_outcome_reaches_the_model_as_a_sentence(
     settle_unknown(Run.objects.get(pk=run.id))
     assert intents(run.data["external_id"])[0][2] == IntentStatus.UNKNOWN
 
-    page = doc_module("points_langgraph.py")
+    page = doc_module(PAGE)
     again = client.run(run.id)  # the agent started again
-    model = RecordingModel(responses=script(TWICE[:1]))
+    model = RecordingModel(messages=iter(script(TWICE[:1])))
     model.seen.clear()
     create_agent(model, journaled_tools([page.award_points], again)).invoke({"messages": [("user", "Go.")]})
 

@@ -2,8 +2,9 @@
 agents.testing's ScriptedModel (no network), the ledger's tool on the giftdesk's points ledger,
 and a real Seam. Checked against the ledger's own entries and the journal's rows: two identical
 calls are two effects, a restarted agent replays without running, a call in doubt stops
-Runner.run with seam_client.IntentInDoubt, an unknown outcome reaches the model as a sentence,
-and a tool's error is recorded as evidence unless declared a refusal."""
+Runner.run with seam_client.IntentInDoubt (and Seam's refusals and an outcome it did not take
+as themselves, never in the SDK's UserError), an unknown outcome reaches the model as a
+sentence, and a tool's error is recorded as evidence unless declared a refusal."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from agents import Agent, Runner, RunResult, ToolCallOutputItem, function_tool, 
 from agents.testing import ScriptedModel, assistant_message, function_call
 from django.core.management import call_command
 from pydantic import PositiveInt
-from seam_client import IntentInDoubt
+from seam_client import AsyncSeamClient, IntentInDoubt, OutcomeNotRecorded, SeamRefused
 from seam_client.adapters.openai_agents import journaled_tools
 
 from journal.models import IntentStatus, Run, RunStatus
@@ -34,6 +35,7 @@ from tests.clients.adapter_support import (
     ticket,
 )
 from tests.clients.test_framework_adapters import giftdesk  # noqa: F401 - the fixture
+from tests.clients.transports import AsyncBreakingTransport, Breaks, posts_to
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -48,17 +50,24 @@ def no_traces() -> None:
 
 
 def run_agent(
-    on: Desk, work: str, calls: list[dict[str, Any]], *, errors_mean_not_performed: Collection[str] = ()
+    on: Desk,
+    work: str,
+    calls: list[dict[str, Any]],
+    *,
+    errors_mean_not_performed: Collection[str] = (),
+    tool: str = "award_points",
+    seam_client: AsyncSeamClient | None = None,
 ) -> RunResult:
-    """Runner.run over a model that asks for each award of `calls` in turn, then answers."""
-    steps = [[function_call("award_points", args, call_id=f"call-{n}")] for n, args in enumerate(calls)]
+    """Runner.run over a model that asks for each award of `calls` in turn (through the tool named
+    `tool`), then answers."""
+    steps = [[function_call(tool, args, call_id=f"call-{n}")] for n, args in enumerate(calls)]
     model = ScriptedModel([*steps, [assistant_message("Done.")]])
 
     async def agent_run() -> RunResult:
-        async with on.client() as seam:
+        async with seam_client or on.client() as seam:
             run = await seam.start_run(task_type=TASK_TYPE, versions=VERSIONS, external_id=work)
             tools = journaled_tools(
-                [function_tool(award_points), function_tool(points_balance)],
+                [function_tool(award_points), function_tool(points_balance), award_bonus],
                 run,
                 read_only={"points_balance"},
                 errors_mean_not_performed=errors_mean_not_performed,
@@ -67,6 +76,10 @@ def run_agent(
             return await Runner.run(agent, "Award the points.")
 
     return asyncio.run(agent_run())
+
+
+# The ledger's tool under a name the giftdesk does not declare: Seam refuses its intents.
+award_bonus = function_tool(award_points, name_override="award_bonus")
 
 
 def told(result: RunResult) -> dict[str, Any]:
@@ -116,6 +129,46 @@ def test_a_call_found_open_stops_runner_run_with_intent_in_doubt(desk: Desk) -> 
 
     assert raised.value.intent.args == AWARD
     assert desk.booked(AWARD["reference"]) == []
+    assert [i.status for i in desk.intents(work)] == [IntentStatus.INTENDED]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "refused_field"),
+    [
+        ("award_points", {**AWARD, "points": "a hundred"}, "args.points"),  # not Seam's schema: a 400
+        ("award_bonus", AWARD, "tool"),  # a tool the deployment does not declare: a 400
+    ],
+)
+def test_seams_refusal_stops_runner_run_as_itself(
+    desk: Desk,  # noqa: F811
+    tool: str,
+    args: dict[str, Any],
+    refused_field: str,
+) -> None:
+    work = ticket()
+
+    with pytest.raises(SeamRefused) as raised:
+        run_agent(desk, work, [args], tool=tool)
+
+    assert (raised.value.status, list(raised.value.fields)) == (400, [refused_field])
+    assert desk.intents(work) == []  # Seam wrote nothing
+    assert desk.booked(AWARD["reference"]) == []  # and the tool never ran
+
+
+def test_an_outcome_seam_did_not_take_stops_runner_run_as_outcome_not_recorded(desk: Desk) -> None:  # noqa: F811
+    work = ticket()
+    # Every outcome POST is answered 503 by what stands between the agent and Seam.
+    unreachable = Breaks(posts_to("/outcome/"), times=100, how="refused", status=503)
+    seam = AsyncSeamClient(
+        desk.seam_url, desk.token, retries=1, transport=AsyncBreakingTransport(unreachable)
+    )
+
+    with pytest.raises(OutcomeNotRecorded) as raised:
+        run_agent(desk, work, [AWARD], seam_client=seam)
+
+    assert raised.value.intent.args == AWARD
+    assert len(desk.booked(AWARD["reference"])) == 1  # the ledger booked it, once
+    # The call stays open, for reconciliation to find by its reference.
     assert [i.status for i in desk.intents(work)] == [IntentStatus.INTENDED]
 
 

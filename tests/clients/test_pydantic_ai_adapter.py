@@ -24,7 +24,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from seam_client import IntentInDoubt
+from seam_client import IntentInDoubt, SeamRefused
 from seam_client.adapters.pydantic_ai import journaled_toolset
 
 from journal.models import IntentStatus
@@ -60,11 +60,12 @@ def run_agent(
     *,
     errors_mean_not_performed: Collection[str] = (),
     tool: Any = award_points,
+    name: str = "award_points",
 ) -> dict[str, ToolReturnPart | RetryPromptPart]:
     """Agent.run over a model that asks for each award of `calls` in turn, then answers; what each
     call answered the model (a tool's return, or its retry prompt), by the model's call id."""
     script = [
-        ModelResponse(parts=[ToolCallPart("award_points", args, tool_call_id=f"call-{n}")])
+        ModelResponse(parts=[ToolCallPart(name, args, tool_call_id=f"call-{n}")])
         for n, args in enumerate(calls)
     ]
     script.append(ModelResponse(parts=[TextPart("Done.")]))
@@ -76,7 +77,7 @@ def run_agent(
         async with on.client() as seam:
             run = await seam.start_run(task_type=TASK_TYPE, versions=VERSIONS, external_id=work)
             tools = journaled_toolset(
-                FunctionToolset([Tool(tool, name="award_points"), points_balance]),
+                FunctionToolset([Tool(tool, name=name), points_balance]),
                 run,
                 read_only={"points_balance"},
                 errors_mean_not_performed=errors_mean_not_performed,
@@ -135,6 +136,23 @@ def test_a_call_found_open_stops_agent_run_with_intent_in_doubt(desk: Desk) -> N
     assert raised.value.intent.args == AWARD
     assert desk.booked(AWARD["reference"]) == []
     assert [i.status for i in desk.intents(work)] == [IntentStatus.INTENDED]
+
+
+def test_seams_refusal_stops_agent_run_as_itself(desk: Desk) -> None:  # noqa: F811
+    # Agent.run lets a toolset's exceptions through unwrapped (unlike the OpenAI Agents SDK's
+    # Runner.run), so the adapter raises Seam's own: here a 400 for a tool Seam does not declare.
+    work = ticket()
+
+    with pytest.raises(SeamRefused) as raised:
+        run_agent(desk, work, [AWARD], name="award_bonus")
+
+    assert (type(raised.value), raised.value.status, list(raised.value.fields)) == (
+        SeamRefused,
+        400,
+        ["tool"],
+    )
+    assert desk.intents(work) == []
+    assert desk.booked(AWARD["reference"]) == []
 
 
 def test_an_unknown_outcome_replayed_reaches_the_model_as_an_explicit_sentence(desk: Desk) -> None:  # noqa: F811

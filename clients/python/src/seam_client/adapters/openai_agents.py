@@ -19,9 +19,11 @@ failure message for its exception, reaches the model unchanged (or the exception
 the tool was made with `failure_error_function=None`).
 
 The Runner wraps a tool's exception in its own `UserError` unless the exception is one of the
-SDK's (`AgentsException`: agents/run_internal/tool_execution.py lets those through). So the call
-in doubt is raised as this module's `IntentInDoubt`, a `seam_client.IntentInDoubt` that is also
-an `AgentsException`: `except seam_client.IntentInDoubt` around `Runner.run` catches it.
+SDK's (`AgentsException`: agents/run_internal/tool_execution.py lets those through). So each of
+Seam's own answers (`IntentInDoubt`; `SeamRefused`, a 400 for arguments Seam's schema refuses or
+a tool the deployment does not declare; `OutcomeNotRecorded`; any `SeamError`) is raised out of
+`Runner.run` as itself, as an instance of a subclass of its own class and `AgentsException`:
+`except seam_client.IntentInDoubt` (or `SeamRefused`, …) around `Runner.run` catches it.
 
 What a failure records (an error is evidence, not proof that nothing happened):
 - argument validation (the SDK's `ModelBehaviorError`, before the tool runs): `invalid_input`;
@@ -38,7 +40,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Collection, Sequence
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from agents import AgentsException, FunctionTool, ModelBehaviorError, Tool
 from agents.tool import (
@@ -53,15 +55,28 @@ from .._errors import ErrorClass, ToolError
 from .._types import Outcome
 from . import SUMMARY_LIMIT, Turns, calling_with, classify, receipt_of, replay_text, summary_of
 
-__all__ = ["IntentInDoubt", "journaled_tool", "journaled_tools"]
+__all__ = ["journaled_tool", "journaled_tools", "through_runner"]
+
+SeamErrorT = TypeVar("SeamErrorT", bound=_errors.SeamError)
+_PASSING: dict[type[_errors.SeamError], type[_errors.SeamError]] = {}
 
 
-class IntentInDoubt(_errors.IntentInDoubt, AgentsException):
-    """`seam_client.IntentInDoubt` as the SDK's Runner lets it through (see the module's
-    docstring): the call was found recorded and open, so it is not run, and the run stops."""
-
-    def __init__(self, found: _errors.IntentInDoubt) -> None:
-        super().__init__(found.intent, own_retry=found.own_retry)
+def through_runner(error: SeamErrorT) -> SeamErrorT:
+    """`error` as the SDK's Runner lets it through (see the module's docstring): the same error,
+    its class made also an `AgentsException`, so it reaches the agent's code as itself."""
+    if isinstance(error, AgentsException):
+        return error
+    kind = type(error)
+    if kind not in _PASSING:
+        _PASSING[kind] = type(
+            kind.__name__, (kind, AgentsException), {"__module__": kind.__module__, "__doc__": kind.__doc__}
+        )
+    passing = _PASSING[kind]
+    # Made without __init__ (each kind takes its own arguments), then given the error's state.
+    raised = cast(SeamErrorT, passing.__new__(passing, *error.args))
+    raised.__dict__.update(vars(error))
+    raised.run_data = None  # type: ignore[attr-defined]  # AgentsException's; the Runner fills it
+    return raised
 
 
 def journaled_tool(
@@ -92,8 +107,8 @@ def journaled_tool(
                 turn=turns.next(tool.name),
                 call_id=ctx.tool_call_id,
             )
-        except _errors.IntentInDoubt as exc:
-            raise IntentInDoubt(exc) from exc
+        except _errors.SeamError as exc:
+            raise through_runner(exc) from exc
         except ToolError as exc:
             error = answered.get("error", exc)
             message = await maybe_invoke_function_tool_failure_error_function(

@@ -51,3 +51,17 @@ def test_an_unclassified_error_is_ambiguous_unless_the_tool_declares_its_errors_
     declared = classify(RuntimeError("card blocked"), errors_mean_not_performed=True)
     assert (declared.error_class, declared.message) == (ErrorClass.PERMANENT, "RuntimeError: card blocked")
     assert error_answer("ledger said no").error_class is ErrorClass.AMBIGUOUS
+
+
+def test_a_frameworks_refusal_of_the_arguments_is_invalid_input_even_where_errors_are_refusals() -> None:
+    class ArgumentsRefused(ValueError):
+        pass
+
+    for declared in (False, True):
+        refused = classify(
+            ArgumentsRefused("points: not an integer"),
+            errors_mean_not_performed=declared,
+            argument_errors=(ArgumentsRefused,),
+        )
+        assert (refused.error_class, refused.message) == (ErrorClass.INVALID_INPUT, "points: not an integer")
+    assert classify(ValueError("x"), argument_errors=(ArgumentsRefused,)).error_class is ErrorClass.AMBIGUOUS

@@ -1,29 +1,38 @@
 """Adapters that journal an agent framework's tools in Seam without changing the tools' code:
-`seam_client.adapters.langchain` (LangGraph and LangChain) and
-`seam_client.adapters.openai_agents` (the OpenAI Agents SDK). Each wraps a tool so that its call
-goes through `Run.perform`: the intent is committed before the tool runs, its outcome recorded
+`seam_client.adapters.langchain` (LangGraph and LangChain), `seam_client.adapters.openai_agents`
+(the OpenAI Agents SDK) and `seam_client.adapters.pydantic_ai` (Pydantic AI). Each wraps a tool
+so that its call goes through `Run.perform`: the intent is committed before the tool runs, its outcome recorded
 after, a settled call is replayed without running the tool again, and a call left in doubt is
 never re-run.
 
 A tool that can pass an idempotency key to its downstream system reads the current call's key
 with `current_idempotency_key()`; one that cannot is still journaled, and Seam's reconciliation
-finds its effect the way its registered connector says (by a business reference, say)."""
+finds its effect the way its registered connector says (by a business reference, say).
+
+What the adapters share is here: the call's key (`calling_with`), the ranks of calls (`Turns`),
+one call's record (`ToolCall`: the tool's own answer or exception), what an answer records
+(`outcome_of`), what an error means (`classify`, `error_answer`) and what a replay tells the model
+(`replay_text`, `SETTLED_WITHOUT_ERROR`)."""
 
 from __future__ import annotations
 
 import contextvars
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from .._errors import ErrorClass, ToolError
-from .._types import Intent
+from .._types import Intent, Outcome
 
-__all__ = ["Turns", "classify", "current_idempotency_key", "replay_text"]
+__all__ = ["SETTLED_WITHOUT_ERROR", "Turns", "classify", "current_idempotency_key", "replay_text"]
 
 SUMMARY_LIMIT = 4000
+# The statuses of a settled call that a replay tells the model as a success; any other (failed,
+# not performed, unknown) is replayed as a failed call (a ToolMessage with status="error", a
+# ToolFailed, an MCP result with isError), so the model does not take it for an effect.
+SETTLED_WITHOUT_ERROR = frozenset({"performed", "already_so"})
 
 _current_key: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "seam_idempotency_key", default=None
@@ -66,6 +75,48 @@ class Turns:
             return self._counts[tool]
 
 
+class ToolCall:
+    """One journaled call as its adapter sees it: the tool's own answer, or the exception it raised
+    (kept, so that once `perform` has recorded the failure the agent gets the tool's own, as
+    without Seam)."""
+
+    def __init__(self) -> None:
+        self.answered = False
+        self.answer: Any = None
+        self.raised: Exception | None = None
+
+    @contextmanager
+    def running(self, key: str, classified: Callable[[Exception], ToolError]) -> Iterator[None]:
+        """Around the tool's own call: its key is `current_idempotency_key()`, and an exception it
+        raises is kept and raised to `perform` as the ToolError `classified` makes of it."""
+        try:
+            with calling_with(key):
+                yield
+        except Exception as exc:
+            self.raised = exc
+            error = classified(exc)
+            if error is exc:  # the tool's own ToolError
+                raise
+            raise error from exc
+
+    def took(self, answer: Any) -> None:
+        self.answered, self.answer = True, answer
+
+    def own_failure(self, recorded: ToolError) -> Any:
+        """After `perform` recorded the call's failure: the tool's own error answer, else its own
+        exception raised again, else (the tool did not run) `recorded`."""
+        if self.answered:
+            return self.answer
+        raise self.raised or recorded
+
+
+def outcome_of(value: Any, *, receipt_from: Any = None) -> Outcome:
+    """What a tool's answer records: its text as the summary, a JSON object in it (or in
+    `receipt_from`, a framework's artifact) as the receipt."""
+    receipt = receipt_of(receipt_from) if receipt_from is not None else {}
+    return Outcome(summary=summary_of(value), receipt=receipt or receipt_of(value))
+
+
 def receipt_of(value: Any) -> dict[str, Any]:
     """A tool's answer as a receipt: a JSON object it returned (or wrote as JSON text), else
     nothing (its text is the outcome's summary)."""
@@ -93,13 +144,22 @@ def summary_of(value: Any) -> str:
     return text[:SUMMARY_LIMIT]
 
 
-def classify(exc: BaseException, *, errors_mean_not_performed: bool = False) -> ToolError:
-    """A tool's exception as Seam's error class. A ToolError keeps its own. Any other exception
-    may have come after the downstream acted, so it is `ambiguous` (recorded as evidence, the
-    intent left open for reconciliation or a person), unless the agent's code declared the tool
-    `errors_mean_not_performed` (its errors are refusals before it acts): then `permanent`."""
+def classify(
+    exc: BaseException,
+    *,
+    errors_mean_not_performed: bool = False,
+    argument_errors: tuple[type[BaseException], ...] = (),
+) -> ToolError:
+    """A tool's exception as Seam's error class. A ToolError keeps its own. One of
+    `argument_errors` (the framework's refusal of the model's arguments, before the tool ran) is
+    `invalid_input`. Any other exception may have come after the downstream acted, so it is
+    `ambiguous` (recorded as evidence, the intent left open for reconciliation or a person),
+    unless the agent's code declared the tool `errors_mean_not_performed` (its errors are
+    refusals before it acts): then `permanent`."""
     if isinstance(exc, ToolError):
         return exc
+    if isinstance(exc, argument_errors):
+        return ToolError(ErrorClass.INVALID_INPUT, str(exc)[:SUMMARY_LIMIT])
     return error_answer(f"{type(exc).__name__}: {exc}", errors_mean_not_performed=errors_mean_not_performed)
 
 

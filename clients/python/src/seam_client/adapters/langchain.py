@@ -46,15 +46,23 @@ from langchain_core.tools import BaseTool
 from pydantic import ConfigDict, ValidationError
 
 from .._async import AsyncRun
-from .._errors import ErrorClass, ToolError
+from .._errors import ToolError
 from .._sync import Run
 from .._types import Call, Intent, Outcome
-from . import Turns, calling_with, classify, error_answer, receipt_of, replay_text, summary_of
+from . import (
+    SETTLED_WITHOUT_ERROR,
+    ToolCall,
+    Turns,
+    classify,
+    error_answer,
+    outcome_of,
+    replay_text,
+    summary_of,
+)
 
 __all__ = ["JournaledTool", "journaled_tools"]
 
 KEY_METADATA = "seam_idempotency_key"
-SETTLED_WITHOUT_ERROR = ("performed", "already_so")
 
 
 class JournaledTool(BaseTool):
@@ -110,7 +118,7 @@ class JournaledTool(BaseTool):
                 self.name, call.args, call.sync, turn=self.turns.next(self.name), call_id=call.call_id
             )
         except ToolError as failure:
-            return call.tools_own_failure(failure)
+            return call.own_failure(failure)
         return call.answer_to(intent)
 
     async def ainvoke(
@@ -135,16 +143,17 @@ class JournaledTool(BaseTool):
                     call_id=call.call_id,
                 )
         except ToolError as failure:
-            return call.tools_own_failure(failure)
+            return call.own_failure(failure)
         return call.answer_to(intent)
 
 
-class _ToolCall:
+class _ToolCall(ToolCall):
     """One call of a JournaledTool: what is journaled of it, the inner tool's call made by
     `perform` (sync, as a coroutine, or as a coroutine on the agent's loop from a thread), and
     what the agent gets back."""
 
     def __init__(self, tool: JournaledTool, input: Any, config: RunnableConfig | None, kwargs: Any) -> None:
+        super().__init__()
         self.tool = tool
         self.input = input
         self.config = config
@@ -152,9 +161,6 @@ class _ToolCall:
         self.tool_call: dict[str, Any] | None = input if _is_tool_call(input) else None
         self.args = _journaled_args(tool.inner, self.tool_call["args"] if self.tool_call else input)
         self.call_id = str((self.tool_call or {}).get("id") or "")
-        self.answered = False
-        self.answer: Any = None
-        self.raised: Exception | None = None
 
     def _config(self, key: str) -> RunnableConfig:
         config: RunnableConfig = {**(self.config or {})}
@@ -162,20 +168,14 @@ class _ToolCall:
         return config
 
     def sync(self, _args: dict[str, Any], key: str) -> Outcome:
-        try:
-            with calling_with(key):
-                answer = self.tool.inner.invoke(self.input, self._config(key), **self.kwargs)
-        except Exception as exc:
-            raise self._failed(exc) from exc
-        return self._outcome_of(answer)
+        with self.running(key, self._classified):
+            self.took(self.tool.inner.invoke(self.input, self._config(key), **self.kwargs))
+        return self._outcome()
 
     async def coroutine(self, _args: dict[str, Any], key: str) -> Outcome:
-        try:
-            with calling_with(key):
-                answer = await self.tool.inner.ainvoke(self.input, self._config(key), **self.kwargs)
-        except Exception as exc:
-            raise self._failed(exc) from exc
-        return self._outcome_of(answer)
+        with self.running(key, self._classified):
+            self.took(await self.tool.inner.ainvoke(self.input, self._config(key), **self.kwargs))
+        return self._outcome()
 
     def on_loop(self, loop: asyncio.AbstractEventLoop) -> Call:
         def call(args: dict[str, Any], key: str) -> Outcome:
@@ -183,27 +183,24 @@ class _ToolCall:
 
         return call
 
-    def _failed(self, exc: Exception) -> ToolError:
-        self.raised = exc
-        if isinstance(exc, ValidationError):  # the arguments were refused before the tool ran
-            return ToolError(ErrorClass.INVALID_INPUT, str(exc)[:4000])
-        return classify(exc, errors_mean_not_performed=self.tool.errors_mean_not_performed)
+    def _classified(self, exc: Exception) -> ToolError:
+        # pydantic's ValidationError: the model's arguments were refused before the tool ran.
+        return classify(
+            exc,
+            errors_mean_not_performed=self.tool.errors_mean_not_performed,
+            argument_errors=(ValidationError,),
+        )
 
-    def _outcome_of(self, answer: Any) -> Outcome:
-        self.answered, self.answer = True, answer
-        content = answer.content if isinstance(answer, ToolMessage) else answer
-        if isinstance(answer, ToolMessage) and answer.status == "error":
+    def _outcome(self) -> Outcome:
+        """What the tool's answer records; an answer with status="error" is an error answer."""
+        answer = self.answer
+        if not isinstance(answer, ToolMessage):
+            return outcome_of(answer)
+        if answer.status == "error":
             raise error_answer(
-                summary_of(content), errors_mean_not_performed=self.tool.errors_mean_not_performed
+                summary_of(answer.content), errors_mean_not_performed=self.tool.errors_mean_not_performed
             )
-        artifact = answer.artifact if isinstance(answer, ToolMessage) else None
-        return Outcome(summary=summary_of(content), receipt=receipt_of(artifact) or receipt_of(content))
-
-    def tools_own_failure(self, failure: ToolError) -> Any:
-        """After perform recorded the failure: the tool's own error answer, or its exception."""
-        if self.answered:
-            return self.answer
-        raise self.raised or failure
+        return outcome_of(answer.content, receipt_from=answer.artifact)
 
     def answer_to(self, intent: Intent) -> Any:
         if self.answered:

@@ -51,9 +51,9 @@ from agents.tool_context import ToolContext
 
 from .. import _errors
 from .._async import AsyncRun
-from .._errors import ErrorClass, ToolError
+from .._errors import ToolError
 from .._types import Outcome
-from . import SUMMARY_LIMIT, Turns, calling_with, classify, receipt_of, replay_text, summary_of
+from . import ToolCall, Turns, classify, outcome_of, replay_text
 
 __all__ = ["journaled_tool", "journaled_tools", "through_runner"]
 
@@ -86,18 +86,19 @@ def journaled_tool(
     # A copy that raises its exceptions to the wrapper instead of answering them to the model.
     raising = set_function_tool_failure_error_function(dataclasses.replace(tool), None)
 
+    def classified(exc: Exception) -> ToolError:
+        # The SDK's ModelBehaviorError: the model's arguments were refused before the tool ran.
+        return classify(
+            exc, errors_mean_not_performed=errors_mean_not_performed, argument_errors=(ModelBehaviorError,)
+        )
+
     async def on_invoke_tool(ctx: ToolContext[Any], raw_args: str) -> Any:
-        answered: dict[str, Any] = {}
+        record = ToolCall()
 
         async def call(_args: dict[str, Any], key: str) -> Outcome:
-            try:
-                with calling_with(key):
-                    answer = await raising.on_invoke_tool(ctx, raw_args)
-            except Exception as exc:
-                answered["error"] = exc
-                raise _classified(exc, errors_mean_not_performed) from exc
-            answered["answer"] = answer
-            return Outcome(summary=summary_of(answer), receipt=receipt_of(answer))
+            with record.running(key, classified):
+                record.took(await raising.on_invoke_tool(ctx, raw_args))
+            return outcome_of(record.answer)
 
         try:
             intent = await run.perform(
@@ -109,16 +110,16 @@ def journaled_tool(
             )
         except _errors.SeamError as exc:
             raise through_runner(exc) from exc
-        except ToolError as exc:
-            error = answered.get("error", exc)
+        except ToolError as recorded:
+            error = record.raised or recorded
             message = await maybe_invoke_function_tool_failure_error_function(
                 function_tool=tool, context=ctx, error=error
             )
             if message is None:  # the tool was made to raise: it does, as without Seam
                 raise error from error.__cause__
             return message
-        if "answer" in answered:
-            return answered["answer"]
+        if record.answered:
+            return record.answer
         return replay_text(intent)  # settled before: the journal's answer, the tool not run again
 
     return dataclasses.replace(tool, on_invoke_tool=on_invoke_tool)
@@ -152,9 +153,3 @@ def _journaled_args(raw_args: str) -> dict[str, Any]:
     except ValueError:
         return {"input": raw_args}
     return args if isinstance(args, dict) else {"input": args}
-
-
-def _classified(exc: Exception, errors_mean_not_performed: bool) -> ToolError:
-    if isinstance(exc, ModelBehaviorError):  # the arguments were refused before the tool ran
-        return ToolError(ErrorClass.INVALID_INPUT, str(exc)[:SUMMARY_LIMIT])
-    return classify(exc, errors_mean_not_performed=errors_mean_not_performed)

@@ -45,11 +45,9 @@ from pydantic_core import to_jsonable_python
 from .._async import AsyncRun
 from .._errors import ToolError
 from .._types import Outcome
-from . import Turns, calling_with, classify, receipt_of, replay_text, summary_of
+from . import SETTLED_WITHOUT_ERROR, ToolCall, Turns, classify, outcome_of, replay_text
 
 __all__ = ["JournaledToolset", "journaled_toolset"]
-
-SETTLED_WITHOUT_ERROR = ("performed", "already_so")
 
 
 @dataclass
@@ -69,18 +67,15 @@ class JournaledToolset(WrapperToolset[Any]):
         if name in self.read_only:
             return await self.wrapped.call_tool(name, tool_args, ctx, tool)
         turn = self.turns.next(name)  # before any await: calls are ranked in the order they start
-        answered: dict[str, Any] = {}
+        record = ToolCall()
+
+        def classified(exc: Exception) -> ToolError:
+            return classify(exc, errors_mean_not_performed=name in self.errors_mean_not_performed)
 
         async def call(_args: dict[str, Any], key: str) -> Outcome:
-            try:
-                with calling_with(key):
-                    answer = await self.wrapped.call_tool(name, tool_args, ctx, tool)
-            except Exception as exc:
-                answered["error"] = exc
-                raise classify(exc, errors_mean_not_performed=name in self.errors_mean_not_performed) from exc
-            answered["answer"] = answer
-            as_json = to_jsonable_python(answer, fallback=str)
-            return Outcome(summary=summary_of(as_json), receipt=receipt_of(as_json))
+            with record.running(key, classified):
+                record.took(await self.wrapped.call_tool(name, tool_args, ctx, tool))
+            return outcome_of(to_jsonable_python(record.answer, fallback=str))
 
         try:
             intent = await self.seam_run.perform(
@@ -91,13 +86,10 @@ class JournaledToolset(WrapperToolset[Any]):
                 turn=turn,
                 call_id=ctx.tool_call_id or "",
             )
-        except ToolError:
-            error = answered.get("error")
-            if error is not None:  # recorded; the tool's own exception goes on as without Seam
-                raise error from error.__cause__
-            raise
-        if "answer" in answered:
-            return answered["answer"]
+        except ToolError as recorded:
+            return record.own_failure(recorded)  # the tool's own exception goes on as without Seam
+        if record.answered:
+            return record.answer
         # Settled before this call: the journal's answer, the tool not run again.
         if intent.status in SETTLED_WITHOUT_ERROR:
             return replay_text(intent)

@@ -35,7 +35,7 @@ from mcp.shared.exceptions import MCPError
 from .._common import canonical_json
 from .._errors import ErrorClass, IntentInDoubt, SeamError, ToolError
 from .._types import Intent, Outcome
-from ..adapters import error_answer, replay_text
+from ..adapters import SETTLED_WITHOUT_ERROR, error_answer, replay_text
 from .policy import ToolPolicy, capability_version
 
 if TYPE_CHECKING:
@@ -347,7 +347,7 @@ def replayed(intent: Intent) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=replay_text(intent))],
         structured_content=receipt or None,
-        is_error=intent.status not in ("performed", "already_so"),
+        is_error=intent.status not in SETTLED_WITHOUT_ERROR,
     )
 
 

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from django.db import connection
 from django.db.models import (
     Aggregate,
     Case,
@@ -153,33 +152,6 @@ class EpochSeconds(Func):
     output_field = FloatField()
 
 
-def percentile_cont(values: list[float], fraction: float) -> float:
-    """PostgreSQL's percentile_cont over sorted `values`: the value at `fraction` of the way from
-    the first to the last, interpolated linearly between the two rows around it."""
-    position = fraction * (len(values) - 1)
-    below = int(position)
-    above = min(below + 1, len(values) - 1)
-    return values[below] + (values[above] - values[below]) * (position - below)
-
-
-def _percentiles_per_week(resolved: QuerySet[Any]) -> dict[date, dict[str, Any]]:
-    """The same figures as the SQL aggregate, computed here on a database without percentile_cont
-    (SQLite, the demo's embedded default, whose few escalations fit in memory)."""
-    seconds: dict[date, list[float]] = {}
-    for opened, closed in resolved.values_list("created_at", "resolved_at").order_by():
-        day = timezone.localtime(closed).date()
-        monday = day - timedelta(days=day.weekday())
-        seconds.setdefault(monday, []).append((closed - opened).total_seconds())
-    return {
-        monday: {
-            "n": len(took),
-            "median": percentile_cont(sorted(took), 0.5),
-            "p90": percentile_cont(sorted(took), 0.9),
-        }
-        for monday, took in seconds.items()
-    }
-
-
 def _counts_by(queryset: QuerySet[Any], row: str, column: str) -> dict[tuple[Any, Any], int]:
     rows = queryset.values(row, column).annotate(n=Count("pk")).order_by()
     return {(r[row], r[column]): r["n"] for r in rows}
@@ -248,22 +220,18 @@ def time_to_resolve_per_week(*, tenant: Tenant, filters: InsightsFilters) -> Bre
     resolved = _escalations_of(
         tenant=tenant, filters=filters, resolved_at__gte=filters.start, resolved_at__lt=filters.end
     )
-    by_week: dict[date, dict[str, Any]]
-    if connection.vendor == "postgresql":
-        took = EpochSeconds(F("resolved_at") - F("created_at"))
-        weeks = (
-            resolved.annotate(week=TruncWeek("resolved_at"))
-            .values("week")
-            .annotate(
-                n=Count("pk"),
-                median=PercentileCont(took, fraction=0.5),
-                p90=PercentileCont(took, fraction=0.9),
-            )
-            .order_by()
+    took = EpochSeconds(F("resolved_at") - F("created_at"))
+    weeks = (
+        resolved.annotate(week=TruncWeek("resolved_at"))
+        .values("week")
+        .annotate(
+            n=Count("pk"),
+            median=PercentileCont(took, fraction=0.5),
+            p90=PercentileCont(took, fraction=0.9),
         )
-        by_week = {timezone.localtime(w["week"]).date(): dict(w) for w in weeks}
-    else:
-        by_week = _percentiles_per_week(resolved)
+        .order_by()
+    )
+    by_week: dict[date, dict[str, Any]] = {timezone.localtime(w["week"]).date(): dict(w) for w in weeks}
 
     def hours(seconds: float | None) -> float | None:
         return None if seconds is None else round(seconds / 3600, 1)

@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 from django.utils import timezone
 
 from . import sql as journal_sql
@@ -61,84 +61,33 @@ class AgentCall:
     intent: Intent | None
 
 
-# The token's columns read beside a run or an intent, under names no model field has.
-_TOKEN_COLUMNS = {"_token_id": "id", "_token_name": "name", "_token_created_at": "created_at"}
-
-
-def _live_token_lookups(tenant: str, digest: str) -> dict[str, Any]:
-    """The conditions on the token, reached from a run or an intent through `tenant` (a lookup
-    prefix). Given in the same filter() call, they and _token_columns share one join."""
-    return {f"{tenant}agent_tokens__digest": digest, f"{tenant}agent_tokens__revoked_at__isnull": True}
-
-
-def _token_columns(tenant: str) -> dict[str, F]:
-    return {name: F(f"{tenant}agent_tokens__{column}") for name, column in _TOKEN_COLUMNS.items()}
-
-
 def agent_call_get(*, digest: str, run_id: str, step_id: str | None = None) -> AgentCall | None:
     """The token with this digest and what the request names, in one query (the journal's two hot
     requests each pay one round trip for authentication and tenant scoping together); None when
-    the token is unknown or revoked. A run of another tenant is no run, as in run_get. On
-    PostgreSQL the query is one prepared statement (journal.sql.agent_call_read) that also
-    answers when the run or the step is missing; elsewhere (the SQLite demo) the ORM reads them
-    together, and reads the token alone to tell "who are you?" (None) from "no such run" (an
-    AgentCall without it)."""
+    the token is unknown or revoked. A run of another tenant is no run, as in run_get. The query
+    is one prepared statement (journal.sql.agent_call_read) that also answers when the run or the
+    step is missing."""
     try:
         pk = uuid.UUID(str(run_id))
     except ValueError:
         pk = None
-    db = connections[DEFAULT_DB_ALIAS]
-    if db.vendor == "postgresql":
-        read = journal_sql.agent_call_read(
-            db,
-            digest=digest,
-            run_id=pk,
-            # No stored step id holds a NUL (PostgreSQL text cannot): such a step is no step.
-            step_id=step_id if step_id is not None and "\x00" not in step_id else None,
-            with_step=step_id is not None,
-        )
-        if read is None:
-            return None
-        return AgentCall(
-            token=cast(AgentToken, read[0]),
-            run_id=run_id,
-            step_id=step_id,
-            run=cast(Run | None, read[1]),
-            intent=cast(Intent | None, read[2]),
-        )
-    found: Run | Intent | None = None
-    if pk is not None and step_id is not None and "\x00" not in step_id:
-        found = (
-            Intent.objects.select_related("run__tenant")
-            .filter(run_id=pk, step_id=step_id, **_live_token_lookups("run__tenant__", digest))
-            .annotate(**_token_columns("run__tenant__"))
-            .first()
-        )
-    elif pk is not None and step_id is None:
-        found = (
-            Run.objects.select_related("tenant")
-            .filter(pk=pk, **_live_token_lookups("tenant__", digest))
-            .annotate(**_token_columns("tenant__"))
-            .first()
-        )
-    if found is None:
-        token = agent_token_get(digest=digest)
-        if token is None:
-            return None
-        run = run_get(tenant=token.tenant, run_id=run_id) if pk is not None else None
-        intent = None
-        if run is not None and step_id is not None and "\x00" not in step_id:
-            intent = intent_get(run=run, step_id=step_id)
-        return AgentCall(token=token, run_id=run_id, step_id=step_id, run=run, intent=intent)
-    if isinstance(found, Intent):
-        intent, run = found, found.run
-    else:
-        intent, run = None, found
-    values = {column: getattr(found, name) for name, column in _TOKEN_COLUMNS.items()}
-    token = AgentToken(tenant=run.tenant, digest=digest, revoked_at=None, **values)
-    token._state.adding = False
-    token._state.db = run._state.db
-    return AgentCall(token=token, run_id=run_id, step_id=step_id, run=run, intent=intent)
+    read = journal_sql.agent_call_read(
+        connections[DEFAULT_DB_ALIAS],
+        digest=digest,
+        run_id=pk,
+        # No stored step id holds a NUL (PostgreSQL text cannot): such a step is no step.
+        step_id=step_id if step_id is not None and "\x00" not in step_id else None,
+        with_step=step_id is not None,
+    )
+    if read is None:
+        return None
+    return AgentCall(
+        token=cast(AgentToken, read[0]),
+        run_id=run_id,
+        step_id=step_id,
+        run=cast(Run | None, read[1]),
+        intent=cast(Intent | None, read[2]),
+    )
 
 
 def runs_for_tenant(

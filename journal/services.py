@@ -40,7 +40,7 @@ from observability.context import unbind as unbind_log_context
 from . import sql as journal_sql
 from . import transitions
 from .errors import Conflict, InvalidInput, JournalError, NotFound
-from .events import Actor, Caller, event_insert, event_record
+from .events import Actor, Caller, event_record
 from .keys import NotCanonicalisable, canonical_args, canonical_json, idempotency_key_of_json, step_id_of
 from .log_context import journal_log_context
 from .models import (
@@ -163,12 +163,6 @@ OPEN_TRANSACTION_MESSAGE = (
     "refusing to record inside an open transaction: the row would not be committed before the "
     "call leaves. Call this outside transaction.atomic()."
 )
-
-
-def _single_statement_journal(db: BaseDatabaseWrapper) -> bool:
-    """Whether the hot writes use journal.sql (PostgreSQL only; a setting lets the suite
-    run the portable ORM path on PostgreSQL too)."""
-    return db.vendor == "postgresql" and settings.SEAM_JOURNAL_SINGLE_STATEMENT
 
 
 def inside_open_transaction(db: BaseDatabaseWrapper | None = None) -> bool:
@@ -568,10 +562,8 @@ def intent_record_as_caller(
     one statement that asserts them instead of reading them first. The new intent; or None when
     nothing was written (the caller is no longer so, the run admits no intent, the key is
     already recorded or the step slot is taken), and the call is then answered by intent_record
-    after reading the token and the run, which says why. Always None but on the
-    single-statement journal (PostgreSQL). Arguments are checked as intent_record checks them."""
-    if not _single_statement_journal(connections[DEFAULT_DB_ALIAS]):
-        return None
+    after reading the token and the run, which says why. Arguments are checked as
+    intent_record checks them."""
     draft = _draft_of(
         run=None,
         run_pk=caller.run_pk,
@@ -723,71 +715,31 @@ def _insert_intent(
     run admits no intents or the key is already recorded. Returns the new intent's id or None;
     raises IntegrityError when the step slot holds another intent. `any_run_status` is set for
     compensations, which are admitted on a run in any state (and say so in their event). With a
-    `caller` (the single-statement journal only) the statement also asserts it."""
+    `caller` the statement also asserts it. One statement (journal_sql.INSERT_INTENT) checks the
+    run, inserts the row and its event."""
     db = connections[DEFAULT_DB_ALIAS]
     _refuse_open_transaction(db)
-    if _single_statement_journal(db):
-        # Inside Django's test transaction a failed statement would poison it; a savepoint
-        # contains the failure there. In production this runs in autocommit (checked above).
-        guard = transaction.atomic() if db.in_atomic_block else contextlib.nullcontext()
-        with guard:
-            params = journal_sql.insert_intent_params(
-                run_id=draft.run_pk,
-                step_id=draft.step_id,
-                turn=draft.turn,
-                tool=draft.tool,
-                args_json=draft.args_json,
-                occurrence=draft.occurrence,
-                key=draft.key,
-                now=now,
-                actor_kind=actor.kind,
-                actor_name=actor.name,
-                user_id=actor.user_id,
-                compensation=any_run_status,
-                max_intents=settings.SEAM_MAX_INTENTS_PER_RUN,
-                caller=caller,
-            )
-            return journal_sql.insert_intent(db, params, as_caller=caller is not None)
-    if caller is not None:
-        raise ValueError("a Caller is asserted by the single-statement journal only")
-    with durable():
-        # Lock the run row (without blocking foreign-key checks) so that an intent is never
-        # admitted while the run is being completed or cancelled under us.
-        status = (
-            Run.objects.select_for_update(no_key=True)
-            .filter(pk=draft.run_pk)
-            .values_list("status", flat=True)
-            .first()
-        )
-        if status is None or (status != RunStatus.RUNNING and not any_run_status):
-            return None
-        if not any_run_status and _intents_full(draft.run_pk):
-            return None
-        try:
-            with transaction.atomic():
-                intent = Intent.objects.create(
-                    run_id=draft.run_pk,
-                    step_id=draft.step_id,
-                    turn=draft.turn,
-                    tool=draft.tool,
-                    args=draft.args,
-                    occurrence=draft.occurrence,
-                    idempotency_key=draft.key,
-                    intended_at=now,
-                )
-        except IntegrityError:
-            if Intent.objects.filter(idempotency_key=draft.key).exists():
-                return None
-            raise
-        event_insert(
+    # Inside Django's test transaction a failed statement would poison it; a savepoint
+    # contains the failure there. In production this runs in autocommit (checked above).
+    guard = transaction.atomic() if db.in_atomic_block else contextlib.nullcontext()
+    with guard:
+        params = journal_sql.insert_intent_params(
             run_id=draft.run_pk,
-            intent_id=intent.pk,
-            kind=JournalEvent.Kind.INTENT_RECORDED,
-            actor=actor,
-            at=now,
-            data=_intent_event_data(draft, compensation=any_run_status),
+            step_id=draft.step_id,
+            turn=draft.turn,
+            tool=draft.tool,
+            args_json=draft.args_json,
+            occurrence=draft.occurrence,
+            key=draft.key,
+            now=now,
+            actor_kind=actor.kind,
+            actor_name=actor.name,
+            user_id=actor.user_id,
+            compensation=any_run_status,
+            max_intents=settings.SEAM_MAX_INTENTS_PER_RUN,
+            caller=caller,
         )
-    return intent.pk
+        return journal_sql.insert_intent(db, params, as_caller=caller is not None)
 
 
 @dataclass(frozen=True)
@@ -994,11 +946,11 @@ def outcome_record_as_caller(
     step named as the request names it, in one statement that asserts the caller. The settled
     intent; or None when nothing was written (the caller is no longer so, there is no such
     step, or it is not open), and the call is then answered by outcome_record after reading the
-    token, the run and the step, which says why. Always None but on the single-statement journal
-    (PostgreSQL), and for an outcome with `evidence_at`, which is held to the intent's time,
-    which the statement does not read. The outcome is checked as outcome_record checks it."""
+    token, the run and the step, which says why. Always None for an outcome with `evidence_at`,
+    which is held to the intent's time, which the statement does not read. The outcome is
+    checked as outcome_record checks it."""
     db = connections[DEFAULT_DB_ALIAS]
-    if not _single_statement_journal(db) or evidence_at is not None:
+    if evidence_at is not None:
         return None
     draft = _outcome_draft(
         ok=ok, summary=summary, receipt=receipt, error_class=error_class, request_id=request_id
@@ -1061,7 +1013,7 @@ def _evidence_record(intent: Intent, draft: _OutcomeDraft, *, actor: Actor) -> O
     """outcome_record for an ambiguous failure: the evidence kept on the open row, or, when
     nothing was written (the row holds this evidence already, or was settled meanwhile), the row
     as it stands: a settlement outranks evidence, so a late or repeated report is no conflict."""
-    if _evidence_write(intent.pk, intent.run_id, draft, actor=actor):
+    if _evidence_write(intent.pk, draft, actor=actor):
         noted = copy.copy(intent)
         for name, value in draft.as_columns().items():
             setattr(noted, name, value)
@@ -1088,56 +1040,24 @@ def _evidence_logged(draft: _OutcomeDraft) -> None:
     )
 
 
-def _evidence_write(intent_pk: int, run_id: Any, draft: _OutcomeDraft, *, actor: Actor) -> bool:
+def _evidence_write(intent_pk: int, draft: _OutcomeDraft, *, actor: Actor) -> bool:
     """Keep an ambiguous failure's evidence on the open row, with its event: True when written;
     False when the row is not open or holds this evidence already (nothing is written)."""
     db = connections[DEFAULT_DB_ALIAS]
     _refuse_open_transaction(db)
     now = timezone.now()
-    if _single_statement_journal(db):
-        written = journal_sql.note_evidence(
-            db,
-            intent_id=intent_pk,
-            evidence=draft.evidence(),
-            actor_kind=actor.kind,
-            actor_name=actor.name,
-            user_id=actor.user_id,
-            now=now,
-        )
-    else:
-        written = _evidence_write_orm(intent_pk, run_id, draft, actor=actor, now=now)
+    written = journal_sql.note_evidence(
+        db,
+        intent_id=intent_pk,
+        evidence=draft.evidence(),
+        actor_kind=actor.kind,
+        actor_name=actor.name,
+        user_id=actor.user_id,
+        now=now,
+    )
     if written:
         _evidence_logged(draft)
     return written
-
-
-def _evidence_write_orm(
-    intent_pk: int, run_id: Any, draft: _OutcomeDraft, *, actor: Actor, now: datetime
-) -> bool:
-    columns = draft.as_columns()
-    del columns["status"]
-    columns["request_id"] = draft.request_id
-    with durable():
-        # Locked, so the comparison and the write see the same row (as NOTE_EVIDENCE's UPDATE).
-        row = (
-            Intent.objects.select_for_update(no_key=True)
-            .filter(pk=intent_pk)
-            .values(*columns, "status")
-            .first()
-        )
-        if row is None or row.pop("status") != IntentStatus.INTENDED or row == columns:
-            return False
-        noted = transitions.intent_transition(
-            intent=Intent(pk=intent_pk, run_id=run_id),
-            source=IntentStatus.INTENDED,
-            target=IntentStatus.INTENDED,
-            actor=actor,
-            event=JournalEvent.Kind.DISPATCH_AMBIGUOUS,
-            data=_evidence_event_data(draft),
-            changes=columns,
-            at=now,
-        )
-    return noted.moved
 
 
 def _outcome_already_recorded(intent_pk: int, draft: _OutcomeDraft) -> Intent:
@@ -1167,8 +1087,8 @@ def _settle_intent(intent_pk: int, run_id: Any, draft: _OutcomeDraft, *, now: da
     # The transitions table decides which status an outcome moves the row from (a set lookup).
     source = transitions.outcome_source(target=draft.status)
     # already_so keeps its evidence in the event, which the single statement does not write;
-    # rare, so it takes the ORM's transaction on every database.
-    if _single_statement_journal(db) and draft.status != IntentStatus.ALREADY_SO:
+    # rare, so it takes the ORM's transaction.
+    if draft.status != IntentStatus.ALREADY_SO:
         params = journal_sql.settle_intent_params(
             intent_id=intent_pk,
             source=source,

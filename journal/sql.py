@@ -5,9 +5,9 @@ the product's hot path. On PostgreSQL each is one statement run in autocommit mo
 statement is its own transaction, committed (with synchronous_commit=on) before the driver
 returns, and the row change and its journal event are written together by a data-modifying
 CTE. That is one round trip per commit — the same as the raw-driver floor — instead of the
-BEGIN / statements / COMMIT exchange of an ORM transaction. The ORM path in services.py does
-the same work on other databases (the SQLite demo) and is kept behaviourally identical by
-tests/handover/test_services_journal.py, which runs against both."""
+BEGIN / statements / COMMIT exchange of an ORM transaction. Seam runs on PostgreSQL only (the
+demo on an embedded server), so these statements are the two writes' only path;
+tests/handover/test_services_journal.py holds them to the rows and events they must write."""
 
 from __future__ import annotations
 

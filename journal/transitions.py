@@ -203,13 +203,7 @@ def intents_transition(*, moves: Sequence[IntentMove], source: str, actor: Actor
     values = [_values(move.changes, target=move.target) for move in moves]
     rows = [(move.intent.pk, written) for move, written in zip(moves, values, strict=True)]
     with transaction.atomic(savepoint=False):
-        if connections[router.db_for_write(Intent)].vendor == "postgresql":
-            moved_ids = _moved_by_shape(source=source, rows=rows)
-        else:
-            # The demo's SQLite: a compare-and-swap per row (the grouped statement is PostgreSQL's).
-            moved_ids = {
-                pk for pk, written in rows if Intent.objects.filter(pk=pk, status=source).update(**written)
-            }
+        moved_ids = _moved_by_shape(source=source, rows=rows)
         moved = [move.intent.pk in moved_ids for move in moves]
         JournalEvent.objects.bulk_create(
             [

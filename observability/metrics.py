@@ -125,9 +125,8 @@ class DatabaseCollector(Collector):
     def _read(self) -> list[Any]:
         now = timezone.now()
         with transaction.atomic():
-            if connection.vendor == "postgresql":
-                with connection.cursor() as cursor:
-                    cursor.execute("SET LOCAL statement_timeout = %s", [STATEMENT_TIMEOUT_MS])
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL statement_timeout = %s", [STATEMENT_TIMEOUT_MS])
             stuck = stuck_runs(now=now).count()
             by_reason = {row["outcome_reason"]: row["n"] for row in awaiting_person()}
             unknown = unknown_outcomes().count()

@@ -23,13 +23,11 @@ DROP FUNCTION IF EXISTS seam_refuse_journal_change();
 
 
 def forward(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(FORWARD, params=None)
+    schema_editor.execute(FORWARD, params=None)
 
 
 def backward(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(BACKWARD, params=None)
+    schema_editor.execute(BACKWARD, params=None)
 
 
 class Migration(migrations.Migration):

@@ -25,8 +25,7 @@ DROP FUNCTION IF EXISTS seam_refuse_audit_change();
 
 
 def forward(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(FORWARD, params=None)
+    schema_editor.execute(FORWARD, params=None)
     apps.get_model("handover", "AuditChainHead").objects.get_or_create(pk=1)
 
     from handover.roles import roles_grant
@@ -40,8 +39,7 @@ def forward(apps, schema_editor):
 
 
 def backward(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(BACKWARD, params=None)
+    schema_editor.execute(BACKWARD, params=None)
 
 
 class Migration(migrations.Migration):

@@ -117,11 +117,9 @@ def _mac(message: str) -> str:
 def rekey(apps, schema_editor):
     entry_model = apps.get_model("handover", "AuditEntry")
     head_model = apps.get_model("handover", "AuditChainHead")
-    postgresql = schema_editor.connection.vendor == "postgresql"
-    if postgresql:
-        schema_editor.execute(
-            "ALTER TABLE handover_auditentry DISABLE TRIGGER handover_auditentry_append_only", params=None
-        )
+    schema_editor.execute(
+        "ALTER TABLE handover_auditentry DISABLE TRIGGER handover_auditentry_append_only", params=None
+    )
     old_prev, new_prev, seq = GENESIS, GENESIS, 0
     for entry in entry_model.objects.order_by("seq").iterator(chunk_size=2000):
         if entry.seq != seq + 1 or entry.prev_hash != old_prev or entry.hash != _sha256(old_prev, entry):
@@ -141,33 +139,29 @@ def rekey(apps, schema_editor):
     head_model.objects.update_or_create(
         pk=1, defaults={"seq": seq, "hash": new_prev, "seal": _mac(f"head\n{seq}\n{new_prev}")}
     )
-    if postgresql:
-        schema_editor.execute(
-            "ALTER TABLE handover_auditentry ENABLE TRIGGER handover_auditentry_append_only", params=None
-        )
-        schema_editor.execute(GUARDS, params=None)
+    schema_editor.execute(
+        "ALTER TABLE handover_auditentry ENABLE TRIGGER handover_auditentry_append_only", params=None
+    )
+    schema_editor.execute(GUARDS, params=None)
 
 
 def unkey(apps, schema_editor):
     """Back to the unkeyed chain, for a rollback to the release before this one."""
     entry_model = apps.get_model("handover", "AuditEntry")
     head_model = apps.get_model("handover", "AuditChainHead")
-    postgresql = schema_editor.connection.vendor == "postgresql"
-    if postgresql:
-        schema_editor.execute(DROP_GUARDS, params=None)
-        schema_editor.execute(
-            "ALTER TABLE handover_auditentry DISABLE TRIGGER handover_auditentry_append_only", params=None
-        )
+    schema_editor.execute(DROP_GUARDS, params=None)
+    schema_editor.execute(
+        "ALTER TABLE handover_auditentry DISABLE TRIGGER handover_auditentry_append_only", params=None
+    )
     prev = GENESIS
     for entry in entry_model.objects.order_by("seq").iterator(chunk_size=2000):
         new_hash = _sha256(prev, entry)
         entry_model.objects.filter(pk=entry.pk).update(prev_hash=prev, hash=new_hash)
         prev = new_hash
     head_model.objects.filter(pk=1).update(hash=prev)
-    if postgresql:
-        schema_editor.execute(
-            "ALTER TABLE handover_auditentry ENABLE TRIGGER handover_auditentry_append_only", params=None
-        )
+    schema_editor.execute(
+        "ALTER TABLE handover_auditentry ENABLE TRIGGER handover_auditentry_append_only", params=None
+    )
 
 
 class Migration(migrations.Migration):

@@ -5,8 +5,8 @@ from a write tool, a framework tool's exception) reports it as ok=false, error_c
 with the tool's error text. The intent stays open, keeps the text and the class, and a
 dispatch_ambiguous event records the report; a repeat writes nothing; a later real outcome or
 reconciliation settles it. Every write path answers alike: the lean handler with a remembered
-caller (journal.sql's *_AS_CALLER statement), the lean handler reading the token, the DRF view,
-and, on the portable ORM journal, the same three."""
+caller (journal.sql's *_AS_CALLER statement), the lean handler reading the token, and the DRF
+view."""
 
 from __future__ import annotations
 
@@ -38,12 +38,7 @@ STAMP = re.compile(r"\d{4}-\d\d-\d\dT[0-9:.]+(Z|[+-]\d\d:\d\d)")
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 KEY = re.compile(r"\b[0-9a-f]{64}\b")
 
-PATHS = [
-    pytest.param(True, True, id="single statement, agent lane"),
-    pytest.param(True, False, id="single statement, DRF view"),
-    pytest.param(False, True, id="orm, agent lane"),
-    pytest.param(False, False, id="orm, DRF view"),
-]
+PATHS = [pytest.param(True, id="agent lane"), pytest.param(False, id="DRF view")]
 
 
 def _normalised(value: Any) -> str:
@@ -90,12 +85,12 @@ def _conversation(client: APIClient) -> list[tuple[str, int, Any]]:
     return answers
 
 
-@pytest.mark.parametrize(("single_statement", "lane"), PATHS)
+@pytest.mark.parametrize("lane", PATHS)
 def test_an_ambiguous_report_keeps_the_intent_open_with_the_tools_error_on_every_path(
-    tenant: Tenant, single_statement: bool, lane: bool
+    tenant: Tenant, lane: bool
 ) -> None:
     middleware = settings.MIDDLEWARE if lane else WITHOUT_LANE
-    with override_settings(SEAM_JOURNAL_SINGLE_STATEMENT=single_statement, MIDDLEWARE=middleware):
+    with override_settings(MIDDLEWARE=middleware):
         answers = _conversation(new_agent_client(tenant, "bot"))
     by_label = {label: (status, body) for label, status, body in answers}
 
@@ -122,9 +117,9 @@ def test_an_ambiguous_report_keeps_the_intent_open_with_the_tools_error_on_every
 
 def test_every_path_answers_the_same_bodies_alike(tenant: Tenant) -> None:
     conversations = []
-    for n, (single_statement, lane) in enumerate(p.values for p in PATHS):
+    for n, (lane,) in enumerate(p.values for p in PATHS):
         middleware = settings.MIDDLEWARE if lane else WITHOUT_LANE
-        with override_settings(SEAM_JOURNAL_SINGLE_STATEMENT=single_statement, MIDDLEWARE=middleware):
+        with override_settings(MIDDLEWARE=middleware):
             conversations.append(_conversation(new_agent_client(tenant, f"bot-{n}")))
     first = [(label, status, body) for label, status, body in conversations[0] if label != "events"]
     for other in conversations[1:]:
@@ -143,20 +138,16 @@ def _stale(run_id: str) -> Run:
     return Run.objects.select_related("tenant").get(pk=run_id)
 
 
-@pytest.mark.parametrize("single_statement", [True, False])
-def test_the_handover_and_reconciliation_show_the_tools_error_text(
-    tenant: Tenant, single_statement: bool
-) -> None:
+def test_the_handover_and_reconciliation_show_the_tools_error_text(tenant: Tenant) -> None:
     """A step reported ambiguous on a run that went quiet is uncertain, with the tool's error
     text; reconciliation, with no lookup to ask, hands it to a person saying why."""
     client = new_agent_client(tenant, "bot")
-    with override_settings(SEAM_JOURNAL_SINGLE_STATEMENT=single_statement):
-        run_id = client.post("/api/v1/runs/", RUN_BODY, format="json").json()["id"]
-        intents = f"/api/v1/runs/{run_id}/intents/"
-        step = client.post(
-            intents, {"tool": "git_commit", "args": {"m": "x"}, "turn": 1}, format="json"
-        ).json()["step_id"]
-        assert client.post(f"{intents}{step}/outcome/", AMBIGUOUS, format="json").status_code == 200
+    run_id = client.post("/api/v1/runs/", RUN_BODY, format="json").json()["id"]
+    intents = f"/api/v1/runs/{run_id}/intents/"
+    step = client.post(intents, {"tool": "git_commit", "args": {"m": "x"}, "turn": 1}, format="json").json()[
+        "step_id"
+    ]
+    assert client.post(f"{intents}{step}/outcome/", AMBIGUOUS, format="json").status_code == 200
     run = _stale(run_id)
 
     [uncertain] = handover_for(run).uncertain

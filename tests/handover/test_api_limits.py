@@ -45,11 +45,10 @@ def test_a_plan_longer_than_the_limit_is_refused_naming_plan_and_the_setting(
     assert _create(agent_client, plan=[{**PLAN_STEP, "occurrence": i} for i in range(5)]).status_code == 201
 
 
-@pytest.mark.parametrize("single_statement", [True, False])
 def test_intents_beyond_the_limit_are_refused_but_replays_and_undos_are_admitted(
-    agent_client: APIClient, tenant: Any, agent_actor: services.Actor, single_statement: bool
+    agent_client: APIClient, tenant: Any, agent_actor: services.Actor
 ) -> None:
-    with override_settings(SEAM_MAX_INTENTS_PER_RUN=3, SEAM_JOURNAL_SINGLE_STATEMENT=single_statement):
+    with override_settings(SEAM_MAX_INTENTS_PER_RUN=3):
         run = factories.run_via_service(tenant=tenant, actor=agent_actor, plan=[])
         url = f"/api/v1/runs/{run.pk}/intents/"
         for turn in range(3):

@@ -150,17 +150,6 @@ def test_time_to_resolve_is_the_median_and_90th_percentile_of_each_week(
     ]
 
 
-def test_time_to_resolve_is_the_same_without_percentile_cont_in_the_database(
-    tenant: Tenant, escalations: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """On SQLite (the demo's default) the percentiles are computed in Python: the same figures."""
-    in_sql = _table(insights.time_to_resolve_per_week(tenant=tenant, filters=PERIOD))
-    monkeypatch.setattr(insights.connection, "vendor", "sqlite")
-    assert _table(insights.time_to_resolve_per_week(tenant=tenant, filters=PERIOD)) == in_sql
-    assert insights.percentile_cont([2.0, 2.0, 4.0, 10.0], 0.9) == pytest.approx(8.2)
-    assert insights.percentile_cont([24.0], 0.5) == 24.0
-
-
 # --- unknown outcomes -------------------------------------------------------------------------
 
 

@@ -20,14 +20,6 @@ from journal.services import Actor, DispatchResult, ToolError
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture(autouse=True, params=["single_statement", "orm"])
-def journal_path(request: pytest.FixtureRequest, settings: Any) -> str:
-    """Every test here runs on both write paths: PostgreSQL's single statements and the portable
-    ORM transactions that the SQLite demo uses."""
-    settings.SEAM_JOURNAL_SINGLE_STATEMENT = request.param == "single_statement"
-    return str(request.param)
-
-
 def _dsn() -> str:
     db = settings.DATABASES["default"]
     return f"host={db['HOST']} port={db['PORT']} dbname={connection.settings_dict['NAME']} user={db['USER']}"
@@ -320,11 +312,10 @@ def test_journal_events_cannot_be_updated_or_deleted_in_the_database(make_run: A
     assert JournalEvent.objects.get(run=run).actor_name == "returns-bot"
 
 
-def test_both_paths_write_the_same_events_and_return_the_stored_row(
-    make_run: Any, agent_actor: Actor
-) -> None:
+def test_the_statements_write_the_events_and_return_the_stored_row(make_run: Any, agent_actor: Actor) -> None:
     """The single statements build the events' data in SQL, and perform builds its Intent without
-    reading it back: both must match what the ORM path writes and what a read returns."""
+    reading it back: the events must say what the journal's events say, and the Intent must be
+    what a read returns."""
     run = make_run()
     result = services.perform(
         run=run,
@@ -473,12 +464,9 @@ def _columns(intent: Intent) -> dict[str, Any]:
     return {field.attname: getattr(intent, field.attname) for field in Intent._meta.concrete_fields}
 
 
-def test_a_caller_records_and_settles_what_the_rows_then_hold_on_postgresql_only(
-    make_run: Any, journal_path: str
-) -> None:
+def test_a_caller_records_and_settles_what_the_rows_then_hold(make_run: Any) -> None:
     """As a Caller, an intent and its outcome are written with their events under the token's
-    name, and the intents returned are the rows as stored. The ORM path (the SQLite demo) has no
-    such statement: it writes nothing and says so (None), and the call goes the long way."""
+    name, and the intents returned are the rows as stored."""
     run = make_run()
     token = AgentToken.objects.create(
         tenant=run.tenant, name="runtime", digest=AgentToken.digest_of("s3cret")
@@ -488,11 +476,6 @@ def test_a_caller_records_and_settles_what_the_rows_then_hold_on_postgresql_only
     intent = services.intent_record_as_caller(
         caller=caller, tool="start_return", args={"order_id": "SU-1"}, turn=1
     )
-    if journal_path == "orm":
-        assert intent is None
-        assert services.outcome_record_as_caller(caller=caller, step_id="any", ok=True) is None
-        assert not Intent.objects.filter(run=run).exists()
-        return
     assert intent is not None
     assert _columns(intent) == _columns(Intent.objects.get(pk=intent.pk))
     assert intent.idempotency_key == idempotency_key(
@@ -516,7 +499,7 @@ def test_a_caller_records_and_settles_what_the_rows_then_hold_on_postgresql_only
 
 @pytest.mark.parametrize("stale", ["revoked", "renamed", "another_tenant", "another_token"])
 def test_a_caller_whose_token_is_no_longer_so_writes_nothing(
-    make_run: Any, other_tenant: Any, journal_path: str, stale: str
+    make_run: Any, other_tenant: Any, stale: str
 ) -> None:
     run = make_run()
     token = AgentToken.objects.create(
@@ -549,9 +532,7 @@ def test_a_caller_whose_token_is_no_longer_so_writes_nothing(
 
 
 @pytest.mark.parametrize("stale", ["tenant_slug", "policy_version"])
-def test_a_caller_with_other_key_inputs_records_no_intent(
-    make_run: Any, journal_path: str, stale: str
-) -> None:
+def test_a_caller_with_other_key_inputs_records_no_intent(make_run: Any, stale: str) -> None:
     """The tenant's slug and the run's policy version make a new intent's key: a caller that
     remembers others records nothing, as the key it made is not the run's. An outcome settles
     a step by its stored key, so those two do not bear on it."""

@@ -34,17 +34,12 @@ WITHOUT_LANE = [m for m in settings.MIDDLEWARE if m != "handover.agent_lane.Agen
 YESTERDAY = datetime.now(UTC) - timedelta(days=1)
 
 
-@pytest.fixture(params=["single_statement", "orm"])
-def provider(
-    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tenant: Tenant
-) -> Iterator[Subscriptions]:
+@pytest.fixture
+def provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tenant: Tenant) -> Iterator[Subscriptions]:
     """The subscription provider (a SQLite file), its tools registered, and the catalogue saying
-    a cancellation is undone by reactivating; on both journal paths."""
+    a cancellation is undone by reactivating."""
     monkeypatch.setenv("SUBSCRIPTIONS_DB", str(tmp_path / "subscriptions.sqlite"))
-    with override_settings(
-        SEAM_TOOL_MODULES=["tests.tools.subscriptions"],
-        SEAM_JOURNAL_SINGLE_STATEMENT=request.param == "single_statement",
-    ):
+    with override_settings(SEAM_TOOL_MODULES=["tests.tools.subscriptions"]):
         registry.reset_registry()
         CatalogueEntry.objects.create(
             tool="cancel_subscription",

@@ -39,14 +39,13 @@ def _journal() -> tuple[int, int]:
     return Intent.objects.count(), JournalEvent.objects.count()
 
 
-@pytest.mark.parametrize("single_statement", [True, False], ids=["single statement", "orm"])
 @pytest.mark.parametrize("lane", [True, False], ids=["agent lane", "DRF view"])
 def test_an_undeclared_tool_is_400_naming_tool_and_the_declared_tools(
-    declared: None, tenant: Tenant, lane: bool, single_statement: bool
+    declared: None, tenant: Tenant, lane: bool
 ) -> None:
     client = new_agent_client(tenant, "bot")
     middleware = settings.MIDDLEWARE if lane else WITHOUT_LANE
-    with override_settings(MIDDLEWARE=middleware, SEAM_JOURNAL_SINGLE_STATEMENT=single_statement):
+    with override_settings(MIDDLEWARE=middleware):
         run = client.post("/api/v1/runs/", RUN_BODY, format="json").json()["id"]
         url = f"/api/v1/runs/{run}/intents/"
         # The same caller's earlier call about the run makes the lane assert it (one statement).

@@ -77,8 +77,6 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, role: str, login: bool, apply: bool, database: str, **options: Any) -> None:
         connection = connections[database]
-        if connection.vendor != "postgresql":
-            raise CommandError("Database roles are PostgreSQL's; this database is " + connection.vendor)
         tables = connection.introspection.table_names()
         missing = [table for table in APPEND_ONLY if table not in tables]
         if missing:

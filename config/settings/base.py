@@ -99,38 +99,33 @@ TEMPLATES = [
 
 
 def database_from_env(default_url: str) -> dict[str, Any]:
-    """DATABASE_URL → Django database settings, with the options the journal's durability needs."""
+    """DATABASE_URL → Django database settings, with the options the journal's durability needs.
+    Seam runs on PostgreSQL only, the demo included (config/embedded_postgres.py when no server is
+    given); any other engine stops start-up here."""
     db: dict[str, Any] = _env_or_fail(env.db_url, "DATABASE_URL", default=default_url)
-    engine = db.get("ENGINE", "")
-    options = db.setdefault("OPTIONS", {})
-    if engine.endswith("postgresql"):
-        # An intent row must survive a crash the moment its commit returns: never let a role or
-        # database default of synchronous_commit=off loosen that for this application's sessions.
-        options.setdefault("options", "-c synchronous_commit=on")
-        # Django's own cursors bind client-side and never prepare; the journal's hot statements
-        # (handover/journal_sql.py) use server-binding cursors, and with a threshold psycopg
-        # prepares them once per connection instead of parsing and planning every call.
-        # (Behind a transaction-pooling PgBouncer older than 1.21, turn this off.)
-        options.setdefault("prepare_threshold", 5)
-        db.setdefault("CONN_MAX_AGE", 60)
-        db["CONN_HEALTH_CHECKS"] = True
-        # Django's backend with a health check that costs no round trip (journal.postgresql).
-        if engine == "django.db.backends.postgresql":
-            db["ENGINE"] = "journal.postgresql"
-    elif engine.endswith("sqlite3"):
-        # WAL lets the web server read while a worker writes; IMMEDIATE takes the write lock at
-        # BEGIN so two writers queue instead of failing with "database is locked" mid-transaction.
-        options.setdefault(
-            "init_command",
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA busy_timeout=5000;",
+    if db.get("ENGINE") != "django.db.backends.postgresql":
+        raise ImproperlyConfigured(
+            f"Environment variable DATABASE_URL must name PostgreSQL (postgres://...), not {db.get('ENGINE')!r}"
         )
-        options.setdefault("transaction_mode", "IMMEDIATE")
+    options = db.setdefault("OPTIONS", {})
+    # An intent row must survive a crash the moment its commit returns: never let a role or
+    # database default of synchronous_commit=off loosen that for this application's sessions.
+    options.setdefault("options", "-c synchronous_commit=on")
+    # Django's own cursors bind client-side and never prepare; the journal's hot statements
+    # (handover/journal_sql.py) use server-binding cursors, and with a threshold psycopg
+    # prepares them once per connection instead of parsing and planning every call.
+    # (Behind a transaction-pooling PgBouncer older than 1.21, turn this off.)
+    options.setdefault("prepare_threshold", 5)
+    db.setdefault("CONN_MAX_AGE", 60)
+    db["CONN_HEALTH_CHECKS"] = True
+    # Django's backend with a health check that costs no round trip (journal.postgresql).
+    db["ENGINE"] = "journal.postgresql"
     # Durability rule: nothing durable runs inside a request-wide transaction.
     db["ATOMIC_REQUESTS"] = False
     return db
 
 
-DATABASES = {"default": database_from_env(f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+# Each environment's settings module sets DATABASES from database_from_env with its own default.
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -174,9 +169,6 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # Where `collectstatic` writes and the web server serves from (DJANGO_STATIC_ROOT to move it).
 STATIC_ROOT = Path(env("DJANGO_STATIC_ROOT", default=str(BASE_DIR / "staticfiles")))
-
-# The journal's two hot writes run as single statements on PostgreSQL (handover/journal_sql.py).
-SEAM_JOURNAL_SINGLE_STATEMENT = _env_or_fail(env.bool, "SEAM_JOURNAL_SINGLE_STATEMENT", default=True)
 
 # Where tools are declared: modules each with tools() -> list[ToolSpec], set by the operator.
 # None by default: the product declares no tool of its own (local and test settings add the
@@ -285,30 +277,9 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# Celery. The embedded default is Kombu's filesystem transport (messages are files under
-# var/celery), so `make demo` needs no Redis; CELERY_BROKER_URL=redis://... switches to Redis.
-CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="filesystem://")
-# Where the filesystem broker keeps its messages (SEAM_CELERY_DIR: a test's own folder, say).
-SEAM_CELERY_DIR = Path(env("SEAM_CELERY_DIR", default=str(BASE_DIR / "var" / "celery")))
-
-
-def filesystem_broker(url: str) -> tuple[str | None, dict[str, Any] | None]:
-    """(CELERY_BROKER_TRANSPORT, CELERY_BROKER_TRANSPORT_OPTIONS) for a filesystem:// broker:
-    Kombu's filesystem transport with whole-file writes and one-worker claims
-    (config/filesystem_broker.py), its folders under SEAM_CELERY_DIR. (None, None) otherwise."""
-    if not url.startswith("filesystem"):
-        return None, None
-    return "config.filesystem_broker:Transport", {
-        "data_folder_in": str(SEAM_CELERY_DIR / "out"),
-        "data_folder_out": str(SEAM_CELERY_DIR / "out"),
-        "processed_folder": str(SEAM_CELERY_DIR / "processed"),
-        "control_folder": str(SEAM_CELERY_DIR / "control"),
-        "store_processed": False,
-    }
-
-
-CELERY_BROKER_TRANSPORT, _filesystem_options = filesystem_broker(CELERY_BROKER_URL)
-CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = _filesystem_options or {"visibility_timeout": 3600}
+# Celery. Each environment's settings module sets CELERY_BROKER_URL: Redis in production and in
+# the suite; the demo's is Kombu's SQLAlchemy transport on its own PostgreSQL (local.py).
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = {"visibility_timeout": 3600}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

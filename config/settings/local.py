@@ -1,8 +1,29 @@
-"""Settings for `make demo` and development: the embedded SQLite and filesystem broker unless
-DATABASE_URL / CELERY_BROKER_URL say otherwise."""
+"""Settings for `make demo` and development: PostgreSQL, the machine's when DATABASE_URL names it,
+else the demo's embedded server under var/postgres (config/embedded_postgres.py, which
+scripts/serve-demo.sh starts); the broker is Kombu's SQLAlchemy transport on that same database
+unless CELERY_BROKER_URL says otherwise, so the demo needs no Redis."""
+
+from urllib.parse import quote
 
 from .base import *  # noqa: F403
-from .base import DEMO_APPS, INSTALLED_APPS, _env_or_fail, env
+from .base import BASE_DIR, DEMO_APPS, INSTALLED_APPS, _env_or_fail, database_from_env, env
+
+# The embedded server's socket (config/embedded_postgres.py: its data folder, the socket beside
+# it, no TCP port). `make demo` passes the URL the server reports in DATABASE_URL anyway; this
+# default lets a second terminal's `manage.py` find the running demo.
+_EMBEDDED_DATABASE_URL = (
+    f"postgres://postgres@/seam?host={quote(str(BASE_DIR / 'var' / 'postgres'))}&port=5432"
+)
+DATABASES = {"default": database_from_env(_EMBEDDED_DATABASE_URL)}
+# Kombu's SQLAlchemy transport (messages are rows of its own two tables) on the database above,
+# through psycopg 3 as Django connects. It takes no transport options: they go to SQLAlchemy's
+# create_engine.
+_DATABASE_URL = env("DATABASE_URL", default=_EMBEDDED_DATABASE_URL)
+CELERY_BROKER_URL = env(
+    "CELERY_BROKER_URL", default="sqla+postgresql+psycopg://" + _DATABASE_URL.partition("://")[2]
+)
+if CELERY_BROKER_URL.startswith("sqla+"):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {}
 
 DEBUG = env.bool("DJANGO_DEBUG", default=True)
 MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}

@@ -2,7 +2,7 @@
 otherwise. There is no SQLite fallback here: what the suite proves, it proves on PostgreSQL."""
 
 from .base import *  # noqa: F403
-from .base import DEMO_APPS, INSTALLED_APPS, _env_or_fail, database_from_env, env, filesystem_broker
+from .base import DEMO_APPS, INSTALLED_APPS, _env_or_fail, database_from_env, env
 
 DATABASES = {"default": database_from_env("postgres://postgres@127.0.0.1:5432/test")}
 # Django's PostgreSQL backend, whose `flush` (after each transactional test) empties the tables
@@ -15,14 +15,17 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int("DJANGO_CONN_MAX_AGE", default=0)
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/15")
 # A message taken by a worker that then died whole (not just a pool process) comes back only
 # after the visibility timeout, found by a live worker's periodic scan of unacknowledged
-# messages; the tests that kill whole workers shorten both to see it happen. (The demo's
-# filesystem broker, which tests/reliability/test_demo_broker.py loads, keeps base's options.)
-CELERY_BROKER_TRANSPORT, _filesystem_options = filesystem_broker(CELERY_BROKER_URL)
-CELERY_BROKER_TRANSPORT_OPTIONS = _filesystem_options or {
-    "visibility_timeout": env.int("SEAM_BROKER_VISIBILITY_TIMEOUT", default=3600),
-    "unacked_restore_interval": env.int("SEAM_BROKER_RESTORE_INTERVAL", default=10),
-    "unacked_restore_throttle": env.int("SEAM_BROKER_RESTORE_THROTTLE", default=10),
-}
+# messages; the tests that kill whole workers shorten both to see it happen. (Redis's options:
+# the demo's broker, which tests/reliability/test_demo_broker.py runs, takes none of them.)
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {
+        "visibility_timeout": env.int("SEAM_BROKER_VISIBILITY_TIMEOUT", default=3600),
+        "unacked_restore_interval": env.int("SEAM_BROKER_RESTORE_INTERVAL", default=10),
+        "unacked_restore_throttle": env.int("SEAM_BROKER_RESTORE_THROTTLE", default=10),
+    }
+    if CELERY_BROKER_URL.startswith(("redis://", "rediss://"))
+    else {}
+)
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
 STORAGES = {

@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,10 +24,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from compensations.mapping import MappingError, compensation_args
 from compensations.models import Compensation, CompensationStatus
-from compensations.reversibility import ReversibilityNow
-from compensations.selectors import catalogue_entry_for
 from compensations.tasks import compensate_run, compensation_schedule
 from journal import services as journal
 from journal import transitions
@@ -49,13 +46,9 @@ from .audit import audit_record
 from .handover import (
     UNDONE,
     HandoverRows,
-    _warnings,
-    handover_build,
     handover_rows,
-    reversibility,
     run_is_stuck,
     run_state_token,
-    undo_unbuildable,
 )
 from .models import AuditAction, AuditEntry, AuditVerification
 from .tasks import verify_audit_chain
@@ -561,27 +554,23 @@ class BulkOutcome:
 def runs_bulk(
     ctx: StaffContext,
     *,
-    action: str,
     runs: list[tuple[Any, str]],
-    assignee_id: int | None = None,
-    note: str = "",
+    act: Callable[[Any, str], object],
+    done: str,
+    check: Callable[[], object] = lambda: None,
 ) -> list[BulkOutcome]:
-    """Assign or resolve each of `runs` (run id, state the page showed) as if each were done on
-    its own: each in its own transaction with its own audit row, each by its own rules (a run
-    that changed since the page was drawn, or that cannot be resolved, is refused and reported,
-    the others done). A submit sent twice finds every run changed by the first: one effect."""
+    """Do one action to each of `runs` (run id, state the page showed) as if each were done on
+    its own: `act(run_id, state)` calls the action's own service, so each run is done in its own
+    transaction with its own audit row, by its own rules (a run that changed since the page was
+    drawn, or that the action cannot apply to, is refused and reported, the others done, and
+    said `done`). `check` refuses the whole request before any run (a bad colleague, a missing
+    note). A submit sent twice finds every run changed by the first: one effect."""
     _require(ctx, ACT)
-    if action not in ("assign", "resolve"):
-        raise journal.InvalidInput("action must be assign or resolve", field="action")
     if not runs:
         raise journal.InvalidInput("run: choose at least one run", field="run")
     if len(runs) > MAX_BULK_RUNS:
         raise journal.InvalidInput(f"run: at most {MAX_BULK_RUNS} runs at once", field="run")
-    # Checked once, before any run: a bad colleague or a missing note refuses the whole request.
-    if action == "assign" and assignee_id is not None:
-        staff_member(ctx.tenant, assignee_id, field="colleague")
-    if action == "resolve":
-        note = _note(note, required=True)
+    check()
     tickets = dict(
         Run.objects.filter(tenant=ctx.tenant, pk__in=[run_id for run_id, _ in runs]).values_list(
             "pk", "ticket_id"
@@ -591,187 +580,17 @@ def runs_bulk(
     for run_id, state in runs:
         ticket = tickets.get(run_id, "") or str(run_id)
         try:
-            if action == "assign":
-                run_assign(ctx, run_id=run_id, state=state, assignee_id=assignee_id)
-            else:
-                run_resolve(ctx, run_id=run_id, note=note, state=state)
+            act(run_id, state)
         except journal.JournalError as refused:
             outcomes.append(BulkOutcome(run_id, ticket, False, refused.message))
         else:
-            outcomes.append(
-                BulkOutcome(run_id, ticket, True, "assigned" if action == "assign" else "resolved")
-            )
+            outcomes.append(BulkOutcome(run_id, ticket, True, done))
     return outcomes
 
 
-# --- what a confirmation says -----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Confirmation:
-    """What an action will do, in words, before the click: its effects, what cannot be taken
-    back, and the inputs it needs."""
-
-    action: str
-    title: str
-    effects: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    blockers: list[str] = field(default_factory=list)
-    step_id: str = ""
-    needs_note: bool = False
-    needs_message: bool = False
-    button: str = "Confirm"
-
-
-def _high_value(args: dict[str, Any]) -> list[str]:
-    """'high value: …' when the call moves at least settings.SEAM_HIGH_VALUE_AMOUNT."""
-
-    return _warnings(tool="", args=args, reversible=ReversibilityNow.yes())
-
-
-def _undo_words(intent: Intent) -> tuple[str, list[str]]:
-    """The compensating call a step's undo will send, and its warnings."""
-
-    entry = catalogue_entry_for(tenant_id=intent.run.tenant_id, tool=intent.tool)
-    reversible = reversibility(entry, intent, timezone.now())
-    if entry is None or not reversible.can_undo:
-        notes = entry.staff_notes if entry and entry.staff_notes else "a person must put it right by hand"
-        return f"nothing undoes {intent.tool}: {notes}", [f"irreversible: {intent.tool}"]
-    try:
-        args = compensation_args(entry, intent.args, intent.receipt)
-    except MappingError as exc:
-        return f"{entry.compensating_tool} cannot be built: {exc}", [str(exc)]
-    words = ", ".join(f"{k}={v}" for k, v in args.items())
-    warnings = [reversible.sentence] if reversible.loses else []
-    warnings += _high_value(intent.args)
-    when = f" (reversible {reversible.sentence})" if reversible.conditional else ""
-    return f"send {entry.compensating_tool}({words}) to undo {intent.tool}{when}", warnings
-
-
-def confirmation(
-    run: Run, *, action: str, step_id: str = "", rows: HandoverRows | None = None
-) -> Confirmation:
-    # The page hands over the rows it already loaded: one load per request, unless the page's
-    # were cut to its first items (a step past them, or every step, is asked about here).
-    if rows is None or not rows.complete:
-        rows = handover_rows(run)
-    intent = next((i for i in rows.intents if i.step_id == step_id), None) if step_id else None
-    step_words = f"{intent.tool} ({intent.step_id})" if intent else step_id
-    if action == "compensate-step":
-        if intent is None:
-            return Confirmation(action, "Compensate a step", blockers=[f"no step {step_id!r}"])
-        effect, warnings = _undo_words(intent)
-        blockers = [] if intent.status == IntentStatus.PERFORMED else [f"{step_words} is {intent.status}"]
-        entry = rows.catalogue.get(intent.tool)
-        unbuildable = undo_unbuildable(entry, intent) if entry and entry.compensating_tool else ""
-        if unbuildable:
-            # Sent anyway (the API, a page drawn before), it would end as a dead letter.
-            blockers.append(f"the undo cannot be built: {unbuildable}")
-        return Confirmation(
-            action,
-            f"Compensate {intent.tool}",
-            [effect],
-            warnings,
-            blockers,
-            step_id=step_id,
-            button="Compensate",
-        )
-    if action == "compensate-run":
-        steps = [
-            i
-            for i in reversed(rows.intents)
-            if i.status == IntentStatus.PERFORMED and i.pk not in rows.compensation_intent_ids
-        ]
-        effects, warnings = [], []
-        for performed_step in steps:
-            effect, more = _undo_words(performed_step)
-            effects.append(effect)
-            warnings += more
-        blockers = [] if steps else ["nothing this run did is left to undo"]
-        return Confirmation(
-            action,
-            "Compensate the whole run, newest step first",
-            effects,
-            warnings,
-            blockers,
-            button="Compensate all",
-        )
-    if action == "resume":
-        preview = resume_preview(run, rows)
-        effects = [
-            f"{s['action']} {s['tool']}"
-            + (f" ({s['detail']})" if s["detail"] else "")
-            + f" — key {s['key'][:16]}…: {s['why']}"
-            for s in preview.steps
-        ]
-        warnings = list(preview.warnings)
-        for planned in preview.steps:
-            if planned["action"] == "send":
-                plan_entry: dict[str, Any] = next(
-                    (p for p in run.plan if p.get("tool") == planned["tool"]), {}
-                )
-                amount = (plan_entry.get("args") or {}).get("amount")
-                if amount is not None:
-                    high = _high_value(plan_entry.get("args") or {})
-                    warnings.append(f"{'high value' if high else 'moves money'}: {planned['tool']} {amount}")
-        return Confirmation(
-            action, "Resume the run", effects, warnings, list(preview.blockers), button="Resume"
-        )
-    if action == "retry-lookup":
-        if intent is None:
-            return Confirmation(action, "Retry the lookup", blockers=[f"no step {step_id!r}"])
-        return Confirmation(
-            action,
-            f"Ask again whether {intent.tool} happened",
-            [f"the downstream is asked whether {intent.tool} happened; nothing is sent to it"],
-            step_id=step_id,
-            button="Ask again",
-        )
-    if action in ("mark-performed", "mark-not-performed"):
-        performed = action == "mark-performed"
-        if intent is None:
-            return Confirmation(action, "Settle a step", blockers=[f"no step {step_id!r}"])
-        effect = (
-            f"{step_words} is recorded as performed: it counts as done, and can then be compensated"
-            if performed
-            else f"{step_words} is recorded as not performed: resuming will send it with its key"
-        )
-        return Confirmation(
-            action,
-            f"Mark {intent.tool} {'performed' if performed else 'not performed'}",
-            [effect, "reconciliation will not ask about it again"],
-            ["this is your judgement, recorded with your name and note"],
-            step_id=step_id,
-            needs_note=True,
-            button="Mark " + ("performed" if performed else "not performed"),
-        )
-    if action == "customer-told":
-        return Confirmation(
-            action,
-            "Record what the customer was told",
-            ["added to the customer-told list every later handover shows"],
-            needs_message=True,
-            button="Record",
-        )
-    if action == "resolve":
-        handover = handover_build(rows)
-        warnings = [f"not done: {n.tool}" for n in handover.not_done] + [
-            f"still uncertain: {u.tool}" for u in handover.uncertain
-        ]
-        effect = (
-            "the run is ended as cancelled and leaves the queue"
-            if run.status == RunStatus.RUNNING
-            else "the escalation is closed and the run leaves the queue"
-        )
-        return Confirmation(action, "Resolve", [effect], warnings, needs_note=True, button="Resolve")
-    if action == "assign-to":
-        return Confirmation(
-            action,
-            "Assign to a colleague",
-            ["the colleague you choose becomes the run's assignee; the audit says you assigned them"],
-            button="Assign",
-        )
-    return Confirmation(action, "Assign to me", ["you become the run's assignee"], button="Assign to me")
+def note_clean(note: Any, *, required: bool) -> str:
+    """A person's note as the services keep it (checked once for a bulk action's every run)."""
+    return _note(note, required=required)
 
 
 def audit_verification_request(ctx: StaffContext) -> AuditVerification:

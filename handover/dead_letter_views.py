@@ -5,6 +5,7 @@ action's form and translate its errors."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from typing import Any
 
@@ -24,7 +25,10 @@ from .views import FormRefused, HtmxHttpRequest, parameters, parameters_checked,
 
 
 def _dead_letters_context(
-    request: HttpRequest, *, refused: tuple[int, str] | None = None, **extra: Any
+    request: HttpRequest,
+    *,
+    refused: tuple[int, staff_actions.StaffAction] | None = None,
+    **extra: Any,
 ) -> dict[str, Any]:
     """The page's letters, each with the actions the person may take on it (from the registry);
     `refused` is (letter id, action) of a refused form, drawn again as it was posted."""
@@ -33,12 +37,11 @@ def _dead_letters_context(
     show = parameters(forms.DeadLettersForm, data).cleaned_data["show"] or "open"
     letters = list(selectors.dead_letters_for(tenant=tenant, show=show)[:200])
     history = selectors.dead_letter_history(tenant=tenant, letter_ids=[letter.pk for letter in letters])
-    assign = staff_actions.action_get(staff_actions.Kind.DEAD_LETTER, "assign")
-    may_assign = assign is not None and request.user.has_perm(assign.permission)
-    staff = list(selectors.tenant_staff(tenant=tenant)) if may_assign else []
+    # The people a letter may be handed to: read once, if a form drawn on the page asks for them.
+    staff = functools.cache(lambda: list(selectors.tenant_staff(tenant=tenant)))
 
     def offers(letter: DeadLetter) -> list[staff_actions.Offer]:
-        page = staff_actions.LetterPage(letter=letter, user=request.user, staff=staff)
+        page = staff_actions.LetterPage(letter=letter, user=request.user, people=staff)
         if refused is not None and refused[0] == letter.pk:
             page = replace(page, refused_action=refused[1], refused_data=request.POST)
         return staff_actions.dead_letter_offers(page)
@@ -46,7 +49,6 @@ def _dead_letters_context(
     return {
         "letters": [(letter, history.get(letter.pk, []), offers(letter)) for letter in letters],
         "show": show,
-        "staff": staff,
         **extra,
     }
 
@@ -75,7 +77,7 @@ def dead_letter_act(request: HtmxHttpRequest, dead_letter_id: int, action: str) 
     form = entry.form(request.POST)
     if not form.is_valid():
         # 400, nothing written, the refused form drawn on its letter with what was posted.
-        refused = (dead_letter_id, action)
+        refused = (dead_letter_id, entry)
         return render(
             request,
             template,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from django import forms
@@ -220,12 +221,11 @@ class BulkMultipleWidget(forms.CheckboxSelectMultiple):
 
 
 class BulkRunsForm(forms.Form):
-    """Assign or resolve the runs ticked in the queue (handover.actions.runs_bulk)."""
+    """Do one of the registry's bulk actions (handover.staff_actions.bulk_actions, given as
+    `actions`: name → action) to the runs ticked in the queue; the form draws its choices and
+    asks for the note from the action, never from its name."""
 
-    action = forms.ChoiceField(
-        choices=[("assign", "Assign"), ("resolve", "Resolve")],
-        error_messages={**_messages("action"), "invalid_choice": "action must be assign or resolve"},
-    )
+    action = forms.ChoiceField(error_messages=_messages("action"))
     run = BulkRunField(widget=BulkMultipleWidget)
     # Not `assignee`: the queue's filter of that name is posted alongside (hx-include).
     colleague = ObjectIdField("colleague", required=False, label="to", widget=forms.Select)
@@ -238,8 +238,13 @@ class BulkRunsForm(forms.Form):
         error_messages=_messages("note"),
     )
 
-    def __init__(self, *args: Any, staff: Any = (), **kwargs: Any) -> None:
+    def __init__(self, *args: Any, actions: Mapping[str, Any], staff: Any = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.actions = actions
+        field = self.fields["action"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [(name, action.bulk.label) for name, action in actions.items()]
+        field.error_messages["invalid_choice"] = f"action must be {' or '.join(actions)}"
         _staff_choices(self.fields["colleague"], staff)
         widget = self.fields["colleague"].widget
         assert isinstance(widget, forms.Select)
@@ -247,8 +252,9 @@ class BulkRunsForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
-        if data.get("action") == "resolve" and not (data.get("note") or "").strip():
-            self.add_error("note", ValidationError("note is required to resolve", code="required"))
+        action = self.actions.get(data.get("action", ""))
+        if action is not None and action.bulk.needs_note and not (data.get("note") or "").strip():
+            self.add_error("note", ValidationError(f"note is required to {action.name}", code="required"))
         return data
 
 

@@ -1,12 +1,16 @@
-"""The staff actions, in one registry. Each action declares its name (the URL's slug), its label,
-the permission it needs, the Django form that cleans what the page posts, its confirmation, what
-it does (a service of handover.actions or handover.dead_letters, given the cleaned values), the
-message shown once it is done, and where the page offers it. The views, the templates and the
-access-matrix and CSRF tests read this registry, so adding an action is one `register(...)` here:
+"""The staff actions, in one registry. Each action is one `StaffAction`, which owns everything
+the console needs of it: its name (the URL's slug), its label, the permission it needs, the Django
+form that cleans what the page posts, its confirmation (handover.confirmations), what it does (a
+service of handover.actions or handover.dead_letters, given the cleaned values), the template
+snippet that draws its fields, the message shown once it is done, where the pages offer it, and
+whether the queue does it to many runs at once. The views, the templates and the access-matrix
+and CSRF tests read this registry and never an action's name, so adding an action is one
+`register(...)` here (or in a test, with `registered(...)`):
 
     register(StaffAction(
         kind=Kind.RUN, name="escalate-again", label="Escalate again", permission=ACT,
         form_class=forms.ResolveRunForm, perform=lambda ctx, run, data: ...,
+        confirm=lambda run, rows, step_id: Confirmation("Escalate again", [...]),
         done_message="Escalated.", offer=offer_on_run(Place.NEXT)))
 
 The services keep their own checks (role, tenant, stale state, the audit row): the registry says
@@ -21,12 +25,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from django import forms as django_forms
+from django.template import Template
 
 from compensations.models import DeadLetter
 from journal.models import Run
 
-from . import actions, dead_letters, forms, selectors
-from .actions import ACT, Confirmation, ResumePreview, StaffContext
+from . import actions, confirmations, dead_letters, forms, selectors
+from .actions import ACT, BulkOutcome, ResumePreview, StaffContext
+from .confirmations import Confirmation
 from .handover import CompletedStep, Handover, HandoverRows, UncertainStep
 
 
@@ -61,17 +67,22 @@ class RunPage:
 
 @dataclass(frozen=True)
 class LetterPage:
-    """One dead letter on the dead-letter page, with the people it may be handed to, and the
-    form just refused on it (its action and what was posted), drawn again as it was posted."""
+    """One dead letter on the dead-letter page, with the people it may be handed to (read once
+    per page, and only if a form drawn on it asks), and the form just refused on it (its action
+    and what was posted), drawn again as it was posted."""
 
     letter: DeadLetter
     user: Any
-    staff: list[Any]
-    refused_action: str = ""
+    people: Callable[[], list[Any]]
+    refused_action: StaffAction | None = None
     refused_data: Any = None
 
+    @property
+    def staff(self) -> list[Any]:
+        return self.people()
+
     def form_data(self, action: StaffAction) -> Any:
-        return self.refused_data if action.name == self.refused_action else None
+        return self.refused_data if action is self.refused_action else None
 
 
 @dataclass(frozen=True)
@@ -103,6 +114,29 @@ class Offer:
 
 Perform = Callable[[StaffContext, Any, dict[str, Any]], object]
 OfferRule = Callable[["StaffAction", Any], Iterable[Offer]]
+# The template snippet that draws an action's fields inside its form: a template's name, or a
+# Template (an action added in one place may carry its snippet with it).
+Snippet = str | Template
+SNIPPETS: dict[Kind, str] = {
+    Kind.RUN: "handover/actions/run_fields.html",  # in the run page's confirmation dialog
+    Kind.DEAD_LETTER: "handover/actions/letter_fields.html",  # inline, on each open letter
+}
+
+
+@dataclass(frozen=True)
+class Bulk:
+    """How the queue does an action to the runs ticked in it (handover.actions.runs_bulk).
+
+    - `act(ctx, run_id, state, data)` calls the action's own service for one run, with the bulk
+      form's cleaned values (`colleague`, `note`) and the state of the run its row showed;
+    - `check(ctx, data)` refuses the whole request (JournalError) before any run is touched;
+    - `needs_note`: the form refuses the request without a note."""
+
+    label: str  # the option of the queue's select
+    done: str  # what the report says of each run done
+    act: Callable[[StaffContext, Any, str, dict[str, Any]], object]
+    check: Callable[[StaffContext, dict[str, Any]], object] | None = None
+    needs_note: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,7 +152,10 @@ class StaffAction:
       run `obj` is the Run the view found in the caller's tenant; for a dead letter it is the
       letter's id, which the service looks up (and locks) in the caller's tenant.
     - `offer(action, page)` yields the buttons a page draws for it (a RunPage or a LetterPage);
-      the registry only asks it for people who hold `permission`."""
+      the registry only asks it for people who hold `permission`.
+    - `template`: the snippet that draws its form's fields (by default its kind's, SNIPPETS).
+    - `on_queue_row(run, user)`: the queue draws it, posting at once, on each row where it holds.
+    - `bulk`: the queue does it to the runs ticked in it (Bulk)."""
 
     kind: Kind
     name: str
@@ -133,11 +170,18 @@ class StaffAction:
     # What the form needs beyond the posted data (e.g. the people to choose from), given the run
     # (for a run action) or the LetterPage (for a dead letter's).
     form_kwargs: Callable[[Any], dict[str, Any]] | None = None
+    template: Snippet = ""
+    on_queue_row: Callable[[Run, Any], bool] | None = None
+    bulk: Bulk | None = None
 
     def confirmation(self, *args: Any) -> Confirmation:
         if self.confirm is None:
-            return Confirmation(self.name, self.label, button=self.label)
+            return Confirmation(self.label, button=self.label)
         return self.confirm(*args)
+
+    @property
+    def snippet(self) -> Snippet:
+        return self.template or SNIPPETS[self.kind]
 
     def form(self, data: Any = None, **kwargs: Any) -> django_forms.Form:
         return self.form_class(data, **kwargs)
@@ -188,8 +232,30 @@ def dead_letter_actions() -> tuple[StaffAction, ...]:
     return actions_of(Kind.DEAD_LETTER)
 
 
-def _permitted(kind: Kind, user: Any) -> Iterator[StaffAction]:
+def permitted(kind: Kind, user: Any) -> Iterator[StaffAction]:
+    """The actions of a kind the user's role allows, in the order the pages draw them."""
     return (action for action in actions_of(kind) if user.has_perm(action.permission))
+
+
+def bulk_actions() -> dict[str, StaffAction]:
+    """The run actions the queue does to many runs at once, by name (the select's values)."""
+    return {action.name: action for action in run_actions() if action.bulk is not None}
+
+
+def runs_bulk(
+    ctx: StaffContext, action: StaffAction, *, runs: list[tuple[Any, str]], data: dict[str, Any]
+) -> list[BulkOutcome]:
+    """Do `action` to each of `runs` by its own service (handover.actions.runs_bulk)."""
+    bulk = action.bulk
+    if bulk is None:
+        raise ValueError(f"{action.name} is not done in bulk")
+    return actions.runs_bulk(
+        ctx,
+        runs=runs,
+        act=lambda run_id, state: bulk.act(ctx, run_id, state, data),
+        done=bulk.done,
+        check=lambda: bulk.check(ctx, data) if bulk.check else None,
+    )
 
 
 # --- what the pages offer ---------------------------------------------------------------------
@@ -199,7 +265,7 @@ def run_offers(page: RunPage) -> dict[str, Any]:
     """The buttons of the run page, by place: `assignee` and `next` are lists; `completed` and
     `uncertain` map a step id to its list."""
     offers: dict[str, Any] = {Place.ASSIGNEE: [], Place.NEXT: [], Place.COMPLETED: {}, Place.UNCERTAIN: {}}
-    for action in _permitted(Kind.RUN, page.user):
+    for action in permitted(Kind.RUN, page.user):
         for offer in action.offer(action, page):
             if offer.step_id:
                 offers[offer.place].setdefault(offer.step_id, []).append(offer)
@@ -211,7 +277,7 @@ def run_offers(page: RunPage) -> dict[str, Any]:
 def dead_letter_offers(page: LetterPage) -> list[Offer]:
     """The forms drawn on one open dead letter."""
     return [
-        offer for action in _permitted(Kind.DEAD_LETTER, page.user) for offer in action.offer(action, page)
+        offer for action in permitted(Kind.DEAD_LETTER, page.user) for offer in action.offer(action, page)
     ]
 
 
@@ -283,18 +349,9 @@ def _mark_action(name: str, *, label: str, performed: bool) -> StaffAction:
             state=data["state"],
         ),
         done_message=f"Marked {'performed' if performed else 'not performed'}.",
-        confirm=_confirm_run(name),
+        confirm=confirmations.mark(performed=performed),
         offer=offer_on_steps(Place.UNCERTAIN),
     )
-
-
-def _confirm_run(name: str) -> Callable[[Run, HandoverRows, str], Confirmation]:
-    """The confirmation of a run action, as handover.actions.confirmation words it."""
-
-    def confirm(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
-        return actions.confirmation(run, action=name, step_id=step_id, rows=rows)
-
-    return confirm
 
 
 def letter_form(action: StaffAction, page: LetterPage) -> django_forms.Form:
@@ -316,179 +373,195 @@ def offer_on_open_letter(when: Callable[[LetterPage], bool] = lambda page: True)
 
 def _retry_prompt(letter: DeadLetter) -> Confirmation:
     tool = letter.compensation.intent.tool if letter.compensation.intent else "the compensation"
-    return Confirmation("retry", f"Send {tool} again? It is a new attempt, and it may act on the world.")
+    return Confirmation(f"Send {tool} again? It is a new attempt, and it may act on the world.")
 
 
-def _register_all() -> None:
-    """The console's own actions, in the order the pages draw them."""
-    run, letter = Kind.RUN, Kind.DEAD_LETTER
-    for action in (
-        StaffAction(
-            kind=run,
-            name="assign",
-            label="Assign to me",
-            permission=ACT,
-            form_class=forms.AssignForm,
-            perform=lambda ctx, run, data: actions.run_assign(ctx, run_id=run.pk, state=data["state"]),
-            done_message="The run is assigned to you.",
-            confirm=_confirm_run("assign"),
-            ask_first=False,
-            offer=_offer_assign,
-        ),
-        StaffAction(
-            kind=run,
-            name="assign-to",
-            label="Assign to a colleague",
-            permission=ACT,
-            form_class=forms.AssignToForm,
-            form_kwargs=lambda run: {"staff": selectors.assignable_staff(tenant=run.tenant)},
-            perform=lambda ctx, run, data: actions.run_assign(
-                ctx, run_id=run.pk, state=data["state"], assignee_id=data["assignee"]
-            ),
-            done_message="The run is assigned.",
-            confirm=_confirm_run("assign-to"),
-            offer=_offer_assign_to,
-        ),
-        StaffAction(
-            kind=run,
-            name="resume",
-            label="Resume",
-            permission=ACT,
-            form_class=forms.ResumeForm,
-            perform=lambda ctx, run, data: actions.run_resume_request(
-                ctx, run_id=run.pk, state=data["state"]
-            ),
-            done_message="Resumption requested; the page updates as the steps are sent.",
-            confirm=_confirm_run("resume"),
-            offer=_offer_resume,
-        ),
-        StaffAction(
-            kind=run,
-            name="compensate-run",
-            label="Compensate the run",
-            permission=ACT,
-            form_class=forms.CompensateRunForm,
-            perform=lambda ctx, run, data: actions.run_compensate_request(
-                ctx, run_id=run.pk, state=data["state"]
-            ),
-            done_message="Compensation of the run requested; the page updates as each step is undone.",
-            confirm=_confirm_run("compensate-run"),
-            offer=offer_on_run(
-                Place.NEXT,
-                lambda page: bool(page.handover.next_action.compensations_available),
-            ),
-        ),
-        StaffAction(
-            kind=run,
-            name="customer-told",
-            label="Add what the customer was told",
-            permission=ACT,
-            form_class=forms.CustomerToldForm,
-            perform=lambda ctx, run, data: actions.customer_told_add(
-                ctx, run_id=run.pk, channel=data["channel"], body=data["body"], state=data["state"]
-            ),
-            done_message="Recorded what the customer was told.",
-            confirm=_confirm_run("customer-told"),
-            offer=offer_on_run(Place.NEXT),
-        ),
-        StaffAction(
-            kind=run,
-            name="resolve",
-            label="Resolve",
-            permission=ACT,
-            form_class=forms.ResolveRunForm,
-            perform=lambda ctx, run, data: actions.run_resolve(
-                ctx, run_id=run.pk, note=data["note"], state=data["state"]
-            ),
-            done_message="Resolved.",
-            confirm=_confirm_run("resolve"),
-            offer=offer_on_run(
-                Place.NEXT, lambda page: page.run.awaiting_person or page.run.status == "running"
-            ),
-        ),
-        StaffAction(
-            kind=run,
-            name="compensate-step",
-            label="Compensate a step",
-            permission=ACT,
-            form_class=forms.CompensateStepForm,
-            perform=lambda ctx, run, data: actions.step_compensate(
-                ctx, run_id=run.pk, step_id=data["step_id"], state=data["state"]
-            ),
-            done_message="Compensation requested; the page updates when the worker has done it.",
-            confirm=_confirm_run("compensate-step"),
-            offer=_offer_undo_step,
-        ),
-        StaffAction(
-            kind=run,
-            name="retry-lookup",
-            label="Retry the lookup",
-            permission=ACT,
-            form_class=forms.RetryLookupForm,
-            perform=lambda ctx, run, data: actions.step_lookup_retry(
-                ctx, run_id=run.pk, step_id=data["step_id"], state=data["state"]
-            ),
-            done_message="Lookup requested; the page updates when the downstream answers.",
-            confirm=_confirm_run("retry-lookup"),
-            offer=offer_on_steps(Place.UNCERTAIN),
-        ),
-        _mark_action("mark-performed", label="It happened", performed=True),
-        _mark_action("mark-not-performed", label="It did not happen", performed=False),
-        # The dead-letter queue.
-        StaffAction(
-            kind=letter,
-            name="take",
-            label="Take ownership",
-            permission=ACT,
-            form_class=forms.DeadLetterTakeForm,
-            perform=lambda ctx, letter_id, data: dead_letters.dead_letter_take(ctx, dead_letter_id=letter_id),
-            done_message="Done.",
-            ask_first=False,  # its form is on the page and posts at once
-            offer=offer_on_open_letter(lambda page: page.letter.owner_id != page.user.pk),
-        ),
-        StaffAction(
-            kind=letter,
-            name="assign",
+def _check_colleague(ctx: StaffContext, data: dict[str, Any]) -> None:
+    if data["colleague"] is not None:
+        actions.staff_member(ctx.tenant, data["colleague"], field="colleague")
+
+
+# The console's own actions, in the order the pages draw them.
+CONSOLE_ACTIONS = (
+    StaffAction(
+        kind=Kind.RUN,
+        name="assign",
+        label="Assign to me",
+        permission=ACT,
+        form_class=forms.AssignForm,
+        perform=lambda ctx, run, data: actions.run_assign(ctx, run_id=run.pk, state=data["state"]),
+        done_message="The run is assigned to you.",
+        confirm=confirmations.assign_to_me,
+        ask_first=False,
+        offer=_offer_assign,
+        on_queue_row=lambda run, user: run.assignee_id != user.pk,
+        # From the queue, to the person acting or to the colleague chosen beside it.
+        bulk=Bulk(
             label="Assign",
-            permission=dead_letters.ASSIGN,
-            form_class=forms.DeadLetterAssignForm,
-            form_kwargs=lambda page: {"staff": page.staff, "initial": {"owner": page.letter.owner_id}},
-            perform=lambda ctx, letter_id, data: dead_letters.dead_letter_assign(
-                ctx, dead_letter_id=letter_id, owner_id=data["owner"]
+            done="assigned",
+            act=lambda ctx, run_id, state, data: actions.run_assign(
+                ctx, run_id=run_id, state=state, assignee_id=data["colleague"]
             ),
-            done_message="Done.",
-            ask_first=False,  # its form is on the page and posts at once
-            offer=offer_on_open_letter(),
+            check=_check_colleague,
         ),
-        StaffAction(
-            kind=letter,
-            name="retry",
-            label="Retry",
-            permission=ACT,
-            form_class=forms.DeadLetterRetryForm,
-            perform=lambda ctx, letter_id, data: dead_letters.dead_letter_retry(
-                ctx, dead_letter_id=letter_id, note=data["note"]
-            ),
-            done_message="Done.",
-            ask_first=False,  # its form is on the page and posts at once
-            confirm=_retry_prompt,
-            offer=offer_on_open_letter(),
+    ),
+    StaffAction(
+        kind=Kind.RUN,
+        name="assign-to",
+        label="Assign to a colleague",
+        permission=ACT,
+        form_class=forms.AssignToForm,
+        form_kwargs=lambda run: {"staff": selectors.assignable_staff(tenant=run.tenant)},
+        perform=lambda ctx, run, data: actions.run_assign(
+            ctx, run_id=run.pk, state=data["state"], assignee_id=data["assignee"]
         ),
-        StaffAction(
-            kind=letter,
-            name="resolve",
+        done_message="The run is assigned.",
+        confirm=confirmations.assign_to_colleague,
+        offer=_offer_assign_to,
+    ),
+    StaffAction(
+        kind=Kind.RUN,
+        name="resume",
+        label="Resume",
+        permission=ACT,
+        form_class=forms.ResumeForm,
+        perform=lambda ctx, run, data: actions.run_resume_request(ctx, run_id=run.pk, state=data["state"]),
+        done_message="Resumption requested; the page updates as the steps are sent.",
+        confirm=confirmations.resume,
+        offer=_offer_resume,
+    ),
+    StaffAction(
+        kind=Kind.RUN,
+        name="compensate-run",
+        label="Compensate the run",
+        permission=ACT,
+        form_class=forms.CompensateRunForm,
+        perform=lambda ctx, run, data: actions.run_compensate_request(
+            ctx, run_id=run.pk, state=data["state"]
+        ),
+        done_message="Compensation of the run requested; the page updates as each step is undone.",
+        confirm=confirmations.compensate_run,
+        offer=offer_on_run(
+            Place.NEXT,
+            lambda page: bool(page.handover.next_action.compensations_available),
+        ),
+    ),
+    StaffAction(
+        kind=Kind.RUN,
+        name="customer-told",
+        label="Add what the customer was told",
+        permission=ACT,
+        form_class=forms.CustomerToldForm,
+        perform=lambda ctx, run, data: actions.customer_told_add(
+            ctx, run_id=run.pk, channel=data["channel"], body=data["body"], state=data["state"]
+        ),
+        done_message="Recorded what the customer was told.",
+        confirm=confirmations.customer_told,
+        offer=offer_on_run(Place.NEXT),
+    ),
+    StaffAction(
+        kind=Kind.RUN,
+        name="resolve",
+        label="Resolve",
+        permission=ACT,
+        form_class=forms.ResolveRunForm,
+        perform=lambda ctx, run, data: actions.run_resolve(
+            ctx, run_id=run.pk, note=data["note"], state=data["state"]
+        ),
+        done_message="Resolved.",
+        confirm=confirmations.resolve,
+        offer=offer_on_run(Place.NEXT, lambda page: page.run.awaiting_person or page.run.status == "running"),
+        bulk=Bulk(
             label="Resolve",
-            permission=ACT,
-            form_class=forms.DeadLetterResolveForm,
-            perform=lambda ctx, letter_id, data: dead_letters.dead_letter_resolve(
-                ctx, dead_letter_id=letter_id, note=data["note"]
+            done="resolved",
+            act=lambda ctx, run_id, state, data: actions.run_resolve(
+                ctx, run_id=run_id, note=data["note"], state=state
             ),
-            done_message="Done.",
-            ask_first=False,  # its form is on the page and posts at once
-            offer=offer_on_open_letter(),
+            check=lambda ctx, data: actions.note_clean(data["note"], required=True),
+            needs_note=True,
         ),
-    ):
-        register(action)
-
-
-_register_all()
+    ),
+    StaffAction(
+        kind=Kind.RUN,
+        name="compensate-step",
+        label="Compensate a step",
+        permission=ACT,
+        form_class=forms.CompensateStepForm,
+        perform=lambda ctx, run, data: actions.step_compensate(
+            ctx, run_id=run.pk, step_id=data["step_id"], state=data["state"]
+        ),
+        done_message="Compensation requested; the page updates when the worker has done it.",
+        confirm=confirmations.compensate_step,
+        offer=_offer_undo_step,
+    ),
+    StaffAction(
+        kind=Kind.RUN,
+        name="retry-lookup",
+        label="Retry the lookup",
+        permission=ACT,
+        form_class=forms.RetryLookupForm,
+        perform=lambda ctx, run, data: actions.step_lookup_retry(
+            ctx, run_id=run.pk, step_id=data["step_id"], state=data["state"]
+        ),
+        done_message="Lookup requested; the page updates when the downstream answers.",
+        confirm=confirmations.retry_lookup,
+        offer=offer_on_steps(Place.UNCERTAIN),
+    ),
+    _mark_action("mark-performed", label="It happened", performed=True),
+    _mark_action("mark-not-performed", label="It did not happen", performed=False),
+    # The dead-letter queue.
+    StaffAction(
+        kind=Kind.DEAD_LETTER,
+        name="take",
+        label="Take ownership",
+        permission=ACT,
+        form_class=forms.DeadLetterTakeForm,
+        perform=lambda ctx, letter_id, data: dead_letters.dead_letter_take(ctx, dead_letter_id=letter_id),
+        done_message="Done.",
+        ask_first=False,  # its form is on the page and posts at once
+        offer=offer_on_open_letter(lambda page: page.letter.owner_id != page.user.pk),
+    ),
+    StaffAction(
+        kind=Kind.DEAD_LETTER,
+        name="assign",
+        label="Assign",
+        permission=dead_letters.ASSIGN,
+        form_class=forms.DeadLetterAssignForm,
+        form_kwargs=lambda page: {"staff": page.staff, "initial": {"owner": page.letter.owner_id}},
+        perform=lambda ctx, letter_id, data: dead_letters.dead_letter_assign(
+            ctx, dead_letter_id=letter_id, owner_id=data["owner"]
+        ),
+        done_message="Done.",
+        ask_first=False,  # its form is on the page and posts at once
+        offer=offer_on_open_letter(),
+    ),
+    StaffAction(
+        kind=Kind.DEAD_LETTER,
+        name="retry",
+        label="Retry",
+        permission=ACT,
+        form_class=forms.DeadLetterRetryForm,
+        perform=lambda ctx, letter_id, data: dead_letters.dead_letter_retry(
+            ctx, dead_letter_id=letter_id, note=data["note"]
+        ),
+        done_message="Done.",
+        ask_first=False,  # its form is on the page and posts at once
+        confirm=_retry_prompt,
+        offer=offer_on_open_letter(),
+    ),
+    StaffAction(
+        kind=Kind.DEAD_LETTER,
+        name="resolve",
+        label="Resolve",
+        permission=ACT,
+        form_class=forms.DeadLetterResolveForm,
+        perform=lambda ctx, letter_id, data: dead_letters.dead_letter_resolve(
+            ctx, dead_letter_id=letter_id, note=data["note"]
+        ),
+        done_message="Done.",
+        ask_first=False,  # its form is on the page and posts at once
+        offer=offer_on_open_letter(),
+    ),
+)
+for _action in CONSOLE_ACTIONS:
+    register(_action)

@@ -156,14 +156,19 @@ def _queue(
         # narrowed view is counted again.
         paginator = CountedPaginator(runs, RUNS_PER_PAGE, count=None if filters.narrowed else counts.total)
         page = paginator.get_page(parameters.cleaned_data["page"])
-        assign = staff_actions.action_get(staff_actions.Kind.RUN, "assign")
-        detail_url, assign_url = _run_url("handover:run_detail"), _run_url("handover:run_act", "assign")
+        # The registry's actions a row offers (posting at once) and those done to the runs
+        # ticked, to those their permission allows.
+        permitted = list(staff_actions.permitted(staff_actions.Kind.RUN, request.user))
+        on_rows = [(a, _run_url("handover:run_act", a.name)) for a in permitted if a.on_queue_row]
+        bulk = [action for action in permitted if action.bulk]
+        detail_url = _run_url("handover:run_detail")
         since = parameters.cleaned_data["since"]
         context |= {
             "page": page,
-            "rows": [(run, detail_url(run.pk), assign_url(run.pk)) for run in page.object_list],
-            # The queue offers the registry's assign, to those its permission allows.
-            "assign": assign if assign and request.user.has_perm(assign.permission) else None,
+            "rows": [
+                (run, detail_url(run.pk), _row_offers(run, request.user, on_rows)) for run in page.object_list
+            ],
+            "bulk_actions": bulk,
             "filters": filters,
             "counts": [(reason, _reason_label(reason), n) for reason, n in counts.by_reason.items()],
             "mine_count": counts.mine,
@@ -177,13 +182,24 @@ def _queue(
             "since": since or now,
             "new_escalations": selectors.escalations_since(tenant=tenant, since=since) if since else 0,
         }
-        if not (request.htmx and not request.htmx.boosted) and context["assign"]:
+        if not (request.htmx and not request.htmx.boosted) and bulk:
             # The bulk controls sit outside the polled results: only the full page draws them.
             context["colleagues"] = selectors.assignable_staff(tenant=tenant)
     template = (
         "handover/queue.html#results" if request.htmx and not request.htmx.boosted else "handover/queue.html"
     )
     return render(request, template, context, status=status)
+
+
+def _row_offers(
+    run: Run, user: Any, on_rows: list[tuple[staff_actions.StaffAction, Callable[[Any], str]]]
+) -> list[tuple[staff_actions.StaffAction, str]]:
+    """The actions a queue row draws, each with its URL for this run."""
+    return [
+        (action, url(run.pk))
+        for action, url in on_rows
+        if action.on_queue_row is not None and action.on_queue_row(run, user)
+    ]
 
 
 def _query_without(request: HttpRequest, *names: str) -> str:
@@ -218,22 +234,26 @@ def run_list(request: HtmxHttpRequest) -> HttpResponse:
 @require_POST
 @parameters_checked
 def run_bulk(request: HtmxHttpRequest) -> HttpResponse:
-    """Assign or resolve the runs ticked in the queue (handover.actions.runs_bulk): the queue
-    comes back with what became of each run, the refused ones with their reason. The queue's
-    filters it carries are checked before anything is written."""
-    if not request.user.has_perm(actions.ACT):
+    """Do one of the registry's bulk actions to the runs ticked in the queue, each run by the
+    action's own service (handover.staff_actions.runs_bulk): the queue comes back with what
+    became of each run, the refused ones with their reason. The queue's filters it carries are
+    checked before anything is written."""
+    bulk = {
+        name: action
+        for name, action in staff_actions.bulk_actions().items()
+        if request.user.has_perm(action.permission)
+    }
+    if not bulk:
         raise PermissionDenied("Your role does not allow this action.")
     queue_parameters = _queue_parameters(request)
     ctx = staff_context(request)
-    form = forms.BulkRunsForm(request.POST)
+    form = forms.BulkRunsForm(request.POST, actions=bulk)
     if not form.is_valid():
         # The queue again with the refusal above it (its results stay, and keep refreshing).
         return _queue(request, queue_parameters, status=400, bulk_refused=FormRefused(form).messages)
     data = form.cleaned_data
     try:
-        outcomes = actions.runs_bulk(
-            ctx, action=data["action"], runs=data["run"], assignee_id=data["colleague"], note=data["note"]
-        )
+        outcomes = staff_actions.runs_bulk(ctx, bulk[data["action"]], runs=data["run"], data=data)
     except JournalError as error:
         return _queue(request, queue_parameters, status=error.status_code, bulk_refused=[error.message])
     return _queue(request, queue_parameters, bulk_report=outcomes)
@@ -348,6 +368,7 @@ def _dialog(
         "action": action.name,
         "confirm": action.confirmation(context["run"], context["rows"], step_id),
         "form": form,
+        "snippet": action.snippet,
     }
 
 

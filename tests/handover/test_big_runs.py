@@ -17,7 +17,8 @@ from django.utils import timezone
 
 from bench.pages import seed_big_run
 from compensations.models import CatalogueEntry, Compensation, CompensationStatus
-from handover.actions import confirmation, resume_preview
+from handover import confirmations
+from handover.actions import resume_preview
 from handover.handover import (
     RECENT_EVENTS,
     CompletedStep,
@@ -195,8 +196,8 @@ def test_a_handover_loaded_for_its_first_items_builds_a_bounded_number_of_steps_
     assert handover_cut(cut) == handover_cut(whole)
     assert resume_preview(run, cut_rows) == resume_preview(run, whole_rows)
     # A confirmation asked with the cut rows reads every step (the whole run is undone).
-    effects = confirmation(run, action="compensate-run", rows=cut_rows).effects
-    assert effects == confirmation(run, action="compensate-run", rows=whole_rows).effects
+    effects = confirmations.compensate_run(run, cut_rows, "").effects
+    assert effects == confirmations.compensate_run(run, whole_rows, "").effects
 
 
 def test_the_big_run_page_and_its_handover_build_models_for_the_shown_steps_only(

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from compensations.models import Compensation, CompensationStatus, DeadLetter
-from handover import actions, forms, staff_actions, views
+from handover import actions, confirmations, forms, staff_actions, views
 from handover.actions import ACT
 from handover.dead_letters import ASSIGN
 from handover.handover import handover_rows, run_state_token
@@ -305,7 +305,7 @@ def test_a_dead_letter_note_with_a_nul_is_a_400_with_the_form_kept(
 def row_loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every handover_rows call the views and the confirmation builder make, by caller."""
     calls: list[str] = []
-    for module in (views, actions):
+    for module in (views, actions, confirmations):
 
         def counting(run: Run, *, limit: int | None = None, _module: str = module.__name__) -> Any:
             calls.append(_module)

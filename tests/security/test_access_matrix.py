@@ -7,7 +7,8 @@ open step, a (resolved) dead letter of that tenant, each action slug the view kn
 admin the primary key of an existing row of the model.
 
 The callers: nobody logged in; support staff, a team lead and an admin (superuser) of tenant
-sundry; support staff of another tenant (acme); an admin of acme who is no superuser (the admin
+sundry; a read-only person of sundry (a member with no role: they may read the console, never
+act); support staff of another tenant (acme); an admin of acme who is no superuser (the admin
 role: a tenant's admin); an agent token of sundry, and one of acme, sent as `Authorization:
 Bearer`. Decisions this table records:
 
@@ -16,7 +17,7 @@ Bearer`. Decisions this table records:
 - The REST API authenticates agent tokens and staff sessions. Staff sessions may read (their
   tenant only) and may not write the journal (403): only an agent records intents and outcomes.
 - Another tenant's run or dead letter is a 404 (the object does not exist for that caller);
-  a role that may not do something is a 403.
+  a role that may not do something is a 403 (the read-only person, for every staff action).
 - The OpenAPI schema and its browser (`/api/schema/`, `/api/docs/`) are public: they describe
   the contract, not any tenant's data.
 - The Django admin is for the admin and a tenant's admin; everyone else is sent to its login
@@ -55,7 +56,17 @@ from tests.security.figures import MATRIX
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-PERSONAS = ["anonymous", "support", "lead", "admin", "outsider", "tenant_admin", "agent", "other_agent"]
+PERSONAS = [
+    "anonymous",
+    "support",
+    "lead",
+    "admin",
+    "read_only",
+    "outsider",
+    "tenant_admin",
+    "agent",
+    "other_agent",
+]
 STAFF = ["support", "lead", "admin"]
 AGENTS = ["agent", "other_agent"]
 
@@ -121,6 +132,7 @@ def page(**overrides: Expect) -> Call:
         "support": OK,
         "lead": OK,
         "admin": OK,
+        "read_only": OK,
         "outsider": OK,
         "tenant_admin": OK,
         "agent": LOGIN,
@@ -138,7 +150,7 @@ def api_read(outsider: Expect = NOT_FOUND) -> Call:
         "GET",
         {
             "anonymous": UNAUTHORISED,
-            **dict.fromkeys(STAFF, OK),
+            **dict.fromkeys([*STAFF, "read_only"], OK),
             "outsider": outsider,
             "tenant_admin": outsider,
             "agent": OK,
@@ -153,7 +165,7 @@ def api_write(data: dict[str, Any] | None = None, outsider_agent: Expect = NOT_F
         {
             "anonymous": UNAUTHORISED,
             # A staff session may read the API but never write the journal.
-            **dict.fromkeys([*STAFF, "outsider", "tenant_admin"], FORBIDDEN),
+            **dict.fromkeys([*STAFF, "read_only", "outsider", "tenant_admin"], FORBIDDEN),
             "agent": AGENT_WRITE,
             "other_agent": outsider_agent,
         },
@@ -167,6 +179,7 @@ RUN_ACT = Call(
         "anonymous": LOGIN,
         # Past the role and tenant checks, the action refuses a form without the page's state.
         **dict.fromkeys(STAFF, status(400)),
+        "read_only": FORBIDDEN,
         "outsider": NOT_FOUND,
         "tenant_admin": NOT_FOUND,
         "agent": LOGIN,
@@ -183,6 +196,7 @@ def _dead_letter_act(allowed: Expect, support: Expect, outsider: Expect = NOT_FO
         "support": support,
         "lead": allowed,
         "admin": allowed,
+        "read_only": FORBIDDEN,
         "outsider": outsider,
         "tenant_admin": NOT_FOUND,  # every role's check passes; the letter is of another tenant
         "agent": LOGIN,
@@ -206,6 +220,7 @@ EXPECTED: dict[str, list[Call]] = {
                 "anonymous": LOGIN,
                 # Another tenant's people may act in their own tenant: past the role check too.
                 **dict.fromkeys([*STAFF, "outsider", "tenant_admin"], status(400)),
+                "read_only": FORBIDDEN,
                 "agent": LOGIN,
                 "other_agent": LOGIN,
             },
@@ -217,19 +232,20 @@ EXPECTED: dict[str, list[Call]] = {
     "runs/<uuid:run_id>/confirm/<slug:action>/": [
         Call(
             "GET",
-            page(outsider=NOT_FOUND, tenant_admin=NOT_FOUND).expect,
+            page(outsider=NOT_FOUND, tenant_admin=NOT_FOUND, read_only=FORBIDDEN).expect,
             actions=action_names(staff_actions.Kind.RUN),
         )
     ],
     "runs/<uuid:run_id>/act/<slug:action>/": [RUN_ACT],
-    "audit/": [page(support=FORBIDDEN, outsider=FORBIDDEN)],
-    "audit.csv": [page(support=FORBIDDEN, outsider=FORBIDDEN)],
+    "audit/": [page(support=FORBIDDEN, read_only=FORBIDDEN, outsider=FORBIDDEN)],
+    "audit.csv": [page(support=FORBIDDEN, read_only=FORBIDDEN, outsider=FORBIDDEN)],
     # A lead's re-run of the chain's verification: queued, then back to the audit page.
     "audit/verify/": [
         Call(
             "POST",
             page(
                 support=FORBIDDEN,
+                read_only=FORBIDDEN,
                 outsider=FORBIDDEN,
                 lead=Expect("302 to /audit/", _redirect_to("/audit/")),
                 admin=Expect("302 to /audit/", _redirect_to("/audit/")),
@@ -237,20 +253,25 @@ EXPECTED: dict[str, list[Call]] = {
             ).expect,
         )
     ],
-    "insights/": [page(support=FORBIDDEN, outsider=FORBIDDEN)],
+    "insights/": [page(support=FORBIDDEN, read_only=FORBIDDEN, outsider=FORBIDDEN)],
     "insights.csv": [
         # Past the role check, a CSV must name its chart: 400 without one, 200 with one.
         Call(
             "GET",
             page(
                 support=FORBIDDEN,
+                read_only=FORBIDDEN,
                 outsider=FORBIDDEN,
                 lead=status(400),
                 admin=status(400),
                 tenant_admin=status(400),
             ).expect,
         ),
-        Call("GET", page(support=FORBIDDEN, outsider=FORBIDDEN).expect, {"chart": "escalations"}),
+        Call(
+            "GET",
+            page(support=FORBIDDEN, read_only=FORBIDDEN, outsider=FORBIDDEN).expect,
+            {"chart": "escalations"},
+        ),
     ],
     "dead-letters/": [page()],
     "dead-letters/<int:dead_letter_id>/<slug:action>/": [
@@ -270,7 +291,7 @@ EXPECTED: dict[str, list[Call]] = {
             action_names(staff_actions.Kind.DEAD_LETTER, ASSIGN),
         ),
     ],
-    "catalogue/": [page()],
+    "catalogue/": [page(read_only=FORBIDDEN)],
     # Logging in and out.
     "accounts/login/": [everyone(OK)],
     "accounts/logout/": [everyone(LOGIN, method="POST")],
@@ -451,6 +472,7 @@ def world(persona: Any, tenant: Tenant, other_tenant: Tenant) -> World:
         "admin": persona("admin", tenant),
         "outsider": persona("support_staff", other_tenant),
         "tenant_admin": persona("tenant_admin", other_tenant),
+        "read_only": factories.StaffUserFactory(username="read-only-sundry", membership__tenant=tenant),
     }
     # One row of sundry's own in each tenant-scoped model an admin edits, for the admin routes.
     NotificationRule.objects.create(tenant=tenant, webhook_url="https://chat.sundry.example/hook")

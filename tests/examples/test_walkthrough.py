@@ -44,8 +44,8 @@ def test_the_walkthrough_shows_each_step_as_a_command() -> None:
 
 # The walkthrough is an integrator's development loop: its kill harness (`replay_ticket`) is a
 # command of the demo's scenarios app, which production's settings never install. So it is
-# followed under the suite's settings and under the demo's (`make demo`), not production's.
-@pytest.mark.parametrize("settings_kind", ["suite", "demo"])
+# followed under the suite's settings and, in `make chaos`, under the demo's; not production's.
+@pytest.mark.parametrize("settings_kind", ["suite", pytest.param("demo", marks=pytest.mark.chaos)])
 def test_the_walkthrough_takes_the_example_to_a_recovered_handed_over_run(
     tmp_path: Path, settings_kind: str
 ) -> None:

@@ -20,6 +20,7 @@ from tests.support.processes import (
     GUIDE_SETTINGS,
     ROOT,
     database_url,
+    manage_py,
     serving_seam,
     settings_environment,
 )
@@ -65,9 +66,14 @@ def guide_seam(request: pytest.FixtureRequest) -> Iterator[tuple[str, dict[str, 
     against both), on the test database: its base URL and the environment its settings need,
     which the guide's own `manage.py` commands are given too."""
     environment = dict(settings_environment(request.param))
+    db_url = database_url(connection.settings_dict)
     if request.param == "demo":  # the demo's tools ask its sandbox, which `make demo` starts
         environment["SEAM_SANDBOX_URL"] = request.getfixturevalue("sandbox_server")
-    with serving_seam(database_url(connection.settings_dict), environment=environment) as base:
+        # The demo's catalogue and policies, as `make demo`'s migrations seed them: an earlier
+        # transactional test may have emptied them, and manage.py's system check then refuses
+        # every command of the page (compensations.E001).
+        manage_py("seam_seed", env={**os.environ, **environment, "DATABASE_URL": db_url}, check=True)
+    with serving_seam(db_url, environment=environment) as base:
         yield base, environment
 
 

@@ -5,10 +5,12 @@ and the field."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import mcp_types as types
 import pytest
+from seam_client import Intent
 from seam_client.mcp_proxy import (
     Declarations,
     DeclarationsError,
@@ -17,6 +19,7 @@ from seam_client.mcp_proxy import (
     capability_version,
     load_declarations,
 )
+from seam_client.mcp_proxy.journal import within_key_lifetime
 
 from tests.support.processes import ROOT
 
@@ -96,6 +99,8 @@ def test_a_json_declarations_file_has_the_same_shape(tmp_path: Path) -> None:
         ("[tools.git_add]\nread_only = 1\n", ["'git_add'", "'read_only'"]),
         ("[tools.git_add]\nlookup = true\n", ["'git_add'", "'lookup'", "a string"]),
         ('[tools.git_add]\nlookup = "git_add"\n', ["'git_add'", "'lookup'", "itself"]),
+        ("[tools.git_add]\nhonours_key = true\nkey_lifetime = 0\n", ["'key_lifetime'", "positive"]),
+        ('[tools.git_add]\nkey_lifetime = "1d"\n', ["'git_add'", "'key_lifetime'", "seconds"]),
         ('[tools.git_log]\nread_only = true\nlookup = "x"\n', ["'git_log'", "'lookup'"]),
         ("[tool.git_add]\nread_only = true\n", ["unknown key 'tool'"]),
         ("tools = 3\n", ["'tools'"]),
@@ -141,3 +146,31 @@ def test_the_capability_version_changes_with_the_tools_annotations() -> None:
     assert capability_version([tool]) != capability_version([hinted])
     assert capability_version([tool]) == capability_version([tool])
     assert len(capability_version([tool])) <= 40  # a run's versions are at most 40 characters
+
+
+def test_a_key_lifetime_in_whole_seconds_is_read_as_seconds(tmp_path: Path) -> None:
+    path = tmp_path / "declarations.toml"
+    path.write_text("[tools.git_add]\nhonours_key = true\nkey_lifetime = 3600\n")
+    assert load_declarations(path).of("git_add") == ToolDeclaration(honours_key=True, key_lifetime=3600.0)
+
+
+def _intent(recorded_ago: timedelta | None) -> Intent:
+    return Intent(
+        step_id="run:1:credit_account",
+        idempotency_key="k",
+        status="intended",
+        replayed=True,
+        intended_at=None if recorded_ago is None else datetime.now(UTC) - recorded_ago,
+    )
+
+
+@pytest.mark.parametrize(
+    ("recorded_ago", "resent"),
+    [(timedelta(minutes=5), True), (timedelta(hours=25), False), (None, False)],
+)
+def test_a_call_found_open_is_sent_again_only_while_the_server_keeps_its_key(
+    recorded_ago: timedelta | None, resent: bool
+) -> None:
+    # A day's lifetime (the default): past it the server may have forgotten the key and would
+    # act again, and an intent of unknown age cannot be shown to be within it.
+    assert within_key_lifetime(_intent(recorded_ago), ToolDeclaration().key_lifetime) is resent

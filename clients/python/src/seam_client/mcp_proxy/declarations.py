@@ -5,6 +5,7 @@ name ending in `.json` is read as JSON of the same shape):
     [tools.credit_account]
     idempotent = true
     honours_key = true              # the server deduplicates calls by the `_meta` key
+    key_lifetime = 86400            # seconds it keeps a key (default: a day); past it, never resent
     lookup = "find_call"            # a read tool that says what became of a key
     catalogued = true               # Seam's catalogue has an entry that undoes it
     errors_mean_not_performed = true
@@ -40,6 +41,10 @@ class ToolDeclaration:
     # The server keeps the `_meta` key and answers a repeated key with the first call's result
     # without acting again: a call found open may be sent again under its key.
     honours_key: bool = False
+    # Seconds the server keeps a key. A call found open is sent again under its key only while
+    # the intent is younger than this: past it the server may have forgotten the key and would
+    # act a second time (Stripe prunes keys after 24 hours; a day is the default).
+    key_lifetime: float = 86400.0
     # The tool's error answers are refusals before acting: an error means nothing happened.
     errors_mean_not_performed: bool = False
     # A read tool called with {"idempotency_key": key} that answers
@@ -48,7 +53,7 @@ class ToolDeclaration:
     catalogued: bool | None = None
 
 
-_TYPES: dict[str, type] = {"lookup": str}  # every other field is a boolean
+_TYPES: dict[str, type] = {"lookup": str, "key_lifetime": float}  # every other field is a boolean
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,9 @@ class Declarations:
                     f"{self.source}: tool {name!r}: field 'lookup' names {declared.lookup!r}, "
                     "which is not a read-only tool of the server"
                 )
+
+
+_WORDS = {str: "a string", bool: "true or false", float: "a positive number of seconds"}
 
 
 def load_declarations(path: str | Path) -> Declarations:
@@ -119,10 +127,12 @@ def _declaration(name: str, facts: Any, source: str) -> ToolDeclaration:
                 f"{source}: tool {name!r}: unknown field {key!r} (known: {', '.join(known)})"
             )
         wanted = _TYPES.get(key, bool)
-        if type(value) is not wanted:  # not isinstance: True is an int, 1 is not a boolean
+        if wanted is float and type(value) is int:
+            value = float(value)  # 86400 and 86400.0 are the same number of seconds
+        if type(value) is not wanted or (isinstance(value, float) and not value > 0):
+            # not isinstance: True is an int, and 1 is not a boolean
             raise DeclarationsError(
-                f"{source}: tool {name!r}: field {key!r} must be "
-                f"{'a string' if wanted is str else 'true or false'}, not {value!r}"
+                f"{source}: tool {name!r}: field {key!r} must be {_WORDS[wanted]}, not {value!r}"
             )
         values[key] = value
     declared = ToolDeclaration(**values)

@@ -25,6 +25,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -224,16 +225,19 @@ class SessionJournal:
         self, run: AsyncRun, forwarded: ForwardedCall, intent: Intent
     ) -> types.CallToolResult:
         """A call whose intent is recorded open: sent again only to a server that honours its
-        key; found by the tool's lookup if it has one; otherwise left to reconciliation."""
-        if forwarded.policy.honours_key:
+        key, and only while the server still keeps it (`key_lifetime`); found by the tool's
+        lookup if it has one; otherwise left to reconciliation."""
+        if forwarded.policy.honours_key and within_key_lifetime(intent, forwarded.policy.key_lifetime):
             return await self._send_again(run, forwarded, intent)
         if forwarded.policy.lookup:
             found = await self._look_up(run, forwarded, intent)
             if found is not None:
                 return found
+        expired = forwarded.policy.honours_key  # declared, but the key may be forgotten by now
         return refusal(
             f"{forwarded.name} is already recorded without an outcome (step {intent.step_id}); it is not "
-            "sent again: Seam's reconciliation asks the server about it."
+            + ("sent again past the key's declared lifetime" if expired else "sent again")
+            + ": Seam's reconciliation asks the server about it."
         )
 
     async def _send_again(
@@ -364,3 +368,11 @@ def with_meta(result: types.CallToolResult, meta: dict[str, Any]) -> types.CallT
     merged = dict(result.meta or {})
     merged.update(meta)
     return result.model_copy(update={"meta": merged})
+
+
+def within_key_lifetime(intent: Intent, lifetime: float) -> bool:
+    """Whether the server still keeps the intent's key: the intent was recorded less than
+    `lifetime` seconds ago. An intent whose time is not known is not."""
+    if intent.intended_at is None:
+        return False
+    return (datetime.now(UTC) - intent.intended_at).total_seconds() < lifetime

@@ -24,6 +24,7 @@ class ToolPolicy:
     irreversible: bool
     read_only: bool = False
     honours_key: bool = False
+    key_lifetime: float = 86400.0
     errors_mean_not_performed: bool = False
     lookup: str = ""
 
@@ -48,6 +49,7 @@ class ToolPolicy:
             irreversible=destructive and not catalogued,
             read_only=read_only,
             honours_key=declared.honours_key,
+            key_lifetime=declared.key_lifetime,
             errors_mean_not_performed=declared.errors_mean_not_performed,
             lookup=declared.lookup,
         )

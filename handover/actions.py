@@ -21,7 +21,6 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from compensations.models import Compensation, CompensationStatus
@@ -30,7 +29,6 @@ from journal import services as journal
 from journal import transitions
 from journal.models import (
     CustomerMessage,
-    Escalation,
     Intent,
     IntentStatus,
     JournalEvent,
@@ -138,8 +136,8 @@ def _acting_on(ctx: StaffContext, run_id: Any, seen_state: str, permission: str 
 
 
 def _bump(run: Run, **changes: Any) -> None:
-    """A change to the run that is not a status change (those are journal.transitions')."""
-    Run.objects.filter(pk=run.pk).update(version=F("version") + 1, **changes)
+    """A person's change to the run beside its status, through its owner."""
+    transitions.run_bump(run_id=run.pk, **changes)
 
 
 def _moved(run: Run, moved: transitions.Moved, change: str = "its status changed meanwhile") -> None:
@@ -366,8 +364,8 @@ def run_resume_request(ctx: StaffContext, *, run_id: Any, state: str) -> ResumeP
                 at=now,
             ),
         )
-        Escalation.objects.filter(run=run, resolved_at__isnull=True).update(
-            resolved_at=now, resolved_by=ctx.user, resolution_note=f"resumed by {ctx.user.get_username()}"
+        journal.escalations_resolve(
+            run=run, by=ctx.user, note=f"resumed by {ctx.user.get_username()}", at=now
         )
         _audit(
             ctx,
@@ -496,9 +494,7 @@ def run_resolve(ctx: StaffContext, *, run_id: Any, note: str, state: str) -> Run
     note = _note(note, required=True)
     with _acting_on(ctx, run_id, state) as run:
         now = timezone.now()
-        resolved = Escalation.objects.filter(run=run, resolved_at__isnull=True).update(
-            resolved_at=now, resolved_by=ctx.user, resolution_note=note
-        )
+        resolved = journal.escalations_resolve(run=run, by=ctx.user, note=note, at=now)
         before = {"status": run.status, "open_escalations": resolved}
         after: dict[str, Any] = {"status": run.status, "open_escalations": 0}
         if run.status == RunStatus.RUNNING:

@@ -1250,6 +1250,14 @@ def cancelled_in_doubt_hand_over(
     )
 
 
+def escalations_resolve(*, run: Run, by: Any, note: str, at: datetime) -> int:
+    """Close the run's open escalations (run_hand_over opened them): a person finished the job
+    or resumed the run, and `note` says how. The number closed; 0 when none was open."""
+    return Escalation.objects.filter(run=run, resolved_at__isnull=True).update(
+        resolved_at=at, resolved_by=by, resolution_note=note
+    )
+
+
 def run_hand_over(
     *,
     run: Run,

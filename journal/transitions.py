@@ -318,6 +318,22 @@ def run_touch(*, run_id: Any, at: datetime | None = None) -> None:
     Run.objects.filter(pk=run_id).update(version=F("version") + 1, updated_at=at or timezone.now())
 
 
+# What a person may change on a run beside its status (run_transition moves the status): who
+# holds it, and whether it still waits on a person.
+PERSON_FIELDS = frozenset({"assignee", "awaiting_person"})
+
+
+def run_bump(*, run_id: Any, **changes: Any) -> None:
+    """Bump the run's version for a person's change beside its status (an assignment, a step
+    settled by hand, an escalation closed), with that change's PERSON_FIELDS: a page drawn
+    before it is refused as stale and redraws. Its time is left alone, unlike run_touch's: the
+    queue's "waiting since" is the run's, not the person's."""
+    unknown = set(changes) - PERSON_FIELDS
+    if unknown:
+        raise ValueError(f"run_bump changes only {sorted(PERSON_FIELDS)}, not {sorted(unknown)}")
+    Run.objects.filter(pk=run_id).update(version=F("version") + 1, **changes)
+
+
 def run_plan_rewrite(
     *, run: Run, plan: list[dict[str, Any]], actor: Actor, data: dict[str, Any] | None = None
 ) -> Moved:

@@ -105,7 +105,7 @@ def idempotency_key_of_json(
 ) -> str:
     """idempotency_key for arguments already canonicalised and serialised by canonical_json: the
     journal's hot path serialises them once, for the key, the size limit and the row. The
-    material is spelled exactly as canonical_json spells the list (tests/handover/test_keys.py)."""
+    material is spelled exactly as canonical_json spells the list (tests/journal/test_keys.py)."""
     material = (
         f"{_key_head(tenant_slug, str(run_id), tool)},{args_json},{_key_tail(policy_version, occurrence)}"
     )

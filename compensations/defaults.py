@@ -21,6 +21,8 @@ from django.contrib.auth.models import Group, Permission
 from django.db import DEFAULT_DB_ALIAS
 from django.utils import timezone
 
+from journal.tenancy import default_row
+
 from .models import CatalogueEntry, Reversibility
 
 
@@ -88,8 +90,7 @@ def catalogue_seed(
     historical model needs `history_model`.) Returns how many entries were created."""
     if model is None:
         model = CatalogueEntry
-    # Seeds are the defaults (no tenant); a migration's older model has no tenant column yet.
-    default = {"tenant": None} if "tenant" in {f.name for f in model._meta.fields} else {}
+    default = default_row(model)  # seeds are the defaults (no tenant)
     created_count = 0
     for entry in entries:
         fields = entry.as_fields() if isinstance(entry, CatalogueEntrySpec) else dict(entry)
@@ -177,7 +178,7 @@ def catalogue_differences(
     """Each declared entry whose stored default (no tenant) differs from it, with how."""
     return declared_differences(
         entries,
-        stored=CatalogueEntry.objects.filter(tenant__isnull=True),
+        stored=CatalogueEntry.objects.defaults(),
         key="tool",
         kind="catalogue entry",
         admin="compensations/catalogueentry",

@@ -14,7 +14,8 @@ from django.conf import settings
 from django.db import models
 from simple_history.models import HistoricalRecords
 
-from journal.models import Intent, Tenant
+from journal.models import Intent
+from journal.tenancy import TenantOrDefault, tenant_or_default_constraints
 
 
 class Reversibility(models.TextChoices):
@@ -24,7 +25,7 @@ class Reversibility(models.TextChoices):
     NONE = "none", "Not reversible"
 
 
-class CatalogueEntry(models.Model):
+class CatalogueEntry(TenantOrDefault):
     """One write tool's undo, written by admins (or seeded: compensations.defaults.catalogue_seed).
 
     `argument_mapping` maps each argument of the compensating tool to a source (resolved by
@@ -43,15 +44,8 @@ class CatalogueEntry(models.Model):
     after that point it cannot be undone. `partial` — always loses `loss`. `none` — nothing
     undoes it (no compensating tool); `staff_notes` says what a person does instead."""
 
-    tenant = models.ForeignKey(
-        Tenant,
-        on_delete=models.CASCADE,
-        null=True,
-        blank=True,
-        related_name="+",
-        help_text="Blank: the default for every tenant (superusers only). A tenant's own entry for a "
-        "tool is used instead of the default for that tenant's runs.",
-    )
+    tenant_key = "tool"  # a tenant's own entry for a tool is used instead of the default (journal.tenancy)
+
     tool = models.CharField(max_length=100)
     description = models.CharField(max_length=300)
     compensating_tool = models.CharField(max_length=100, blank=True)
@@ -67,16 +61,11 @@ class CatalogueEntry(models.Model):
     class Meta:
         ordering = ["tool", "tenant"]
         verbose_name_plural = "catalogue entries"
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "tool"], name="catalogue_one_entry_per_tenant_and_tool"
-            ),
-            models.UniqueConstraint(
-                fields=["tool"],
-                condition=models.Q(tenant__isnull=True),
-                name="catalogue_one_default_per_tool",
-            ),
-        ]
+        constraints = tenant_or_default_constraints(
+            "tool",
+            per_tenant="catalogue_one_entry_per_tenant_and_tool",
+            default="catalogue_one_default_per_tool",
+        )
 
     def __str__(self) -> str:
         whose = f"{self.tenant.slug}: " if self.tenant is not None else ""

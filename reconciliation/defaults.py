@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS
 
 from compensations.defaults import DeclarationDiffers, declaration_apply, declared_differences
+from journal.tenancy import default_row
 
 from .models import Strategy, TaskPolicy
 
@@ -83,8 +84,7 @@ def policies_seed(
         policy_fields = declared.as_fields() if isinstance(declared, TaskPolicySpec) else dict(declared)
         defaults = {name: value for name, value in policy_fields.items() if name in fields}
         task_type = defaults.pop("task_type")
-        # Seeds are the defaults (no tenant); a migration's older model has no tenant column yet.
-        default = {"tenant": None} if "tenant" in fields else {}
+        default = default_row(task_policy_model)  # seeds are the defaults (no tenant)
         policy, created = task_policy_model.objects.using(using).get_or_create(
             task_type=task_type, **default, defaults=defaults
         )
@@ -103,7 +103,7 @@ def policies_differences(policies: Iterable[TaskPolicySpec]) -> list[tuple[TaskP
     """Each declared policy whose stored default (no tenant) differs from it, with how."""
     return declared_differences(
         policies,
-        stored=TaskPolicy.objects.filter(tenant__isnull=True),
+        stored=TaskPolicy.objects.defaults(),
         key="task_type",
         kind="task policy",
         admin="reconciliation/taskpolicy",

@@ -12,7 +12,7 @@ from datetime import timedelta
 from django.db import models
 from simple_history.models import HistoricalRecords
 
-from journal.models import Tenant
+from journal.tenancy import TenantOrDefault, tenant_or_default_constraints
 
 PHASES = ("gather", "decide", "act", "notify")
 
@@ -23,21 +23,14 @@ class Strategy(models.TextChoices):
     COMPENSATE_AND_ESCALATE = "compensate_and_escalate", "Always compensate and escalate"
 
 
-class TaskPolicy(models.Model):
+class TaskPolicy(TenantOrDefault):
     """One task type's recovery policy. `phase` (for resume_until_phase) is the first phase
     whose writes make a run no longer resumable: a returns run that died before it began acting
     is re-run; one that had already acted is compensated. `max_resume_age` bounds how old the
     information a resumption would act on may be. `version` increases with every edit."""
 
-    tenant = models.ForeignKey(
-        Tenant,
-        on_delete=models.CASCADE,
-        null=True,
-        blank=True,
-        related_name="+",
-        help_text="Blank: the default for every tenant (superusers only). A tenant's own policy for a "
-        "task type is used instead of the default for that tenant's runs.",
-    )
+    tenant_key = "task_type"  # a tenant's own policy is used instead of the default (journal.tenancy)
+
     task_type = models.SlugField(max_length=64)
     strategy = models.CharField(max_length=30, choices=Strategy.choices)
     phase = models.CharField(
@@ -57,16 +50,11 @@ class TaskPolicy(models.Model):
 
     class Meta:
         verbose_name_plural = "task policies"
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "task_type"], name="policy_one_per_tenant_and_task_type"
-            ),
-            models.UniqueConstraint(
-                fields=["task_type"],
-                condition=models.Q(tenant__isnull=True),
-                name="policy_one_default_per_task_type",
-            ),
-        ]
+        constraints = tenant_or_default_constraints(
+            "task_type",
+            per_tenant="policy_one_per_tenant_and_task_type",
+            default="policy_one_default_per_task_type",
+        )
 
     def __str__(self) -> str:
         whose = f"{self.tenant.slug}: " if self.tenant is not None else ""

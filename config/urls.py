@@ -6,7 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 urlpatterns = [
     # First: an agent's call resolves here without trying the console's patterns before it.
-    path("api/v1/", include("handover.urls_api")),
+    path("api/v1/", include("agent_api.urls")),
     path("", include("handover.urls")),
     path("", include("handover.urls_compensations")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

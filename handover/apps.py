@@ -11,7 +11,6 @@ class HandoverConfig(AppConfig):
 
         from journal.signals import escalation_opened
 
-        from . import schema  # noqa: F401  (registers the OpenAPI auth extension)
         from .login_throttle import login_locked_out_audit
         from .tasks import escalation_opened_notify
 

@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "simple_history",
     "journal",
     "handover",
+    "agent_api",
     "reconciliation",
     "compensations",
     "fanout",
@@ -63,9 +64,9 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Before the lane, so the API's answers carry it too (it only sets a response header).
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    # Agent-token calls to /api/v1/ go from here to their view (handover/agent_lane.py): the
+    # Agent-token calls to /api/v1/ go from here to their view (agent_api/lane.py): the
     # middleware below serves the console's people, not agent runtimes.
-    "handover.agent_lane.AgentLaneMiddleware",
+    "agent_api.lane.AgentLaneMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -248,7 +249,7 @@ SEAM_MAX_DEADLINE_DAYS = _env_or_fail(env.int, "SEAM_MAX_DEADLINE_DAYS", default
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "handover.authentication.AgentTokenAuthentication",
+        "agent_api.authentication.AgentTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -256,7 +257,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "EXCEPTION_HANDLER": "handover.api.exception_handler",
+    "EXCEPTION_HANDLER": "agent_api.views.exception_handler",
 }
 
 SPECTACULAR_SETTINGS = {

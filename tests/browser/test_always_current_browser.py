@@ -15,7 +15,7 @@ from playwright.sync_api import Page, Route, expect
 from compensations.models import DeadLetter
 from handover.models import AuditAction, AuditEntry
 from journal.models import Run
-from tests.handover.conftest import demo_ticket
+from tests.support.stuck_runs import demo_ticket
 
 from .conftest import PASSWORD
 

@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Page, ViewportSize, expect
 
 from journal.models import Run
-from tests.handover.conftest import demo_ticket
+from tests.support.stuck_runs import demo_ticket
 
 from .conftest import PASSWORD
 

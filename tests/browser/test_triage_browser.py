@@ -19,7 +19,7 @@ from handover.models import AuditAction, AuditEntry, TenantSettings
 from journal import services
 from journal.models import Run
 from journal.services import Actor
-from tests.handover.conftest import escalated_run
+from tests.support.stuck_runs import escalated_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

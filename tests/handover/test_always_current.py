@@ -23,7 +23,7 @@ from handover.models import AuditAction, AuditEntry
 from journal import services as journal
 from journal.models import Run
 from sandbox.catalogue import catalogue_seed_defaults
-from tests.handover.conftest import demo_ticket
+from tests.support.stuck_runs import demo_ticket
 from tools import services as tools
 
 pytestmark = pytest.mark.django_db(transaction=True)

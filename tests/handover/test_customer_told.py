@@ -18,10 +18,10 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from agent_api.handover_schema import HandoverSerializer
 from compensations.models import Compensation, CompensationStatus
 from compensations.services import compensation_execute
 from handover.handover import handover_for, run_state_token
-from handover.handover_schema import HandoverSerializer
 from journal import services
 from journal.channels import CustomerChannel
 from journal.models import AgentToken, CustomerMessage, IntentStatus, Run

@@ -114,7 +114,7 @@ def queued(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[tuple[tuple[Any, .
 def uncertain_refund(sandbox_tools: str) -> Run:
     """T-41518 escalated with its refund in doubt: accepted downstream, the runner killed before
     recording it, and the sandbox answering its lookup "unknown" (as test_handover_actions)."""
-    from tests.handover.conftest import escalate_ticket
+    from tests.support.stuck_runs import escalate_ticket
 
     faults = f"{sandbox_tools}/sandbox/api/faults/"
     rule = {"provider": "payments", "operation": "lookup", "fault": "unknown_lookup", "remaining": 10}

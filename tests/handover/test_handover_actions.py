@@ -16,7 +16,6 @@ from django.db import connection, connections
 from django.utils import timezone
 
 from compensations.models import Compensation, CompensationStatus
-from compensations.reversibility import ReversibilityNow
 from compensations.services import compensation_execute
 from handover import actions, staff_actions
 from handover.audit import audit_verify
@@ -25,6 +24,7 @@ from handover.handover import (
     NextAction,
     NextActionCode,
     NotDoneStep,
+    ReversibilityNow,
     StepCompensation,
     handover_build,
     handover_for,
@@ -180,7 +180,7 @@ def test_marking_an_uncertain_step_needs_a_note_and_records_the_judgement(
 ) -> None:
     # T-41518: the refund accepted downstream, the runner killed before recording it; the
     # sandbox is told to answer its lookup "unknown", so reconciliation leaves it to a person.
-    from tests.handover.conftest import escalate_ticket
+    from tests.support.stuck_runs import escalate_ticket
 
     faults = f"{sandbox_tools}/sandbox/api/faults/"
     rule = {"provider": "payments", "operation": "lookup", "fault": "unknown_lookup", "remaining": 10}

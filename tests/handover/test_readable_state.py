@@ -20,7 +20,7 @@ from compensations.models import Compensation, CompensationStatus
 from handover.handover import handover_for, run_state_token
 from journal import services
 from journal.models import Run
-from tests.handover.conftest import demo_ticket
+from tests.support.stuck_runs import demo_ticket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -25,7 +25,7 @@ from journal import services
 from journal.models import Run
 from journal.services import Actor
 from tests import factories
-from tests.handover.conftest import escalated_run
+from tests.support.stuck_runs import escalated_run
 
 pytestmark = pytest.mark.django_db
 

@@ -22,15 +22,15 @@ from compensations.services import compensation_request, run_compensate
 from handover.handover import handover_for
 from journal import services as journal
 from journal.models import Intent, IntentStatus, JournalEvent, Run, Tenant
-from tests.handover.test_agent_lane import RUN_BODY
-from tests.handover.test_api_journal import new_agent_client
+from tests.agent_api.test_agent_lane import RUN_BODY
+from tests.agent_api.test_api_journal import new_agent_client
 from tests.tools.subscriptions import Subscriptions
 from tools import registry
 from tools.services import tool_perform, tool_resend
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-WITHOUT_LANE = [m for m in settings.MIDDLEWARE if m != "handover.agent_lane.AgentLaneMiddleware"]
+WITHOUT_LANE = [m for m in settings.MIDDLEWARE if m != "agent_api.lane.AgentLaneMiddleware"]
 YESTERDAY = datetime.now(UTC) - timedelta(days=1)
 
 

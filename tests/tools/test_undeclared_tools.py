@@ -16,14 +16,14 @@ from django.test import override_settings
 
 from journal import services as journal
 from journal.models import Intent, JournalEvent, Run, Tenant
-from tests.handover.test_agent_lane import RUN_BODY
-from tests.handover.test_api_journal import new_agent_client
+from tests.agent_api.test_agent_lane import RUN_BODY
+from tests.agent_api.test_api_journal import new_agent_client
 from tools import registry
 from tools.services import tool_perform
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-WITHOUT_LANE = [m for m in settings.MIDDLEWARE if m != "handover.agent_lane.AgentLaneMiddleware"]
+WITHOUT_LANE = [m for m in settings.MIDDLEWARE if m != "agent_api.lane.AgentLaneMiddleware"]
 MISSPELT = {"tool": "cancel_subscriptoin", "args": {"subscription": "SUB-1"}, "turn": 1}
 
 

@@ -22,7 +22,7 @@ from django.db import models
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from .handover import FieldDoc, Handover
+from handover.handover import FieldDoc, Handover
 
 
 @extend_schema_field(

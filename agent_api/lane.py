@@ -15,7 +15,7 @@ the API's own checks.
 
 A view may also offer a `lean` handler (LeanView) for its plain calls: it answers without DRF's
 request, parser, negotiation and serializer machinery, or returns None, and the view answers
-as always. The journal's intent and outcome calls have one (handover.api)."""
+as always. The journal's intent and outcome calls have one (agent_api.views)."""
 
 from __future__ import annotations
 

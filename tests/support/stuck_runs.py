@@ -1,4 +1,6 @@
-"""Fixtures of the dashboard's tests: T-40912 escalated after its run died mid-sequence."""
+"""Stuck runs for the tests of the console and the agent API: a ticket escalated after its run
+died mid-sequence (T-40912 by default), the demo's tickets as seed_demo leaves them, and a run
+escalated by reconciliation without a sandbox."""
 
 from __future__ import annotations
 
@@ -7,7 +9,6 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
@@ -56,11 +57,6 @@ def demo_ticket(sandbox_url: str, ticket_id: str) -> Run:
         for part in (f"--{option.replace('_', '-')}", str(value))
     ]
     return escalate_ticket(sandbox_url, ticket_id, *flags, afterwards=replay.afterwards)
-
-
-@pytest.fixture
-def escalated_bench(sandbox_tools: str) -> Run:
-    return escalate_ticket(sandbox_tools)
 
 
 def escalated_run(make_run: Callable[..., Run], **fields: Any) -> Run:

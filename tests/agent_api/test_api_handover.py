@@ -16,15 +16,15 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from agent_api.handover_schema import HandoverSerializer
+from devtools.processes import database_url
 from handover.handover import handover_for
-from handover.handover_schema import HandoverSerializer
 from journal.models import AgentToken, Run
 from sandbox.catalogue import catalogue_seed_defaults
 from scenarios.management.commands.seed_demo import DEMO_REPLAYS
 from scenarios.policies import policies_seed_defaults
 from tests import factories
 from tests.support.in_flight import open_calls_past_in_flight
-from tests.support.processes import database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -25,13 +25,13 @@ from handover.timeline import timeline_of
 from journal.models import Intent, IntentStatus, JournalEvent, Run, Tenant
 from journal.services import Actor
 from reconciliation.services import reconcile_sweep
-from tests.handover.test_agent_lane import RUN_BODY
-from tests.handover.test_api_journal import new_agent_client
+from tests.agent_api.test_agent_lane import RUN_BODY
+from tests.agent_api.test_api_journal import new_agent_client
 from tests.support.in_flight import open_calls_past_in_flight
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-WITHOUT_LANE = [m for m in settings.MIDDLEWARE if m != "handover.agent_lane.AgentLaneMiddleware"]
+WITHOUT_LANE = [m for m in settings.MIDDLEWARE if m != "agent_api.lane.AgentLaneMiddleware"]
 ERROR_TEXT = "fatal: could not write index; HEAD may have moved"
 AMBIGUOUS = {"ok": False, "error_class": "ambiguous", "summary": ERROR_TEXT, "receipt": {"_mcp": "isError"}}
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT[0-9:.]+(Z|[+-]\d\d:\d\d)")

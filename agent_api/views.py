@@ -1,24 +1,21 @@
 """The journal's REST API (v1) for agent runtimes in other processes. Views parse and check
-types, call one service, and render; every rule lives in journal.services."""
+types (agent_api.serializers), call one service, and render; every rule lives in the journal's
+services. An agent's plain intent and outcome calls are answered by the views' `lean` handlers
+(agent_api.lane), with the same declarations and services."""
 
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
-from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers, status
+from rest_framework import status
 from rest_framework.exceptions import NotFound as DRFNotFound
-from rest_framework.exceptions import ParseError, PermissionDenied
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.pagination import PageNumberPagination
-from rest_framework.parsers import FormParser, MultiPartParser
-from rest_framework.parsers import JSONParser as DRFJSONParser
 from rest_framework.permissions import BasePermission
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -26,8 +23,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from handover.forms import RunPageForm
+from handover.handover import HANDOVER_LIST_LIMIT, handover_for
 from journal import selectors, services
-from journal.models import CustomerMessage, ErrorClass, Intent, Run, RunStatus, Tenant
+from journal.models import Intent, Run, RunStatus, Tenant
 
 from .authentication import (
     AgentPrincipal,
@@ -37,9 +36,23 @@ from .authentication import (
     caller_remember,
     caller_remembered,
 )
-from .forms import RunPageForm
-from .handover import HANDOVER_LIST_LIMIT, handover_for
 from .handover_schema import HandoverSerializer
+from .serializers import (
+    PARSERS,
+    CancelledSerializer,
+    CancelSerializer,
+    CountSerializer,
+    CustomerMessageCreateSerializer,
+    CustomerMessageSerializer,
+    IntentCreateSerializer,
+    IntentSerializer,
+    OutcomeSerializer,
+    RunCreateSerializer,
+    RunDetailSerializer,
+    RunSerializer,
+    plainly_valid,
+    validated,
+)
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -89,302 +102,13 @@ def _actor(request: Request) -> services.Actor:
 
 
 def _run(request: Request, run_id: str) -> Run:
-    # An agent's run was read with its token (handover.authentication), scoped to its tenant.
+    # An agent's run was read with its token (agent_api.authentication), scoped to its tenant.
     read, run = request.user.run_named(run_id) if isinstance(request.user, AgentPrincipal) else (False, None)
     if not read:
         run = selectors.run_get(tenant=_tenant(request), run_id=run_id)
     if run is None:
         raise DRFNotFound(f"Run {run_id} not found.")
     return run
-
-
-class JSONParser(DRFJSONParser):
-    """DRF's parser lets json's RecursionError on deeply nested input escape as a 500."""
-
-    def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
-        try:
-            return super().parse(stream, media_type, parser_context)
-        except RecursionError as exc:
-            raise ParseError("JSON parse error - nested too deeply") from exc
-
-
-PARSERS = [JSONParser, FormParser, MultiPartParser]
-
-# Intent.turn and Intent.occurrence are PostgreSQL integers; a larger number is a 500, not a row.
-MAX_DB_INT = 2**31 - 1
-
-
-# --- serializers ------------------------------------------------------------------------------
-
-
-class RefuseUnknownKeys:
-    """The service refuses unknown keys in versions and plan steps (a typo such as `ocurrence`
-    would change the plan); a serializer silently dropping them would hide that refusal."""
-
-    fields: Any
-
-    def to_internal_value(self, data: Any) -> Any:
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError(f"unknown keys: {unknown}")
-        return super().to_internal_value(data)  # type: ignore[misc]
-
-
-class VersionsSerializer(RefuseUnknownKeys, serializers.Serializer):
-    schema = serializers.CharField(max_length=40)
-    flow = serializers.CharField(max_length=40)
-    policy = serializers.CharField(max_length=40)
-    capability = serializers.CharField(max_length=40)
-
-
-class PlanStepSerializer(RefuseUnknownKeys, serializers.Serializer):
-    tool = serializers.CharField(max_length=100)
-    args = serializers.DictField(required=False, default=dict)
-    phase = serializers.CharField(max_length=500, required=False, allow_blank=True)
-    detail = serializers.CharField(max_length=500, required=False, allow_blank=True)
-    occurrence = serializers.IntegerField(min_value=0, required=False, default=0)
-
-
-class RunCreateSerializer(serializers.Serializer):
-    task_type = serializers.SlugField(max_length=64)
-    ticket_id = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
-    order_id = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
-    external_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    deadline = serializers.DateTimeField(required=False, allow_null=True, default=None)
-    versions = VersionsSerializer()
-    plan = PlanStepSerializer(many=True, required=False, default=list)
-
-
-class IntentCreateSerializer(serializers.Serializer):
-    tool = serializers.CharField(max_length=100)
-    args = serializers.DictField()
-    turn = serializers.IntegerField(min_value=0, max_value=MAX_DB_INT)
-    occurrence = serializers.IntegerField(min_value=0, max_value=MAX_DB_INT, required=False, default=0)
-
-    @staticmethod
-    def plainly_valid(data: Any) -> dict[str, Any] | None:
-        """The validated data of a body that is plainly valid (JSON types exactly as declared,
-        nothing to trim or coerce), or None: the serializer then decides, with its messages.
-        A strict subset of what the serializer accepts, giving the same validated data
-        (tests/handover/test_api_plain_bodies.py); it spares an agent's every call the copying
-        of the serializer's fields (DRF deep-copies them per instance)."""
-        if type(data) is not dict:
-            return None
-        tool, args, turn = data.get("tool"), data.get("args"), data.get("turn")
-        occurrence = data.get("occurrence", 0)
-        if not (_plain_text(tool, max_length=100, trimmed=True) and tool):
-            return None
-        if type(args) is not dict or not _plain_count(turn) or not _plain_count(occurrence):
-            return None
-        return {"tool": tool, "args": dict(args), "turn": turn, "occurrence": occurrence}
-
-
-class ZonedDateTimeField(serializers.DateTimeField):
-    """A time that must say its zone: DRF's field would read a naive one in the server's zone,
-    a guess about evidence that decides whether a call was the run's work."""
-
-    def to_internal_value(self, value: Any) -> datetime:
-        if isinstance(value, str):
-            parsed = parse_datetime(value)
-            if parsed is not None and timezone.is_naive(parsed):
-                raise serializers.ValidationError("must carry a time zone (e.g. 2026-11-29T10:00:00Z)")
-        return super().to_internal_value(value)
-
-
-class OutcomeSerializer(serializers.Serializer):
-    ok = serializers.BooleanField()
-    summary = serializers.CharField(required=False, allow_blank=True, default="", trim_whitespace=False)
-    receipt = serializers.DictField(required=False, default=dict)
-    error_class = serializers.ChoiceField(
-        choices=ErrorClass.choices, required=False, allow_blank=True, default=""
-    )
-    request_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    evidence_at = ZonedDateTimeField(
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="When the downstream says the state it answered with came about (ISO 8601 with "
-        "its zone), for a success only. Older than the intent: the step is settled `already_so` "
-        "(the state was there before the call; never undone, never sent again).",
-    )
-
-    def to_internal_value(self, data: Any) -> Any:
-        # BooleanField would read "yes" or 1 as true; an outcome must say true or false.
-        if isinstance(data, dict) and "ok" in data and not isinstance(data["ok"], bool):
-            raise serializers.ValidationError({"ok": ["must be true or false"]})
-        return super().to_internal_value(data)
-
-    @staticmethod
-    def plainly_valid(data: Any) -> dict[str, Any] | None:
-        """As IntentCreateSerializer.plainly_valid, for an outcome."""
-        if type(data) is not dict:
-            return None
-        ok, summary, receipt = data.get("ok"), data.get("summary", ""), data.get("receipt", {})
-        error_class, request_id = data.get("error_class", ""), data.get("request_id", "")
-        if type(ok) is not bool or type(receipt) is not dict:
-            return None
-        if not _plain_text(summary) or not _plain_text(request_id, max_length=200, trimmed=True):
-            return None
-        if type(error_class) is not str or (error_class and error_class not in ErrorClass.values):
-            return None
-        if data.get("evidence_at") is not None:  # a time to parse: the serializer's
-            return None
-        return {
-            "ok": ok,
-            "summary": summary,
-            "receipt": dict(receipt),
-            "error_class": error_class,
-            "request_id": request_id,
-            "evidence_at": None,
-        }
-
-
-def _plain_text(value: Any, *, max_length: int | None = None, trimmed: bool = False) -> bool:
-    """A str that DRF's CharField keeps as it is: within max_length, no NUL, no lone surrogate
-    (which UTF-8 cannot encode), and, where the field trims, no surrounding whitespace."""
-    if type(value) is not str or "\x00" in value:
-        return False
-    if max_length is not None and len(value) > max_length:
-        return False
-    if trimmed and value != value.strip():
-        return False
-    try:
-        value.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _plain_count(value: Any) -> bool:
-    """An int (not a bool) that fits the PostgreSQL integer columns, from 0."""
-    return type(value) is int and 0 <= value <= MAX_DB_INT
-
-
-def _validated(
-    serializer_class: type[IntentCreateSerializer] | type[OutcomeSerializer], data: Any
-) -> dict[str, Any]:
-    """The body's validated data: plainly valid bodies without the serializer's machinery, all
-    others through it (a 400 naming each field it refuses)."""
-    plain = serializer_class.plainly_valid(data)
-    if plain is not None:
-        return plain
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
-class CustomerMessageCreateSerializer(serializers.Serializer):
-    channel = serializers.ChoiceField(choices=CustomerMessage.Channel.choices)
-    body = serializers.CharField(max_length=services.MAX_MESSAGE_CHARS, trim_whitespace=False)
-    told_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
-    about_steps = serializers.ListField(
-        child=serializers.CharField(max_length=200),
-        required=False,
-        default=list,
-        max_length=100,
-        help_text='Step ids of this run whose effects the message reports ("we have credited you" '
-        "names the credit's step): if one is undone, the handover flags the message.",
-    )
-
-
-class IntentSerializer(serializers.ModelSerializer):
-    """An intent row as the API answers it. Its fields (Meta, which the schema documents) are
-    rendered by to_representation directly: ModelSerializer's generic rendering, which copies its
-    fields for every instance, was a fifth of each journal request's server time."""
-
-    class Meta:
-        model = Intent
-        fields = [
-            "step_id",
-            "turn",
-            "tool",
-            "args",
-            "occurrence",
-            "idempotency_key",
-            "status",
-            "error_class",
-            "outcome_summary",
-            "receipt",
-            "request_id",
-            "intended_at",
-            "settled_at",
-        ]
-
-    def to_representation(self, instance: Intent) -> dict[str, Any]:
-        # The same values as the generic rendering (tests/handover/test_api_journal.py compares
-        # them): text and JSON as stored, datetimes as DRF writes them.
-        return {
-            "step_id": instance.step_id,
-            "turn": instance.turn,
-            "tool": instance.tool,
-            "args": instance.args,
-            "occurrence": instance.occurrence,
-            "idempotency_key": instance.idempotency_key,
-            "status": str(instance.status),
-            "error_class": str(instance.error_class),
-            "outcome_summary": instance.outcome_summary,
-            "receipt": instance.receipt,
-            "request_id": instance.request_id,
-            "intended_at": _datetime_json(instance.intended_at),
-            "settled_at": _datetime_json(instance.settled_at),
-        }
-
-
-def _datetime_json(value: datetime | None) -> str | None:
-    """A datetime as DRF's DateTimeField renders it (ISO 8601 in the current time zone, UTC
-    written Z)."""
-    if value is None:
-        return None
-    text = (timezone.localtime(value) if timezone.is_aware(value) else timezone.make_aware(value)).isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
-
-
-class CustomerMessageSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = CustomerMessage
-        fields = ["id", "channel", "body", "told_at", "recorded_at", "about_steps"]
-
-
-class RunSerializer(serializers.ModelSerializer):
-    versions = serializers.SerializerMethodField()
-
-    class Meta:
-        model = Run
-        fields = [
-            "id",
-            "external_id",
-            "task_type",
-            "ticket_id",
-            "order_id",
-            "status",
-            "deadline",
-            "versions",
-            "plan",
-            "last_heartbeat_at",
-            "created_at",
-            "updated_at",
-            "version",
-            "outcome_reason",
-            "outcome_detail",
-            "ended_at",
-            "retries",
-            "repairs",
-            "replans",
-            "reflections",
-            "escalations",
-        ]
-
-    def get_versions(self, run: Run) -> dict[str, str]:
-        return run.versions
-
-
-class RunDetailSerializer(RunSerializer):
-    intents = IntentSerializer(many=True, read_only=True)
-    customer_messages = CustomerMessageSerializer(many=True, read_only=True)
-
-    class Meta(RunSerializer.Meta):
-        fields = [*RunSerializer.Meta.fields, "intents", "customer_messages"]
 
 
 # --- views ------------------------------------------------------------------------------------
@@ -430,9 +154,7 @@ class RunListCreateApi(APIView):
         request=RunCreateSerializer, responses={201: RunDetailSerializer, 200: RunDetailSerializer}
     )
     def post(self, request: Request) -> Response:
-        data = RunCreateSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = validated(RunCreateSerializer, request.data)
         result = services.run_create(
             tenant=_tenant(request),
             task_type=v["task_type"],
@@ -481,7 +203,7 @@ class HandoverApi(APIView):
 # --- the agent lane ---------------------------------------------------------------------------
 # An agent's two calls per tool call, when plain (JSON as declared, a live token, the run and
 # step found, the journal accepting), are answered by the views' `lean` handlers without DRF's
-# request machinery (handover/agent_lane.py). Anything else returns None and the view itself
+# request machinery (agent_api/lane.py). Anything else returns None and the view itself
 # answers, so every refusal keeps its status and message.
 
 
@@ -566,7 +288,7 @@ class IntentCreateApi(APIView):
 
     @classmethod
     def lean(cls, request: HttpRequest, run_id: str) -> HttpResponse | None:
-        v = IntentCreateSerializer.plainly_valid(_lean_body(request))
+        v = plainly_valid(IntentCreateSerializer, _lean_body(request))
         secret = _lean_secret(request) if v is not None else None
         if v is None or secret is None:
             return None
@@ -594,7 +316,7 @@ class IntentCreateApi(APIView):
     def post(self, request: Request, run_id: str) -> Response:
         run = _run(request, run_id)
         answer, status_code = _record_intent(
-            run, _validated(IntentCreateSerializer, request.data), _actor(request)
+            run, validated(IntentCreateSerializer, request.data), _actor(request)
         )
         return Response(answer, status=status_code)
 
@@ -605,7 +327,7 @@ class OutcomeApi(APIView):
 
     @classmethod
     def lean(cls, request: HttpRequest, run_id: str, step_id: str) -> HttpResponse | None:
-        v = OutcomeSerializer.plainly_valid(_lean_body(request))
+        v = plainly_valid(OutcomeSerializer, _lean_body(request))
         secret = _lean_secret(request) if v is not None else None
         if v is None or secret is None:
             return None
@@ -629,7 +351,7 @@ class OutcomeApi(APIView):
     @extend_schema(request=OutcomeSerializer, responses={200: IntentSerializer})
     def post(self, request: Request, run_id: str, step_id: str) -> Response:
         run = _run(request, run_id)
-        v = _validated(OutcomeSerializer, request.data)
+        v = validated(OutcomeSerializer, request.data)
         read, intent = (
             request.user.intent_named(run_id, step_id)
             if isinstance(request.user, AgentPrincipal)
@@ -650,9 +372,7 @@ class CustomerMessageCreateApi(APIView):
     @extend_schema(request=CustomerMessageCreateSerializer, responses={201: CustomerMessageSerializer})
     def post(self, request: Request, run_id: str) -> Response:
         run = _run(request, run_id)
-        data = CustomerMessageCreateSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = validated(CustomerMessageCreateSerializer, request.data)
         message = services.customer_message_record(
             run=run,
             channel=v["channel"],
@@ -683,17 +403,6 @@ class CompleteApi(APIView):
         return Response(RunSerializer(run).data)
 
 
-class CancelSerializer(serializers.Serializer):
-    reason = serializers.CharField(max_length=services.MAX_SUMMARY_CHARS)
-
-
-class CancelledSerializer(serializers.Serializer):
-    run = RunSerializer()
-    completed = IntentSerializer(many=True)
-    uncertain = IntentSerializer(many=True)
-    cleanup_scheduled = serializers.ListField(child=serializers.CharField())
-
-
 class CancelApi(APIView):
     permission_classes = [IsAgentForWrites]
     parser_classes = PARSERS
@@ -701,14 +410,9 @@ class CancelApi(APIView):
     @extend_schema(request=CancelSerializer, responses={200: CancelledSerializer})
     def post(self, request: Request, run_id: str) -> Response:
         run = _run(request, run_id)
-        data = CancelSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        cancelled = services.run_cancel(run=run, reason=data.validated_data["reason"], actor=_actor(request))
+        reason = validated(CancelSerializer, request.data)["reason"]
+        cancelled = services.run_cancel(run=run, reason=reason, actor=_actor(request))
         return Response(CancelledSerializer(cancelled).data)
-
-
-class CountSerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=sorted(services.COUNTERS))
 
 
 class CountApi(APIView):
@@ -718,7 +422,6 @@ class CountApi(APIView):
     @extend_schema(request=CountSerializer, responses={200: RunSerializer})
     def post(self, request: Request, run_id: str) -> Response:
         run = _run(request, run_id)
-        data = CountSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        counted = services.run_count(run=run, kind=data.validated_data["kind"], actor=_actor(request))
+        kind = validated(CountSerializer, request.data)["kind"]
+        counted = services.run_count(run=run, kind=kind, actor=_actor(request))
         return Response(RunSerializer(counted).data)

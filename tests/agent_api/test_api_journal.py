@@ -1,4 +1,4 @@
-"""handover.api (REST v1): the journal as an agent runtime in another process sees it over HTTP.
+"""agent_api (REST v1): the journal as an agent runtime in another process sees it over HTTP.
 
 Every refusal is a 4xx naming what is wrong, and a refused request writes nothing: the tests
 snapshot the journal before the request and compare it afterwards."""
@@ -20,7 +20,7 @@ from django.core.management import call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from handover.api import IntentSerializer
+from agent_api.serializers import IntentSerializer
 from journal import services
 from journal.keys import idempotency_key
 from journal.models import (
@@ -1213,7 +1213,7 @@ def test_an_intent_renders_as_the_generic_model_serializer_would(tenant: Tenant)
     generic ModelSerializer rendering of the same fields would write it."""
     from rest_framework import serializers
 
-    from handover.api import IntentSerializer
+    from agent_api.serializers import IntentSerializer
 
     caller = new_agent_client(tenant, "rendered")
     run = create_run(caller)

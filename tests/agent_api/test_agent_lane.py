@@ -1,4 +1,4 @@
-"""The agent lane (handover/agent_lane.py) and the journal views' lean handlers (handover.api).
+"""The agent lane (agent_api/lane.py) and the journal views' lean handlers (agent_api.views).
 
 An agent-token call to /api/v1/ skips the console's middleware, and a plain intent or outcome
 call skips DRF's machinery too. Neither may change an answer: the same requests, sent with the
@@ -19,13 +19,19 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
-from handover import api
+from agent_api import views as api_views
+from agent_api.serializers import (
+    MAX_DB_INT,
+    IntentCreateSerializer,
+    OutcomeSerializer,
+    plainly_valid,
+)
 from journal.models import ErrorClass, Intent, JournalEvent, Tenant
-from tests.handover.test_api_journal import new_agent_client
+from tests.agent_api.test_api_journal import new_agent_client
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-WITHOUT_LANE = [m for m in settings.MIDDLEWARE if m != "handover.agent_lane.AgentLaneMiddleware"]
+WITHOUT_LANE = [m for m in settings.MIDDLEWARE if m != "agent_api.lane.AgentLaneMiddleware"]
 HEADERS = ("Content-Type", "Allow", "Vary", "X-Frame-Options", "X-Content-Type-Options", "Referrer-Policy")
 
 
@@ -40,7 +46,7 @@ VALUE = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(min_value=-3, max_value=3),
-    st.sampled_from([api.MAX_DB_INT, api.MAX_DB_INT + 1, 2.0, 2.5, "2", "1.0"]),
+    st.sampled_from([MAX_DB_INT, MAX_DB_INT + 1, 2.0, 2.5, "2", "1.0"]),
     st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
     st.lists(st.integers(), max_size=2),
     st.sampled_from(ErrorClass.values),
@@ -58,8 +64,8 @@ def bodies(fields: list[str]) -> st.SearchStrategy[Any]:
 @pytest.mark.parametrize(
     ("serializer", "fields"),
     [
-        (api.IntentCreateSerializer, ["tool", "args", "turn", "occurrence"]),
-        (api.OutcomeSerializer, ["ok", "summary", "receipt", "error_class", "request_id", "evidence_at"]),
+        (IntentCreateSerializer, ["tool", "args", "turn", "occurrence"]),
+        (OutcomeSerializer, ["ok", "summary", "receipt", "error_class", "request_id", "evidence_at"]),
     ],
 )
 def test_a_plainly_valid_body_is_one_the_serializer_accepts_with_the_same_data(
@@ -68,7 +74,7 @@ def test_a_plainly_valid_body_is_one_the_serializer_accepts_with_the_same_data(
     @hypothesis_settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(bodies(fields))
     def check(body: Any) -> None:
-        plain = serializer.plainly_valid(body)
+        plain = plainly_valid(serializer, body)
         if plain is None:
             return
         drf = serializer(data=body)
@@ -80,16 +86,15 @@ def test_a_plainly_valid_body_is_one_the_serializer_accepts_with_the_same_data(
 
 
 def test_an_agents_usual_bodies_are_plain() -> None:
-    assert api.IntentCreateSerializer.plainly_valid(
-        {"tool": "issue_refund", "args": {"a": 1}, "turn": 0}
-    ) == {
+    assert plainly_valid(IntentCreateSerializer, {"tool": "issue_refund", "args": {"a": 1}, "turn": 0}) == {
         "tool": "issue_refund",
         "args": {"a": 1},
         "turn": 0,
         "occurrence": 0,
     }
-    assert api.OutcomeSerializer.plainly_valid(
-        {"ok": False, "summary": "délai dépassé", "error_class": "transient", "request_id": "r-1"}
+    assert plainly_valid(
+        OutcomeSerializer,
+        {"ok": False, "summary": "délai dépassé", "error_class": "transient", "request_id": "r-1"},
     ) == {
         "ok": False,
         "summary": "délai dépassé",
@@ -269,8 +274,8 @@ def test_plain_calls_are_answered_by_the_lean_handlers(
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the DRF view answered a plain call")
 
-    monkeypatch.setattr(api.IntentCreateApi, "post", refuse)
-    monkeypatch.setattr(api.OutcomeApi, "post", refuse)
+    monkeypatch.setattr(api_views.IntentCreateApi, "post", refuse)
+    monkeypatch.setattr(api_views.OutcomeApi, "post", refuse)
     created = client.post(intents, {"tool": "issue_refund", "args": {}, "turn": 1}, format="json")
     assert created.status_code == 201
     settled = client.post(f"{intents}{created.json()['step_id']}/outcome/", {"ok": True}, format="json")

@@ -93,7 +93,7 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from tests.support.processes import ProcessFailed, gunicorn_server, wait_until_serving
+from devtools.processes import GUNICORN_CONF, ProcessFailed, gunicorn_server, wait_until_serving
 
 TARGET_RATIO = 1.3
 # REST's targets (issue 21): intent + outcome at one client within 5 x the floor, and at 8 clients
@@ -602,8 +602,6 @@ def profile_in_process(in_process: InProcess, calls: int) -> dict[str, Any]:
 def gunicorn_configuration() -> dict[str, Any]:
     """Production's gunicorn settings (config/gunicorn.conf.py, read as gunicorn reads it, with
     this process's environment), which the server is started with."""
-    from tests.support.processes import GUNICORN_CONF
-
     namespace: dict[str, Any] = {"__file__": str(GUNICORN_CONF)}
     exec(compile(GUNICORN_CONF.read_text(), str(GUNICORN_CONF), "exec"), namespace)  # noqa: S102
     return {name: namespace[name] for name in ("worker_class", "threads", "keepalive")}

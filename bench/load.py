@@ -71,8 +71,8 @@ from typing import Any
 import requests
 
 from bench.journal import BenchError, progress, setup_django, truncate_bench_tables
+from devtools.processes import ProcessFailed, gunicorn_server, wait_until_serving
 from handover.client import SeamClient, SeamError
-from tests.support.processes import ProcessFailed, gunicorn_server, wait_until_serving
 
 MAX_SECONDS = 120
 MAX_CALLS = 50_000

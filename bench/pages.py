@@ -53,7 +53,7 @@ tables (TRUNCATE ... CASCADE, only in a database whose name contains "bench") an
 The server: gunicorn with the same settings module, DEBUG off, 2 sync workers by default (the
 machine this was written on has 2 cores) and DJANGO_CONN_MAX_AGE=60 (persistent database
 connections, as production has), started and stopped by the script (gunicorn_server of
-tests/support/processes.py). `--json` prints only a JSON object of the figures; progress goes
+devtools/processes.py). `--json` prints only a JSON object of the figures; progress goes
 to stderr.
 """
 
@@ -76,7 +76,7 @@ import psycopg
 import requests
 
 from bench.journal import BenchError, progress, raw_connection, setup_django
-from tests.support.processes import ProcessFailed, gunicorn_server, wait_until_serving
+from devtools.processes import ProcessFailed, gunicorn_server, wait_until_serving
 
 # Ten times the first benchmark's volume (issue 21): the queue must not grow with it. `--runs
 # 100000` seeds the old scale (in its own database unless --database says otherwise).

@@ -28,7 +28,7 @@ from collections import defaultdict
 from typing import Any
 
 from bench.journal import BenchError, progress
-from tests.support.processes import ROOT, ProcessFailed
+from devtools.processes import ROOT, ProcessFailed
 
 TARGETS = ("perform", "queue")
 # Named costs: (label, predicate on (function, file path)). The time of a frame counts once,

@@ -65,7 +65,7 @@ import requests
 from psycopg import sql
 
 from bench.journal import BenchError, progress, with_database
-from tests.support.processes import Fleet, ProcessFailed, emptied_redis, running_sandbox
+from devtools.processes import Fleet, ProcessFailed, emptied_redis, running_sandbox
 
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test"
 TOOL = "issue_refund"

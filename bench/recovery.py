@@ -43,7 +43,7 @@ from typing import Any
 
 from bench.journal import BenchError, progress
 from bench.reconcile import DEFAULT_REDIS_URL, drop_database, setup_django
-from tests.support.processes import Fleet, ProcessFailed, emptied_redis, manage_py, running_sandbox
+from devtools.processes import Fleet, ProcessFailed, emptied_redis, manage_py, running_sandbox
 
 TICKET = "T-40912"
 KILL_FLAG = ("--kill-between-accept-and-record", "2")

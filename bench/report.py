@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.support.processes import ROOT
+from devtools.processes import ROOT
 
 ORDER = ["journal", "reconcile", "pages", "recovery", "load", "profiles"]
 

@@ -1,7 +1,7 @@
 """gunicorn settings for the web nodes: `gunicorn -c config/gunicorn.conf.py config.wsgi`.
 
 Every number comes from the environment so one image serves any machine size. The benchmarks and
-the tests that start a real server (tests/support/processes.gunicorn_server) start it with this
+the tests that start a real server (devtools/processes.gunicorn_server) start it with this
 file too, so what they measure is this configuration."""
 
 import multiprocessing

@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 
 from compensations.defaults import catalogue_grant_roles
 from config.celery import app as seam_celery_app
+from devtools.processes import database_url, running_sandbox
 from handover.roles import roles_grant
 from journal.models import AgentToken, Tenant
 from journal.services import Actor
@@ -89,8 +90,6 @@ def sandbox_server(django_db_setup: None) -> Iterator[str]:
     its end. The subprocess commits through its own connections, so a test that reads what it
     did must use `pytest.mark.django_db(transaction=True)`."""
     from django.db import connection
-
-    from tests.support.processes import database_url, running_sandbox
 
     with running_sandbox(database_url(connection.settings_dict)) as (base_url, _process):
         yield base_url

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from tests.support.processes import ROOT
+from devtools.processes import ROOT
 
 DOC = ROOT / "docs" / "architecture.md"
 PACKAGES = (

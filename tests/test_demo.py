@@ -16,7 +16,7 @@ import pytest
 import requests
 from django.conf import settings
 
-from tests.support.processes import manage_py, running_sandbox
+from devtools.processes import manage_py, running_sandbox
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ import pytest
 import requests
 
 from config.embedded_postgres import stop as stop_embedded_postgres
-from tests.support.processes import ROOT, free_port
+from devtools.processes import ROOT, free_port
 
 # Installs nothing, but initialises a PostgreSQL cluster, migrates and seeds the demo: a minute
 # or more, so in `make chaos` (CI runs it after `make test`).

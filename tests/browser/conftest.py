@@ -19,8 +19,8 @@ from django.conf import settings
 from django.db import connections
 from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
 
+from devtools.processes import Fleet, emptied_redis
 from tests.reconciliation.test_workers import fleet_env  # noqa: F401 (fixture, on `broker` below)
-from tests.support.processes import Fleet, emptied_redis
 
 CHROMIUM = os.environ.get("SEAM_CHROMIUM", "/usr/bin/chromium")
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking"]

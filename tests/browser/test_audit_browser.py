@@ -16,10 +16,10 @@ import pytest
 from django.db import transaction
 from playwright.sync_api import Page, expect
 
+from devtools.processes import ROOT, Fleet
 from handover.audit import audit_record
 from handover.models import AuditAction, AuditEntry, AuditVerification
 from journal.models import Tenant
-from tests.support.processes import ROOT, Fleet
 
 from .conftest import PASSWORD
 

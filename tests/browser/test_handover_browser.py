@@ -16,10 +16,10 @@ import pytest
 from playwright.sync_api import Page, Response, expect
 
 from compensations.models import Compensation
+from devtools.processes import ROOT, Fleet
 from handover.models import AuditAction, AuditEntry
 from journal.models import Run
 from tests.handover.conftest import escalate_ticket
-from tests.support.processes import ROOT, Fleet
 
 from .conftest import PASSWORD
 

@@ -19,6 +19,7 @@ from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from compensations.models import Compensation, CompensationStatus, DeadLetter
+from devtools.processes import ROOT
 from handover.audit import audit_record
 from handover.insights_views import PANELS
 from handover.models import AuditAction
@@ -26,7 +27,6 @@ from journal import services
 from journal.models import Escalation, Tenant
 from tests import factories
 from tests.handover.test_insights_selectors import _went_unknown as went_unknown
-from tests.support.processes import ROOT
 
 from .conftest import PASSWORD
 

@@ -19,11 +19,11 @@ from django.core.management import call_command
 from django.test import override_settings
 from seam_client import AsyncSeamClient
 
+from devtools.processes import free_port
 from journal.models import Intent, Run, Tenant
 from tests.clients.mcp_support import agent_token
 from tests.examples.giftdesk_support import Provider
 from tests.support.in_flight import open_calls_past_in_flight
-from tests.support.processes import free_port
 from tools import registry as tool_registry
 
 TASK_TYPE = "points_agent"

@@ -13,7 +13,7 @@ from typing import Any
 
 import requests
 
-from tests.support.processes import ROOT
+from devtools.processes import ROOT
 
 DOC = ROOT / "docs" / "integrating.md"
 # The model's script: the balance (read-only), two points awards, then a final answer.

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 from seam_client import SeamClient
 
+from devtools.processes import database_url, serving_seam
 from journal.models import AgentToken, Tenant
-from tests.support.processes import database_url, serving_seam
 
 
 @pytest.fixture(scope="session")

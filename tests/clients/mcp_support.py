@@ -24,8 +24,8 @@ from django.test import override_settings
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from devtools.processes import ROOT
 from journal.models import AgentToken, Tenant
-from tests.support.processes import ROOT
 from tools import registry as tool_registry
 
 MODULES = {

@@ -27,13 +27,13 @@ from django.core.management import call_command
 from django.test import override_settings
 from seam_client import SeamClient
 
+from devtools.processes import ROOT
 from examples.giftdesk.tools import provider_url
 from journal.models import Intent, IntentStatus, Run, RunStatus, Tenant
 from tests.clients.agent_support import AWARDS, FINAL_ANSWER
 from tests.clients.mcp_support import CLIENT_SRC, agent_token
 from tests.examples.giftdesk_support import MODULES, Provider, running_provider
 from tests.support.in_flight import open_calls_past_in_flight
-from tests.support.processes import ROOT
 from tools import registry as tool_registry
 
 pytestmark = pytest.mark.django_db(transaction=True)

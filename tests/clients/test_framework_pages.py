@@ -17,18 +17,18 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from devtools.processes import (
+    GUIDE_SETTINGS,
+    database_url,
+    serving_seam,
+    settings_environment,
+)
 from journal.models import Intent, IntentStatus, Run, RunStatus, Tenant
 from tests.clients.adapter_support import Desk, desk  # noqa: F401 - the fixture
 from tests.clients.agent_support import AWARDS, DOC, FINAL_ANSWER, doc_file
 from tests.clients.mcp_support import agent_token
 from tests.clients.test_framework_adapters import giftdesk  # noqa: F401 - the fixture
 from tests.examples.giftdesk_support import MODULES, Provider
-from tests.support.processes import (
-    GUIDE_SETTINGS,
-    database_url,
-    serving_seam,
-    settings_environment,
-)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

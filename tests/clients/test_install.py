@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from devtools.processes import ROOT
 from journal.models import Intent, IntentStatus, Run, RunStatus
 from tests.factories import VERSIONS
-from tests.support.processes import ROOT
 
 # A fresh virtualenv and a pip install: a minute, so in `make chaos` (which CI runs after `make test`).
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.chaos]

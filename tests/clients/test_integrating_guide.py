@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from journal.models import CustomerMessage, Intent, IntentStatus, Run, RunStatus
-from tests.support.processes import (
+from devtools.processes import (
     GUIDE_SETTINGS,
     ROOT,
     database_url,
@@ -24,6 +23,7 @@ from tests.support.processes import (
     serving_seam,
     settings_environment,
 )
+from journal.models import CustomerMessage, Intent, IntentStatus, Run, RunStatus
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from devtools.processes import GUIDE_SETTINGS, ROOT, database_url, free_port, settings_environment
 from journal.models import Intent, IntentStatus, Run, RunStatus
 from tests.clients.agent_support import DOC
-from tests.support.processes import GUIDE_SETTINGS, ROOT, database_url, free_port, settings_environment
 
 MCP_PAGE = "## An MCP server behind Seam's proxy"
 PAGES = (

@@ -24,6 +24,7 @@ from seam_client import SeamClient
 from seam_client.adapters import UNKNOWN_TEXT
 from seam_client.adapters.langchain import journaled_tools
 
+from devtools.processes import free_port
 from journal.models import Intent, IntentStatus, Run, RunStatus, Tenant
 from tests.clients.agent_support import AWARDS, FINAL_ANSWER, doc_module
 from tests.clients.langgraph_agent import PAGE, VERSIONS, ScriptedModel, run_async_agent, script
@@ -31,7 +32,6 @@ from tests.clients.mcp_support import agent_token
 from tests.clients.test_framework_adapters import agent_process, booked, giftdesk
 from tests.examples.giftdesk_support import Provider
 from tests.support.in_flight import open_calls_past_in_flight
-from tests.support.processes import free_port
 from tools import registry as tool_registry
 
 pytestmark = pytest.mark.django_db(transaction=True)

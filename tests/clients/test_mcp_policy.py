@@ -21,7 +21,7 @@ from seam_client.mcp_proxy import (
 )
 from seam_client.mcp_proxy.journal import within_key_lifetime
 
-from tests.support.processes import ROOT
+from devtools.processes import ROOT
 
 
 def policy(

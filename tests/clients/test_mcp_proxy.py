@@ -22,6 +22,7 @@ from django.core.management import call_command
 from seam_client import SeamClient
 from seam_client.mcp_proxy import parse_args
 
+from devtools.processes import ROOT, free_port
 from journal.models import Intent, IntentStatus, Run, RunStatus, Tenant
 from tests.clients.mcp_support import (
     PROXY_AUTH_TOKEN,
@@ -37,7 +38,6 @@ from tests.clients.mcp_support import (
     stop,
 )
 from tests.support.in_flight import open_calls_past_in_flight
-from tests.support.processes import ROOT, free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -22,6 +22,7 @@ import pytest
 from django.core.management import call_command
 from seam_client import SeamClient
 
+from devtools.processes import ROOT, free_port
 from journal.models import Intent, IntentStatus, Run, RunStatus, Tenant
 from tests.clients.mcp_support import (
     agent_token,
@@ -34,7 +35,6 @@ from tests.clients.mcp_support import (
     stop,
 )
 from tests.support.in_flight import open_calls_past_in_flight
-from tests.support.processes import ROOT, free_port
 
 pytestmark = [pytest.mark.chaos, pytest.mark.django_db(transaction=True)]
 

@@ -21,10 +21,10 @@ from seam_client import (
     ToolError,
 )
 
+from devtools.processes import free_port
 from journal.models import AgentToken, CustomerMessage, Intent, IntentStatus, JournalEvent, RunStatus, Tenant
 from journal.models import Run as RunRow
 from tests.factories import BENCH_PLAN, VERSIONS
-from tests.support.processes import free_port
 
 from .transports import BreakingTransport, Breaks, posts_to
 

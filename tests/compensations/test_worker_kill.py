@@ -18,12 +18,12 @@ from celery import Celery
 
 from compensations.models import Compensation, CompensationStatus
 from compensations.services import compensation_request
+from devtools.processes import Fleet
 from journal.models import Run
 from journal.services import Actor
 from reconciliation.services import reconcile_sweep
 from sandbox.catalogue import catalogue_seed_defaults
 from tests.reconciliation.test_workers import broker, fleet, fleet_env  # noqa: F401 (fixtures)
-from tests.support.processes import Fleet
 from tools import services as tools
 
 # Real workers killed mid-compensation: in `make chaos`, which CI runs after `make test`.

@@ -18,8 +18,8 @@ from typing import Any
 import requests
 from django.db import connection
 
+from devtools.processes import ROOT, ProcessFailed, database_url, free_port, manage_py
 from journal.models import Run
-from tests.support.processes import ROOT, ProcessFailed, database_url, free_port, manage_py
 
 MODULES = {
     "SEAM_TOOL_MODULES": "examples.giftdesk.tools",

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from tests.support.processes import ROOT, database_url, free_port, settings_environment
+from devtools.processes import ROOT, database_url, free_port, settings_environment
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

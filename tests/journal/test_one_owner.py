@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import ROOT
+from devtools.processes import ROOT
 
 OWNED = {"Run", "Escalation"}
 WRITES = {"update", "create", "bulk_create", "bulk_update", "delete", "get_or_create", "update_or_create"}

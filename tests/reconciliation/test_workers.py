@@ -27,10 +27,10 @@ from django.db.models import Count, Q
 from django.test import override_settings
 from django.utils import timezone
 
+from devtools.processes import Fleet, database_url, emptied_redis
 from journal import services as journal
 from journal.models import Intent, IntentStatus, JournalEvent, Run
 from journal.tool_errors import ToolError
-from tests.support.processes import Fleet, database_url, emptied_redis
 from tools.registry import get_tool
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -8,7 +8,7 @@ import os
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.support.processes import ROOT
+from devtools.processes import ROOT
 
 FIGURES = ROOT / "var" / "reliability-figures.jsonl"
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import psycopg
 
-from tests.support.processes import free_port
+from devtools.processes import free_port
 
 PG_BIN_ROOT = Path("/usr/lib/postgresql")
 

@@ -37,6 +37,7 @@ from django.utils import timezone
 
 from compensations.models import Compensation, CompensationStatus, DeadLetter
 from compensations.services import compensation_request
+from devtools.processes import ROOT, Fleet, database_url, emptied_redis, free_port, manage_py
 from journal import services as journal
 from journal.models import Intent, IntentStatus, JournalEvent, Run
 from journal.tool_errors import ToolError
@@ -52,7 +53,6 @@ from tests.reconciliation.test_workers import (
 from tests.reliability.figures import record
 from tests.reliability.pg_cluster import ClusterUnavailable, PrivateCluster, private_cluster
 from tests.support.in_flight import open_calls_past_in_flight
-from tests.support.processes import ROOT, Fleet, database_url, emptied_redis, free_port, manage_py
 from tools import services as tools
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -16,6 +16,7 @@ import pytest
 from django.db import connection
 
 from compensations.models import Compensation, CompensationStatus
+from devtools.processes import database_url, manage_py
 from journal.models import AgentToken, IntentStatus, Run, RunStatus, Tenant
 from journal.selectors import compensation_intent_ids
 from sandbox.catalogue import DEFAULT_CATALOGUE, catalogue_seed_defaults
@@ -26,7 +27,6 @@ from scenarios.tickets import TICKETS
 from tests.reconciliation.test_decisions import expected_outcome
 from tests.scenarios.test_kill_points import KILL_POINTS, replay_in_child
 from tests.support.in_flight import open_calls_past_in_flight
-from tests.support.processes import database_url, manage_py
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

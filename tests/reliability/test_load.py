@@ -11,7 +11,7 @@ from django.db import connection
 
 from bench.journal import progress
 from bench.load import LoadConfig, render, run_load
-from tests.support.processes import database_url
+from devtools.processes import database_url
 
 # The server writes through its own connections: the test must see their commits.
 # A load of concurrent agents: in `make chaos`, which CI runs after `make test`.

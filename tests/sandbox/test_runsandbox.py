@@ -13,8 +13,8 @@ import pytest
 import requests
 from django.db import connection
 
+from devtools.processes import database_url, running_sandbox
 from sandbox.models import Effect, Refund
-from tests.support.processes import database_url, running_sandbox
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

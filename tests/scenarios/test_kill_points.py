@@ -14,10 +14,10 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
+from devtools.processes import database_url, manage_py
 from journal.models import AgentToken, IntentStatus, Run, RunStatus, Tenant
 from scenarios.invariants import check_run
 from scenarios.registry import all_flows, all_tickets, get_flow, get_ticket
-from tests.support.processes import database_url, manage_py
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

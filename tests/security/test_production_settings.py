@@ -19,7 +19,7 @@ import pytest
 from django.conf import settings
 from django.urls import Resolver404, resolve
 
-from tests.support.processes import database_url
+from devtools.processes import database_url
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 

@@ -1,2 +1,2 @@
-"""Helpers shared by the tests and the benchmarks (bench/), importable by both from the project
-root without any edit of sys.path: `from tests.support.processes import ...`."""
+"""Helpers of the tests alone. The processes the tests and the benchmarks start live in
+devtools/processes.py."""

@@ -8,7 +8,7 @@ import re
 import types
 from typing import Any
 
-from tests.support.processes import ROOT
+from devtools.processes import ROOT
 from tools.registry import ToolSpec
 
 PROVIDER_URL = "http://127.0.0.1:9"  # set by the test before the registry is built

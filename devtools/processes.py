@@ -31,7 +31,7 @@ from urllib.parse import quote
 import redis
 import requests
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 SANDBOX_READY = re.compile(r"Sandbox listening on (http://\S+)")
 SANDBOX_START_TIMEOUT = 30.0
 

@@ -4,9 +4,9 @@ it answers, and whether anything it acknowledged is missing afterwards.
 Against a real gunicorn server on loopback (3 sync workers by default, persistent database
 connections), for a fresh tenant with an agent token of its own:
 
-1. agents: N threads (8 by default), each an agent runtime with its own `handover.client.SeamClient`
-   (the client agents use, with its retry policy: transport errors and 5xx are sent again, which
-   is safe because the same intent returns the same row). Together they drive an open-loop
+1. agents: N threads (8 by default), each an agent runtime with its own `seam_client.SeamClient`
+   (the client agents use, with its retry policy: transport errors and 502/503/504 are sent
+   again, which is safe because the same intent returns the same row). Together they drive an open-loop
    schedule of `--rate` calls per second for `--seconds`: call k is due at k / rate and goes to
    agent k mod N; an agent that falls behind starts its next call at once, and how late each
    call started is reported. A call is one journaled tool call: POST the intent (201), a
@@ -68,11 +68,12 @@ from dataclasses import asdict, dataclass
 from datetime import timedelta
 from typing import Any
 
+import httpx
 import requests
+from seam_client import SeamClient, SeamError
 
 from bench.journal import BenchError, progress, setup_django, truncate_bench_tables
 from devtools.processes import ProcessFailed, gunicorn_server, wait_until_serving
-from handover.client import SeamClient, SeamError
 
 MAX_SECONDS = 120
 MAX_CALLS = 50_000
@@ -180,11 +181,12 @@ def _kind_of(method: str, url: str) -> str:
 LOST = "AnswerLost"
 
 
-class RecordingSession(requests.Session):
-    """A requests session that times every request the client sends through it, retries included.
-    With `lose_answers`, that fraction of the journal's writes (run creates, intents, outcomes)
-    has its answer thrown away after the server committed it, as a dropped connection would: the
-    client sees a transport error and sends the request again, which must not write again."""
+class RecordingTransport(httpx.HTTPTransport):
+    """An HTTP transport that times every request the client sends through it, retries included,
+    its answer read whole. With `lose_answers`, that fraction of the journal's writes (run
+    creates, intents, outcomes) has its answer thrown away after the server committed it, as a
+    dropped connection would: the client sees a transport error and sends the request again,
+    which must not write again."""
 
     def __init__(self, attempts: list[Attempt], *, lose_answers: float = 0.0, seed: int = 0) -> None:
         super().__init__()
@@ -192,18 +194,19 @@ class RecordingSession(requests.Session):
         self.lose_answers = lose_answers
         self.dice = random.Random(seed)
 
-    def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:
-        kind = _kind_of(str(method), str(url))
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        kind = _kind_of(request.method, request.url.path)
         t0 = time.perf_counter()
         try:
-            response = super().request(method, url, *args, **kwargs)
-        except requests.RequestException as exc:
+            response = super().handle_request(request)
+            response.read()
+        except httpx.TransportError as exc:
             self.attempts.append(Attempt(kind, time.perf_counter() - t0, None, type(exc).__name__))
             raise
         if kind != "other" and self.lose_answers and self.dice.random() < self.lose_answers:
             response.close()
             self.attempts.append(Attempt(kind, time.perf_counter() - t0, None, LOST))
-            raise requests.ConnectionError(f"the answer ({response.status_code}) was lost (injected)")
+            raise httpx.ReadError(f"the answer ({response.status_code}) was lost (injected)", request=request)
         self.attempts.append(Attempt(kind, time.perf_counter() - t0, response.status_code))
         return response
 
@@ -298,7 +301,7 @@ class Agent:
             base,
             tenancy.token,
             timeout=config.timeout,
-            session=RecordingSession(self.attempts, lose_answers=config.lose_answers, seed=index),
+            transport=RecordingTransport(self.attempts, lose_answers=config.lose_answers, seed=index),
         )
 
     def work(self, t0: float) -> None:
@@ -329,13 +332,12 @@ class Agent:
             self.calls.append(call)
 
     def run_open(self, nth_run: int) -> str:
-        run = self.client.create_run(
+        run_id = self.client.start_run(
             task_type=TASK_TYPE,
             versions=VERSIONS,
             external_id=f"{self.slug}:agent-{self.index}:run-{nth_run}",
             ticket_id=f"T-{self.index}-{nth_run}",
-        )
-        run_id = str(run["id"])
+        ).id
         self.runs_created.add(run_id)
         self.live_runs.append(run_id)
         return run_id
@@ -344,27 +346,26 @@ class Agent:
         """The client's `perform`, with a dispatch that does nothing, spelled out so that what
         each request acknowledged is kept: the same rules (an intent found open is not ours to
         settle), the same requests."""
-        intent, created = self.client.record_intent(
-            call.run_id, TOOL, {"call": call.index, "agent": self.index}, turn=call.turn
+        run = self.client.run(call.run_id)
+        intent = run.record_intent(
+            TOOL, {"call": call.index, "agent": self.index}, turn=call.turn, occurrence=0
         )
-        call.step_id, call.key = intent["step_id"], intent["idempotency_key"]
-        call.intent = "created" if created else "found"
-        if intent["status"] != "intended":
-            call.outcome_acknowledged = intent["status"] == "performed"  # already settled: a replay
+        call.step_id, call.key = intent.step_id, intent.idempotency_key
+        call.intent = "found" if intent.replayed else "created"
+        if intent.settled:
+            call.outcome_acknowledged = intent.status == "performed"  # already settled: a replay
             return
-        if not created:
+        if intent.replayed:
             call.in_doubt = True
             return
-        settled = self.client.record_outcome(
-            call.run_id, call.step_id, ok=True, summary="load", receipt={"call": call.index}
-        )
-        if settled.get("status") != "performed":
-            call.error = f"outcome answered 200 with status {settled.get('status')!r}"
+        settled = run.record_outcome(call.step_id, ok=True, summary="load", receipt={"call": call.index})
+        if settled.status != "performed":
+            call.error = f"outcome answered 200 with status {settled.status!r}"
             return
         call.outcome_acknowledged = True
 
     def close(self) -> None:
-        self.client.session.close()
+        self.client.close()
 
 
 # --- the dashboard ----------------------------------------------------------------------------
@@ -547,18 +548,18 @@ def measure_idle(base: str, tenancy: Tenancy, dashboard: Dashboard | None, calls
     one after another (on a run of its own, outside the reconciliation), and one person fetching
     the queue and a run page, each after a few warm-up requests that every worker serves."""
     attempts: list[Attempt] = []
-    client = SeamClient(base, tenancy.token, session=RecordingSession(attempts))
-    run_id = str(client.create_run(task_type=BASELINE_TASK_TYPE, versions=VERSIONS)["id"])
+    client = SeamClient(base, tenancy.token, transport=RecordingTransport(attempts))
+    run = client.start_run(task_type=BASELINE_TASK_TYPE, versions=VERSIONS)
     warmup = 6
     for n in range(warmup + calls):
         if n == warmup:
             attempts.clear()
-        intent, _ = client.record_intent(run_id, TOOL, {"baseline": n}, turn=n)
-        client.record_outcome(run_id, intent["step_id"], ok=True, summary="baseline")
-    client.session.close()
+        intent = run.record_intent(TOOL, {"baseline": n}, turn=n, occurrence=0)
+        run.record_outcome(intent.step_id, ok=True, summary="baseline")
+    client.close()
     by_kind: dict[str, list[float]] = {}
     if dashboard is not None:
-        page = f"/runs/{tenancy.stuck_runs[0]}/" if tenancy.stuck_runs else f"/runs/{run_id}/"
+        page = f"/runs/{tenancy.stuck_runs[0]}/" if tenancy.stuck_runs else f"/runs/{run.id}/"
         for n in range(warmup + calls // 2):
             if n == warmup:
                 dashboard.attempts.clear()
@@ -755,7 +756,7 @@ def render(result: dict[str, Any]) -> str:
 
     lines = [
         f"Seam load test: {config['rate']:g} calls/s for {config['seconds']:g}s, {config['agents']} agents "
-        f"(handover.client over REST), {config['dashboard_sessions']} dashboard sessions",
+        f"(seam_client over REST), {config['dashboard_sessions']} dashboard sessions",
         f"server: gunicorn, {server['workers']} {server['worker_class']} workers x {server['threads']} "
         f"thread(s), {server['settings']}, CONN_MAX_AGE={server['conn_max_age']}; tenant {result['tenant']}",
         "",

@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+import seam_client
 from django.utils import timezone
 
 from fanout.services import FanOutResult, fanout_hand_over, fanout_run
 from fanout.spec import GroupSpec
-from handover.client import SeamClient
 from journal import services as journal
 from journal.models import Run, Tenant
-from journal.tool_errors import DispatchResult
+from journal.tool_errors import DispatchResult, ToolError
 from tools import services as tools
 from tools.registry import get_tool
 
@@ -115,6 +115,25 @@ def prepare_facts(ticket: Ticket) -> dict[str, Any]:
     return facts
 
 
+def _as_call(dispatch: Callable[[dict[str, Any], str], DispatchResult]) -> seam_client.Call:
+    """A connector's dispatch as seam_client calls it: its result as an Outcome, its ToolError as
+    seam_client's (the original kept as the cause)."""
+
+    def call(args: dict[str, Any], key: str) -> seam_client.Outcome:
+        try:
+            result = dispatch(args, key)
+        except ToolError as exc:
+            raise seam_client.ToolError(exc.error_class, exc.message, request_id=exc.request_id) from exc
+        return seam_client.Outcome(
+            summary=result.summary,
+            receipt=result.receipt,
+            request_id=result.request_id,
+            evidence_at=result.evidence_at,
+        )
+
+    return call
+
+
 class _Journal:
     """The two ways a runtime writes to Seam, behind one interface."""
 
@@ -184,37 +203,37 @@ class InProcessJournal(_Journal):
 
 
 class RestJournal(_Journal):
-    def __init__(self, base_url: str, token: str) -> None:
+    """The journal over REST, through seam_client: what an agent runtime in another process uses."""
 
-        self.client = SeamClient(base_url, token)
+    def __init__(self, base_url: str, token: str) -> None:
+        self.client = seam_client.SeamClient(base_url, token)
+        self.runs: dict[str, seam_client.Run] = {}
 
     def start(self, *, flow: Flow, ticket: Ticket, facts: dict[str, Any], external_id: str) -> str:
-        run = self.client.create_run(
+        run = self.client.start_run(
             task_type=flow.task_type,
             versions=flow.run_versions(),
             plan=flow.plan(facts),
             ticket_id=ticket.ticket_id,
             order_id=ticket.order_id,
-            external_id=external_id,
-            deadline=(timezone.now() + timedelta(hours=4)).isoformat(),
+            external_id=external_id or None,
+            deadline=timezone.now() + timedelta(hours=4),
         )
-        return str(run["id"])
+        self.runs[run.id] = run
+        return run.id
 
     def perform(
         self, run_id: str, tool: str, args: dict[str, Any], dispatch: Any, turn: int
     ) -> dict[str, Any]:
-        done = self.client.perform(run_id, tool, args, dispatch, turn=turn)
-        return {
-            "status": done.intent["status"],
-            "receipt": done.intent["receipt"],
-            "step_id": done.intent["step_id"],
-        }
+        # Occurrence 0, as in process: each step of a flow has a turn of its own.
+        done = self.runs[run_id].perform(tool, args, _as_call(dispatch), turn=turn, occurrence=0)
+        return {"status": done.status, "receipt": done.receipt, "step_id": done.step_id}
 
     def tell(self, run_id: str, body: str, about_steps: list[str]) -> None:
-        self.client.tell_customer(run_id, channel="chat", body=body, about_steps=about_steps)
+        self.runs[run_id].tell_customer("chat", body, about_steps=about_steps)
 
     def complete(self, run_id: str) -> None:
-        self.client.complete(run_id)
+        self.runs[run_id].complete()
 
     # Fan-outs have no REST endpoint yet: this runtime, which runs beside Seam's database in the
     # scripted scenarios, records them in process under the same run.

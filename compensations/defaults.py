@@ -4,24 +4,24 @@ catalogue entries where a tool has none (an entry an admin has edited is never o
 
 The product ships no catalogue entries: they describe a deployment's own tools, so an operator
 writes them in the admin, or declares them in code as `CatalogueEntrySpec`s returned by
-`catalogue()` in a module listed in settings.SEAM_CATALOGUE_MODULES (`catalogue_declared`), and
-seeds them with `manage.py seam_seed`. The demo's entries, for the sandbox's tools, are
-sandbox.catalogue's, declared the same way and also seeded when the demo's database is migrated.
+`catalogue()` in an installed app's `seam.py` (tools.discovery; `catalogue_declared`), and seeds
+them with `manage.py seam_seed`. The demo's entries, for the sandbox's tools, are the sandbox
+app's (sandbox/seam.py), declared the same way and also seeded when the demo's database is
+migrated.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.models import Group, Permission
 from django.db import DEFAULT_DB_ALIAS
 from django.utils import timezone
 
 from journal.tenancy import default_row
+from tools import discovery
 
 from .models import CatalogueEntry, Reversibility
 
@@ -54,18 +54,13 @@ class CatalogueEntrySpec:
 
 
 def catalogue_declared() -> list[CatalogueEntrySpec]:
-    """Every entry declared by the modules of settings.SEAM_CATALOGUE_MODULES, each exposing
-    `catalogue() -> list[CatalogueEntrySpec]`. A tool declared twice is refused."""
+    """Every entry declared by the installed apps' seam modules, each `catalogue()` returning a
+    list of CatalogueEntrySpec. A tool declared twice is refused."""
     entries: dict[str, CatalogueEntrySpec] = {}
-    for module_path in settings.SEAM_CATALOGUE_MODULES:
-        for entry in importlib.import_module(module_path).catalogue():
-            if not isinstance(entry, CatalogueEntrySpec):
-                raise TypeError(
-                    f"{module_path}.catalogue() returned a {type(entry).__name__}, not a CatalogueEntrySpec"
-                )
-            if entry.tool in entries:
-                raise ValueError(f"the catalogue entry of {entry.tool} is declared twice ({module_path})")
-            entries[entry.tool] = entry
+    for module_name, entry in discovery.declared("catalogue", CatalogueEntrySpec):
+        if entry.tool in entries:
+            raise ValueError(f"the catalogue entry of {entry.tool} is declared twice ({module_name})")
+        entries[entry.tool] = entry
     return list(entries.values())
 
 

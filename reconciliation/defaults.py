@@ -3,24 +3,23 @@ has edited is never overwritten).
 
 The product ships no policies: they describe a deployment's own task types, so an operator
 writes them in the admin, or declares them in code as `TaskPolicySpec`s returned by `policies()`
-in a module listed in settings.SEAM_POLICY_MODULES (`policies_declared`), and seeds them with
+in an installed app's `seam.py` (tools.discovery; `policies_declared`), and seeds them with
 `manage.py seam_seed`; a dead run of a task type without one is handed to a person. The demo's
-policies, for the scripted flows' task types, are scenarios.policies', declared the same way and
-also seeded when the demo's database is migrated."""
+policies, for the scripted flows' task types, are the scenarios app's (scenarios/seam.py),
+declared the same way and also seeded when the demo's database is migrated."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS
 
 from compensations.defaults import DeclarationDiffers, declaration_apply, declared_differences
 from journal.tenancy import default_row
+from tools import discovery
 
 from .models import Strategy, TaskPolicy
 
@@ -48,18 +47,13 @@ class TaskPolicySpec:
 
 
 def policies_declared() -> list[TaskPolicySpec]:
-    """Every policy declared by the modules of settings.SEAM_POLICY_MODULES, each exposing
-    `policies() -> list[TaskPolicySpec]`. A task type declared twice is refused."""
+    """Every policy declared by the installed apps' seam modules, each `policies()` returning a
+    list of TaskPolicySpec. A task type declared twice is refused."""
     policies: dict[str, TaskPolicySpec] = {}
-    for module_path in settings.SEAM_POLICY_MODULES:
-        for policy in importlib.import_module(module_path).policies():
-            if not isinstance(policy, TaskPolicySpec):
-                raise TypeError(
-                    f"{module_path}.policies() returned a {type(policy).__name__}, not a TaskPolicySpec"
-                )
-            if policy.task_type in policies:
-                raise ValueError(f"the policy of {policy.task_type} is declared twice ({module_path})")
-            policies[policy.task_type] = policy
+    for module_name, policy in discovery.declared("policies", TaskPolicySpec):
+        if policy.task_type in policies:
+            raise ValueError(f"the policy of {policy.task_type} is declared twice ({module_name})")
+        policies[policy.task_type] = policy
     return list(policies.values())
 
 

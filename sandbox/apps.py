@@ -8,7 +8,7 @@ from tools.registry import reset_registry
 
 
 def _forget_tools(*, setting: str, **kwargs: Any) -> None:
-    # sandbox.tools builds its connectors from SEAM_SANDBOX_URL when the registry loads them.
+    # sandbox.seam builds its tools' connectors from SEAM_SANDBOX_URL when the registry loads them.
     if setting == "SEAM_SANDBOX_URL":
         reset_registry()
 

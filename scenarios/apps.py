@@ -8,7 +8,7 @@ from .registry import reset_registry
 
 
 def _forget_flows(*, setting: str, **kwargs: Any) -> None:
-    if setting == "SEAM_FLOW_MODULES":
+    if setting == "INSTALLED_APPS":  # which apps are installed is which flows are declared
         reset_registry()
 
 

@@ -246,11 +246,6 @@ _DEMO_FLOWS: dict[str, Flow] = {
 }
 
 
-# The demo's flows, registered like any integrator's through `flows()` below (SEAM_FLOW_MODULES,
-# scenarios.registry). Read-only: a new flow goes in its own module, not into this mapping.
+# The demo's flows, declared like any integrator's by `flows()` in scenarios/seam.py. Read-only:
+# a new flow goes in its own app's seam.py, not into this mapping.
 FLOWS: Mapping[str, Flow] = MappingProxyType(_DEMO_FLOWS)
-
-
-def flows() -> list[Flow]:
-    """The demo's flows (SEAM_FLOW_MODULES lists this module)."""
-    return list(FLOWS.values())

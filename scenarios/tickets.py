@@ -108,11 +108,6 @@ _DEMO_TICKETS: dict[str, Ticket] = {
     ]
 }
 
-# The demo's scripted tickets, registered through `tickets()` below (SEAM_FLOW_MODULES,
-# scenarios.registry). Read-only: another flow's tickets go in its own module.
+# The demo's scripted tickets, declared by `tickets()` in scenarios/seam.py. Read-only: another
+# flow's tickets go in its own app's seam.py.
 TICKETS: Mapping[str, Ticket] = MappingProxyType(_DEMO_TICKETS)
-
-
-def tickets() -> list[Ticket]:
-    """The demo's scripted tickets (SEAM_FLOW_MODULES lists this module)."""
-    return list(TICKETS.values())

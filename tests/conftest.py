@@ -97,8 +97,8 @@ def sandbox_server(django_db_setup: None) -> Iterator[str]:
 
 @pytest.fixture
 def sandbox_tools(sandbox_server: str) -> Iterator[str]:
-    """The sandbox's tool catalogue, pointed at the running sandbox subprocess."""
-    with override_settings(SEAM_TOOL_MODULES=["sandbox.tools"], SEAM_SANDBOX_URL=sandbox_server):
+    """The sandbox's tools (sandbox/seam.py), pointed at the running sandbox subprocess."""
+    with override_settings(SEAM_SANDBOX_URL=sandbox_server):
         yield sandbox_server
 
 

@@ -41,7 +41,7 @@ def _manage(*args: str, db: str, sandbox_url: str = "") -> subprocess.CompletedP
         "DATABASE_URL": db,
         "SEAM_SANDBOX_URL": sandbox_url,
     }
-    for name in ("SEAM_TOOL_MODULES", "CELERY_BROKER_URL"):
+    for name in ("SEAM_APPS", "CELERY_BROKER_URL"):
         env.pop(name, None)
     return manage_py(*args, env=env, timeout=300, check=True)
 

@@ -85,7 +85,7 @@ def demo(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], dict[str, st
     env = {
         name: value
         for name, value in os.environ.items()
-        if name not in {"DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE", "SEAM_TOOL_MODULES"}
+        if name not in {"DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE", "SEAM_APPS"}
     }
     env.update(
         {

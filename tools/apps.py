@@ -5,11 +5,14 @@ from django.core.signals import setting_changed
 
 from journal.tool_errors import arguments_check_register
 
+from .discovery import forget_seam_modules
 from .registry import registered_arguments_check, reset_registry
 
 
 def _forget_tools(*, setting: str, **kwargs: Any) -> None:
-    if setting == "SEAM_TOOL_MODULES":
+    # Which apps are installed is which plug-ins are on (tools.discovery).
+    if setting == "INSTALLED_APPS":
+        forget_seam_modules()
         reset_registry()
 
 
@@ -19,8 +22,8 @@ class ToolsConfig(AppConfig):
     verbose_name = "Tools and connectors"
 
     def ready(self) -> None:
-        # Tests switch the catalogue with override_settings. (A tool module whose specs read
-        # other settings when loaded resets the registry itself when those change.)
+        # Tests install an integrator's app with override_settings. (A seam module whose tools
+        # read other settings when loaded resets the registry itself when those change.)
         setting_changed.connect(_forget_tools, dispatch_uid="tools.forget_tools")
         # A registered tool's arguments are checked against its schema before its intent is
         # recorded, whichever path records it (in process, REST, a staff action).

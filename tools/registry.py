@@ -2,15 +2,14 @@
 connector, the JSON Schema its arguments must satisfy, and the receipt fields a success carries.
 Bad arguments are refused here, before any intent is recorded.
 
-Tools are declared in Python modules listed in settings.SEAM_TOOL_MODULES; each module exposes
-`tools() -> list[ToolSpec]`. A connector can also be named by dotted path (`connector_path`) and
-is then built from `connector_options`."""
+Tools are declared by installed apps: each app's `seam.py` may define `tools() -> list[ToolSpec]`
+(tools.discovery). A connector can also be named by dotted path (`connector_path`) and is then
+built from `connector_options`."""
 
 from __future__ import annotations
 
 import difflib
 import functools
-import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -25,6 +24,7 @@ from journal.channels import CustomerChannel
 from journal.in_flight import InFlightFloor
 from journal.tool_errors import ArgumentsRefused
 
+from . import discovery
 from .connectors import Connector, TimedConnector
 
 ToolKind = Literal["read", "write"]
@@ -148,11 +148,10 @@ class ToolSpec:
 @functools.cache
 def _registry() -> dict[str, ToolSpec]:
     specs: dict[str, ToolSpec] = {}
-    for module_path in settings.SEAM_TOOL_MODULES:
-        for spec in importlib.import_module(module_path).tools():
-            if spec.name in specs:
-                raise ValueError(f"tool {spec.name} is declared twice ({module_path})")
-            specs[spec.name] = spec
+    for module_name, spec in discovery.declared("tools", ToolSpec):
+        if spec.name in specs:
+            raise ValueError(f"tool {spec.name} is declared twice ({module_name})")
+        specs[spec.name] = spec
     return specs
 
 
@@ -188,7 +187,7 @@ UNDECLARED_TOOLS_CHOICES = ("refuse", "accept")
 
 
 def undeclared_tools_refused() -> bool:
-    """Whether an intent for a tool no module declares is refused: when tools are declared and
+    """Whether an intent for a tool no installed app declares is refused: when tools are declared and
     settings.SEAM_UNDECLARED_TOOLS is `refuse` (the default). A misspelt name would otherwise be
     journaled under a tool nobody can reconcile. `accept` is for deployments whose agents also
     run tools Seam never calls and that are not declared (see docs/api.md)."""
@@ -206,7 +205,7 @@ def find_tool(name: str) -> ToolSpec | None:
 
 
 def reset_registry() -> None:
-    """Forget loaded tools (tests that change SEAM_TOOL_MODULES or a setting a tool module reads)."""
+    """Forget loaded tools (INSTALLED_APPS changed, or a setting a seam module's tools read)."""
     _registry.cache_clear()
 
 

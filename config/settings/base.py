@@ -54,6 +54,11 @@ INSTALLED_APPS = [
     "observability",
     "axes",
 ]
+# An integrator's own Django apps, from the environment (comma-separated; a deployment with a
+# settings module of its own adds them to INSTALLED_APPS there instead). Each may declare tools,
+# compensation catalogue entries, task policies and flows in its seam.py, which Seam discovers as
+# the admin discovers admin.py (tools.discovery): which plug-ins are on is which apps are installed.
+INSTALLED_APPS += _env_or_fail(env.list, "SEAM_APPS", default=[])
 # The demo (the sandbox of downstream systems, the scripted flows and tickets) is no part of the
 # product: local and test settings add these apps, production never does.
 DEMO_APPS = ["sandbox", "scenarios"]
@@ -171,20 +176,18 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 # Where `collectstatic` writes and the web server serves from (DJANGO_STATIC_ROOT to move it).
 STATIC_ROOT = Path(env("DJANGO_STATIC_ROOT", default=str(BASE_DIR / "staticfiles")))
 
-# Where tools are declared: modules each with tools() -> list[ToolSpec], set by the operator.
-# None by default: the product declares no tool of its own (local and test settings add the
-# sandbox's). SEAM_SANDBOX_URL is where the demo's sandbox of downstream systems listens
-# (python manage.py runsandbox).
-SEAM_TOOL_MODULES = _env_or_fail(env.list, "SEAM_TOOL_MODULES", default=[])
-# An intent for a tool none of those modules declares: `refuse` (400 naming `tool` and the
-# declared tools; only when some tool is declared) or `accept` (journaled, but no lookup can
-# settle it: for agents that also run tools Seam never calls and that are not declared, behind
-# the MCP proxy or a framework adapter). docs/api.md.
+# The product declares no tool of its own: the installed apps' seam.py modules do (SEAM_APPS
+# above; the demo's sandbox app declares the sandbox's). An intent for a tool no installed app
+# declares: `refuse` (400 naming `tool` and the declared tools; only when some tool is declared)
+# or `accept` (journaled, but no lookup can settle it: for agents that also run tools Seam never
+# calls and that are not declared, behind the MCP proxy or a framework adapter). docs/api.md.
 SEAM_UNDECLARED_TOOLS = env("SEAM_UNDECLARED_TOOLS", default="refuse")
 if SEAM_UNDECLARED_TOOLS not in ("refuse", "accept"):
     raise ImproperlyConfigured(
         f"Environment variable SEAM_UNDECLARED_TOOLS is malformed: {SEAM_UNDECLARED_TOOLS!r} is not refuse or accept"
     )
+# Where the demo's sandbox of downstream systems listens (python manage.py runsandbox); its tools
+# call it there (sandbox/seam.py).
 SEAM_SANDBOX_URL = env("SEAM_SANDBOX_URL", default="http://127.0.0.1:8100")
 # Whether Seam's own URLs include the sandbox at /sandbox/ (the demo and the tests do; it has no
 # authentication, so production refuses to). `manage.py runsandbox` (a command of the sandbox app,
@@ -201,16 +204,10 @@ SEAM_RUNNING_VERSIONS = env("SEAM_RUNNING_VERSIONS", default="")
 # system checks read it to refuse a flow that does something irreversible before something
 # reversible. Blank (the default): no flows are declared and that check has nothing to check.
 SEAM_FLOWS = env("SEAM_FLOWS", default="")
-# The modules declaring flows (and scripted tickets) for the kill harness, as SEAM_TOOL_MODULES
-# does tools: each exposes `flows() -> list[Flow]` and/or `tickets() -> list[Ticket]`
-# (scenarios.registry). With them, SEAM_FLOWS=scenarios.registry.all_flows and
-# SEAM_RUNNING_VERSIONS=scenarios.registry.running_versions read the same declarations.
-SEAM_FLOW_MODULES = _env_or_fail(env.list, "SEAM_FLOW_MODULES", default=[])
-# Modules declaring compensation catalogue entries (`catalogue() -> list[CatalogueEntrySpec]`)
-# and task policies (`policies() -> list[TaskPolicySpec]`), written where missing by
-# `manage.py seam_seed` (compensations.defaults, reconciliation.defaults).
-SEAM_CATALOGUE_MODULES = _env_or_fail(env.list, "SEAM_CATALOGUE_MODULES", default=[])
-SEAM_POLICY_MODULES = _env_or_fail(env.list, "SEAM_POLICY_MODULES", default=[])
+# The installed apps' flows (their seam.py's `flows()`, scenarios.registry) are read by
+# SEAM_FLOWS=scenarios.registry.all_flows and SEAM_RUNNING_VERSIONS=
+# scenarios.registry.running_versions; their catalogue entries and task policies are written
+# where missing by `manage.py seam_seed` (compensations.defaults, reconciliation.defaults).
 SEAM_RESUME_TRANSIENT_RETRIES = _env_or_fail(env.int, "SEAM_RESUME_TRANSIENT_RETRIES", default=3)
 
 # Compensations: transient failures are retried this many times before the dead-letter queue;

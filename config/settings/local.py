@@ -6,7 +6,7 @@ unless CELERY_BROKER_URL says otherwise, so the demo needs no Redis."""
 from urllib.parse import quote
 
 from .base import *  # noqa: F403
-from .base import BASE_DIR, DEMO_APPS, INSTALLED_APPS, _env_or_fail, database_from_env, env
+from .base import BASE_DIR, DEMO_APPS, INSTALLED_APPS, database_from_env, env
 
 # The embedded server's socket (config/embedded_postgres.py: its data folder, the socket beside
 # it, no TCP port). `make demo` passes the URL the server reports in DATABASE_URL anyway; this
@@ -35,14 +35,9 @@ WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
 
 # The demo: the sandbox of downstream systems and its tools, the scripted flows and tickets (with
-# their running versions), and, seeded when `migrate` runs, the sandbox's compensation catalogue
-# and the flows' recovery policies (sandbox.catalogue, scenarios.policies).
+# their running versions), each app declaring its plug-ins in its seam.py, and, seeded when
+# `migrate` runs, the sandbox's compensation catalogue and the flows' recovery policies
+# (sandbox.catalogue, scenarios.policies).
 INSTALLED_APPS = [*INSTALLED_APPS, *DEMO_APPS]
-SEAM_TOOL_MODULES = _env_or_fail(env.list, "SEAM_TOOL_MODULES", default=["sandbox.tools"])
-SEAM_FLOW_MODULES = _env_or_fail(
-    env.list, "SEAM_FLOW_MODULES", default=["scenarios.flows", "scenarios.tickets"]
-)
-SEAM_CATALOGUE_MODULES = _env_or_fail(env.list, "SEAM_CATALOGUE_MODULES", default=["sandbox.catalogue"])
-SEAM_POLICY_MODULES = _env_or_fail(env.list, "SEAM_POLICY_MODULES", default=["scenarios.policies"])
 SEAM_RUNNING_VERSIONS = env("SEAM_RUNNING_VERSIONS", default="scenarios.registry.running_versions")
 SEAM_FLOWS = env("SEAM_FLOWS", default="scenarios.registry.all_flows")

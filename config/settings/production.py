@@ -31,9 +31,10 @@ SEAM_LOG_JSON = _env_or_fail(env.bool, "SEAM_LOG_JSON", default=True)
 LOGGING["handlers"]["console"]["formatter"] = "json" if SEAM_LOG_JSON else "plain"
 
 # No demo: INSTALLED_APPS is base's, without the sandbox or the scenarios (so neither their
-# tables nor the demo's catalogue and policies are migrated into a production database). The
-# tools are the operator's, from the environment (SEAM_TOOL_MODULES, comma-separated module
-# paths; none by default), and so are SEAM_FLOWS and SEAM_RUNNING_VERSIONS (none by default).
+# tables nor the demo's catalogue and policies are migrated into a production database, and
+# none of their tools is declared). The tools are those of the operator's own apps, from the
+# environment (SEAM_APPS, comma-separated app names; none by default), and so are SEAM_FLOWS and
+# SEAM_RUNNING_VERSIONS (none by default).
 if set(DEMO_APPS) & set(INSTALLED_APPS):
     raise ImproperlyConfigured(f"The demo apps {DEMO_APPS} cannot be installed in production.")
 

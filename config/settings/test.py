@@ -2,7 +2,7 @@
 otherwise. There is no SQLite fallback here: what the suite proves, it proves on PostgreSQL."""
 
 from .base import *  # noqa: F403
-from .base import DEMO_APPS, INSTALLED_APPS, _env_or_fail, database_from_env, env
+from .base import DEMO_APPS, INSTALLED_APPS, database_from_env, env
 
 DATABASES = {"default": database_from_env("postgres://postgres@127.0.0.1:5432/test")}
 # Django's PostgreSQL backend, whose `flush` (after each transactional test) empties the tables
@@ -40,16 +40,13 @@ WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
 
 # The demo is what the suite drives: the sandbox of downstream systems and the scripted flows
-# (with their running versions); the sandbox's compensation catalogue and the flows' recovery
-# policies are seeded when the test database is migrated (sandbox.catalogue, scenarios.policies).
+# (with their running versions), each app declaring its plug-ins in its seam.py; the sandbox's
+# compensation catalogue and the flows' recovery policies are seeded when the test database is
+# migrated (sandbox.catalogue, scenarios.policies).
 INSTALLED_APPS = [*INSTALLED_APPS, *DEMO_APPS]
-SEAM_FLOW_MODULES = _env_or_fail(
-    env.list, "SEAM_FLOW_MODULES", default=["scenarios.flows", "scenarios.tickets"]
-)
-SEAM_CATALOGUE_MODULES = _env_or_fail(env.list, "SEAM_CATALOGUE_MODULES", default=["sandbox.catalogue"])
-SEAM_POLICY_MODULES = _env_or_fail(env.list, "SEAM_POLICY_MODULES", default=["scenarios.policies"])
 SEAM_RUNNING_VERSIONS = env("SEAM_RUNNING_VERSIONS", default="scenarios.registry.running_versions")
 SEAM_FLOWS = env("SEAM_FLOWS", default="scenarios.registry.all_flows")
-# The journal's own tests record arbitrary tool names and arguments; tests of tools, flows and
-# reconciliation opt in to the sandbox's tools (sandbox.tools) with the `sandbox_tools` fixture.
-SEAM_TOOL_MODULES = env.list("SEAM_TOOL_MODULES", default=[])
+# No sandbox listens until a test starts one, so the sandbox declares no tools (sandbox/seam.py)
+# and the journal's own tests record arbitrary tool names and arguments; tests of tools, flows and
+# reconciliation start one and point its tools at it with the `sandbox_tools` fixture.
+SEAM_SANDBOX_URL = env("SEAM_SANDBOX_URL", default="")

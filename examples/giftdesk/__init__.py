@@ -8,6 +8,6 @@ state in a JSON file. It has three endpoints the agent changes:
   record carrying the time it was made (so the engine can tell the run's entry from an older one);
 - customer emails, keyed, and irreversible once sent.
 
-The Seam side is four small modules, each listed in one setting: `tools` (SEAM_TOOL_MODULES),
-`catalogue` (SEAM_CATALOGUE_MODULES), `policies` (SEAM_POLICY_MODULES) and `flows`
-(SEAM_FLOW_MODULES, which also scripts the ticket the kill harness replays)."""
+The Seam side is a Django app (`apps.py`) with one module, `seam.py`, declaring its tools,
+catalogue entries, policies and flow (with the ticket the kill harness replays). Installing the
+app (INSTALLED_APPS, or SEAM_APPS=examples.giftdesk in the environment) is what turns them on."""

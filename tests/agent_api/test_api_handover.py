@@ -99,7 +99,6 @@ def _seed_the_demo(sandbox_url: str, monkeypatch: pytest.MonkeyPatch) -> list[Ru
     database and sandbox through their environment), then one reconciliation sweep: every kind
     of handover the demo shows."""
     monkeypatch.setenv("DATABASE_URL", database_url(connection.settings_dict))
-    monkeypatch.setenv("SEAM_TOOL_MODULES", "sandbox.tools")
     monkeypatch.setenv("SEAM_SANDBOX_URL", sandbox_url)
     policies_seed_defaults()
     catalogue_seed_defaults()

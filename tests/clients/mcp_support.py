@@ -20,22 +20,18 @@ from typing import Any
 import httpx2
 import requests
 from django.core.management import call_command
-from django.test import override_settings
+from django.test import modify_settings, override_settings
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from devtools.processes import ROOT
 from journal.models import AgentToken, Tenant
-from tools import registry as tool_registry
 
-MODULES = {
-    "SEAM_TOOL_MODULES": ["examples.mcpdesk.tools"],
-    "SEAM_CATALOGUE_MODULES": ["examples.mcpdesk.catalogue"],
-    "SEAM_POLICY_MODULES": ["examples.mcpdesk.policies"],
-    # The desk declares only credit_account to Seam; its other writes (close_account) reach Seam
-    # through the proxy, journaled without a connector, as a proxied server's tools may.
-    "SEAM_UNDECLARED_TOOLS": "accept",
-}
+# The example's Django app, whose seam.py declares its tool, catalogue entry and policy.
+APP = "examples.mcpdesk"
+# The desk declares only credit_account to Seam; its other writes (close_account) reach Seam
+# through the proxy, journaled without a connector, as a proxied server's tools may.
+UNDECLARED_TOOLS = "accept"
 CLIENT_SRC = ROOT / "clients" / "python" / "src"
 DESK_DECLARATIONS = ROOT / "examples" / "mcpdesk" / "declarations.toml"
 # The bearer token the tests' HTTP proxies require (SEAM_MCP_PROXY_TOKEN).
@@ -54,17 +50,18 @@ class Desk:
 
 @contextlib.contextmanager
 def desk_registered(tmp_path: Path) -> Iterator[Desk]:
-    """The example's modules in settings (seeded), its state file where its lookups look."""
+    """The example's app installed (seeded), its state file where its lookups look."""
     desk = Desk(tmp_path / "mcpdesk.json")
     previous = os.environ.get("MCPDESK_STATE")
     os.environ["MCPDESK_STATE"] = str(desk.state_file)
     try:
-        with override_settings(**MODULES):
-            tool_registry.reset_registry()
+        with (
+            modify_settings(INSTALLED_APPS={"append": APP}),
+            override_settings(SEAM_UNDECLARED_TOOLS=UNDECLARED_TOOLS),
+        ):
             call_command("seam_seed", stdout=io.StringIO())
             yield desk
     finally:
-        tool_registry.reset_registry()
         if previous is None:
             os.environ.pop("MCPDESK_STATE", None)
         else:

@@ -24,17 +24,16 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
-from django.test import override_settings
+from django.test import modify_settings
 from seam_client import SeamClient
 
 from devtools.processes import ROOT
-from examples.giftdesk.tools import provider_url
+from examples.giftdesk.seam import provider_url
 from journal.models import Intent, IntentStatus, Run, RunStatus, Tenant
 from tests.clients.agent_support import AWARDS, FINAL_ANSWER
 from tests.clients.mcp_support import CLIENT_SRC, agent_token
-from tests.examples.giftdesk_support import MODULES, Provider, running_provider
+from tests.examples.giftdesk_support import APP, Provider, running_provider
 from tests.support.in_flight import open_calls_past_in_flight
-from tools import registry as tool_registry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -50,12 +49,10 @@ AGENTS = [
 def giftdesk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Provider]:
     with running_provider(tmp_path / "giftdesk.json") as provider:
         monkeypatch.setenv("GIFTDESK_URL", provider.url)
-        with override_settings(**{name: [module] for name, module in MODULES.items()}):
-            tool_registry.reset_registry()
+        with modify_settings(INSTALLED_APPS={"append": APP}):
             call_command("seam_seed", stdout=io.StringIO())
             assert provider_url() == provider.url
             yield provider
-        tool_registry.reset_registry()
 
 
 def agent_process(module: str, env: dict[str, str]) -> subprocess.Popen[str]:

@@ -28,7 +28,7 @@ from tests.clients.adapter_support import Desk, desk  # noqa: F401 - the fixture
 from tests.clients.agent_support import AWARDS, DOC, FINAL_ANSWER, doc_file
 from tests.clients.mcp_support import agent_token
 from tests.clients.test_framework_adapters import giftdesk  # noqa: F401 - the fixture
-from tests.examples.giftdesk_support import MODULES, Provider
+from tests.examples.giftdesk_support import APP, Provider
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -68,8 +68,8 @@ def desk_served(
     tenant: Tenant,
 ) -> Iterator[Desk]:
     """The giftdesk served by a Seam under the demo's settings and under production's (the page
-    is followed against both), with the example's modules and its ledger's address."""
-    environment = {**settings_environment(request.param), **MODULES, "GIFTDESK_URL": giftdesk.url}
+    is followed against both), with the example's app installed and its ledger's address."""
+    environment = {**settings_environment(request.param), "SEAM_APPS": APP, "GIFTDESK_URL": giftdesk.url}
     with serving_seam(database_url(connection.settings_dict), environment=environment) as base:
         yield Desk(base, agent_token(tenant, name="framework-agent"), giftdesk, tenant)
 

@@ -11,8 +11,9 @@ from sandbox.catalogue import catalogue_seed_defaults
 
 @pytest.fixture(autouse=True)
 def sandbox_tool_catalogue() -> Iterator[None]:
-    """The sandbox's tools registered (no sandbox process is needed: nothing is called)."""
-    with override_settings(SEAM_TOOL_MODULES=["sandbox.tools"]):
+    """The sandbox's tools declared (sandbox/seam.py; no sandbox process is needed: nothing is
+    called, so nothing need listen at their address)."""
+    with override_settings(SEAM_SANDBOX_URL="http://127.0.0.1:8100"):
         yield
 
 

@@ -148,7 +148,7 @@ def test_a_shipment_past_its_cutoff_is_recalled_at_a_cost_and_recorded_as_partia
     done = _undo(shipped)
 
     # The catalogue's loss, then the fee in the carrier's receipt as the tool declares it
-    # (sandbox.tools: cancel_shipment's loss_detail).
+    # (sandbox/seam.py: cancel_shipment's loss_detail).
     assert (done.status, done.not_undone) == (
         CompensationStatus.PARTIAL,
         "recall fee after the cutoff: recalled at a fee of 7.50 GBP",

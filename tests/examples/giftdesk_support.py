@@ -1,5 +1,5 @@
 """The giftdesk example under test: its provider as a real process with its own state file, the
-settings pointed at the example's modules, and a replay of its ticket in a child process."""
+example's app installed (its seam.py discovered), and a replay of its ticket in a child process."""
 
 from __future__ import annotations
 
@@ -21,12 +21,8 @@ from django.db import connection
 from devtools.processes import ROOT, ProcessFailed, database_url, free_port, manage_py
 from journal.models import Run
 
-MODULES = {
-    "SEAM_TOOL_MODULES": "examples.giftdesk.tools",
-    "SEAM_CATALOGUE_MODULES": "examples.giftdesk.catalogue",
-    "SEAM_POLICY_MODULES": "examples.giftdesk.policies",
-    "SEAM_FLOW_MODULES": "examples.giftdesk.flows",
-}
+# The example's Django app: installing it is all an integrator does to turn its plug-ins on.
+APP = "examples.giftdesk"
 START_TIMEOUT = 15.0
 
 
@@ -84,7 +80,7 @@ def child_env(provider: Provider) -> dict[str, str]:
         "DJANGO_SETTINGS_MODULE": "config.settings.test",
         "DATABASE_URL": database_url(connection.settings_dict),
         "GIFTDESK_URL": provider.url,
-        **MODULES,
+        "SEAM_APPS": APP,
     }
 
 

@@ -1,6 +1,6 @@
 """The giftdesk example (examples/giftdesk), an integration that lives outside the built-in apps:
-its own provider process with its own state, its tools, catalogue, policy, flow and ticket,
-registered through settings alone. Its ticket is killed (SIGKILL, a real child process) at a
+its own provider process with its own state, and a Django app whose seam.py declares its tools,
+catalogue, policy, flow and ticket, turned on by installing the app alone. Its ticket is killed (SIGKILL, a real child process) at a
 kill point, over the in-process and the REST transport; one reconciliation sweep follows, and
 then the world check finds nothing wrong, the provider's own state holds each effect once, and
 the handover's `completed` is exactly what the provider confirms. Then the run's policy
@@ -17,18 +17,20 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
-from django.test import override_settings
+from django.test import modify_settings
 
 from compensations.models import CatalogueEntry
-from examples.giftdesk.flows import TICKET_ID, flows
+from examples.giftdesk.seam import TICKET_ID, flows
 from handover.handover import handover_for
 from journal.models import AgentToken, Intent, IntentStatus, Run, RunStatus, Tenant
 from journal.selectors import compensation_intent_ids
 from reconciliation.models import TaskPolicy
 from scenarios.invariants import check_run
-from tests.examples.giftdesk_support import MODULES, Provider, replay_in_child, running_provider
+from scenarios.registry import all_flows, all_tickets
+from tests.examples.giftdesk_support import APP, Provider, replay_in_child, running_provider
 from tests.support.in_flight import open_calls_past_in_flight
-from tools import registry as tool_registry
+from tools.discovery import seam_modules
+from tools.registry import all_tools
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -68,17 +70,13 @@ def matrix_params(transport: str) -> list[Any]:
 
 @pytest.fixture
 def giftdesk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Provider]:
-    """The example's provider (a real process, its own state file) and the settings pointed at
-    the example's modules, seeded with `seam_seed`."""
+    """The example's provider (a real process, its own state file) and the example's app
+    installed, seeded with `seam_seed`."""
     with running_provider(tmp_path / "giftdesk.json") as provider:
         monkeypatch.setenv("GIFTDESK_URL", provider.url)
-        with override_settings(**{name: [module] for name, module in MODULES.items()}):
-            # The tool registry is forgotten on SEAM_SANDBOX_URL changes only; the flows' on
-            # SEAM_FLOW_MODULES changes.
-            tool_registry.reset_registry()
+        with modify_settings(INSTALLED_APPS={"append": APP}):
             call_command("seam_seed", stdout=io.StringIO())
             yield provider
-        tool_registry.reset_registry()
 
 
 def provider_records(provider: Provider, run: Run) -> dict[str, dict[str, Any]]:
@@ -145,9 +143,13 @@ def expected_effects(mode: str, n: int) -> int:
     return n - 1 if mode == "intent" else n
 
 
-def test_the_example_registers_through_settings_and_seeds_its_catalogue_and_policy(
+def test_installing_the_example_declares_its_plug_ins_and_seeds_its_catalogue_and_policy(
     giftdesk: Provider,
 ) -> None:
+    assert f"{APP}.seam" in [module.__name__ for module in seam_modules()]
+    assert set(RECEIPT_IDS) <= set(all_tools())
+    assert "goodwill_credit" in all_flows() and TICKET_ID in all_tickets()
+    assert all_tools()["load_gift_card"].get_connector().base_url == giftdesk.url  # type: ignore[attr-defined]
     entries = dict(CatalogueEntry.objects.values_list("tool", "reversibility"))
     assert {tool: entries.get(tool) for tool in RECEIPT_IDS} == {
         "award_points": "reversible",

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
-from django.test import Client, override_settings
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -30,6 +30,7 @@ from journal.tool_errors import DispatchResult
 from sandbox.catalogue import catalogue_seed_defaults
 from scenarios.policies import policies_seed_defaults
 from tests.scenarios.test_kill_points import replay_in_child
+from tests.support.plugins import declaring
 from tools.registry import CustomerFacing, ToolSpec
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -39,7 +40,7 @@ ANY_ARGS = {"type": "object"}
 
 
 def tools() -> list[ToolSpec]:
-    """An integrator's tools (this module is their SEAM_TOOL_MODULES in one test): a credit, and
+    """An integrator's tools (declared by this module in one test: tests.support.plugins): a credit, and
     a credit note that declares it announces credits."""
     return [
         ToolSpec(name="grant_credit", kind="write", args_schema=ANY_ARGS),
@@ -185,7 +186,7 @@ def test_a_message_about_a_step_the_run_does_not_have_is_refused_and_nothing_is_
     assert escalated_bench.customer_messages.count() == before
 
 
-@override_settings(SEAM_TOOL_MODULES=["tests.handover.test_customer_told"])
+@declaring(__name__)
 def test_a_customer_facing_tool_reports_the_earlier_steps_it_announces_and_is_flagged_when_one_is_undone(
     make_run: Any, agent_actor: Any
 ) -> None:

@@ -1,6 +1,7 @@
 """Catalogue entries and task policies declared in code as typed specs (CatalogueEntrySpec,
-TaskPolicySpec) by the modules of SEAM_CATALOGUE_MODULES / SEAM_POLICY_MODULES, written by
-`manage.py seam_seed` where missing; the demo declares its own the same way."""
+TaskPolicySpec) by the installed apps' seam.py modules (`catalogue()`, `policies()`), written by
+`manage.py seam_seed` where missing; the demo declares its own the same way. This module declares
+an integrator's (tests.support.plugins)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ from datetime import timedelta
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.test import override_settings
 
 from compensations.defaults import CatalogueEntrySpec, catalogue_declared
 from compensations.models import CatalogueEntry
 from reconciliation.defaults import TaskPolicySpec, policies_declared
 from reconciliation.models import TaskPolicy
+from tests.support.plugins import declaring
 
 pytestmark = pytest.mark.django_db
 
@@ -36,7 +37,7 @@ def policies() -> list[TaskPolicySpec]:
     return [TaskPolicySpec("goodwill", "resume", max_resume_age=timedelta(hours=2), notes="A promise kept.")]
 
 
-@override_settings(SEAM_CATALOGUE_MODULES=[__name__], SEAM_POLICY_MODULES=[__name__])
+@declaring(__name__, only=True)
 def test_seam_seed_writes_what_is_declared_and_keeps_what_an_admin_edited() -> None:
     out = io.StringIO()
     call_command("seam_seed", stdout=out)
@@ -63,18 +64,18 @@ def test_a_spec_with_an_unknown_reversibility_or_strategy_is_refused_when_declar
         TaskPolicySpec(task_type="x", strategy="hope")
 
 
-def test_the_demo_declares_its_catalogue_and_policies_through_the_same_modules() -> None:
+def test_the_demo_declares_its_catalogue_and_policies_in_its_apps_seam_modules() -> None:
     assert {e.tool for e in catalogue_declared()} >= {"issue_refund", "adjust_stock"}
     assert {p.task_type for p in policies_declared()} >= {"returns", "stock_correction"}
 
 
-@override_settings(SEAM_CATALOGUE_MODULES=[__name__, __name__])
+@declaring(__name__, __name__, only=True)
 def test_an_entry_declared_twice_is_refused() -> None:
     with pytest.raises(ValueError, match="declared twice"):
         catalogue_declared()
 
 
-@override_settings(SEAM_CATALOGUE_MODULES=[__name__], SEAM_POLICY_MODULES=[__name__])
+@declaring(__name__, only=True)
 def test_seam_seed_reports_each_stored_default_that_differs_from_its_declaration() -> None:
     """An admin's edit (or a changed declaration) is kept and reported, field by field, with how
     to apply the declaration; nothing differs, nothing is reported."""
@@ -106,7 +107,7 @@ def test_seam_seed_reports_each_stored_default_that_differs_from_its_declaration
     assert TaskPolicy.objects.get(task_type="goodwill").max_resume_age == timedelta(hours=5)
 
 
-@override_settings(SEAM_CATALOGUE_MODULES=[__name__], SEAM_POLICY_MODULES=[__name__])
+@declaring(__name__, only=True)
 def test_seam_seed_update_applies_the_named_declaration_and_records_it_in_the_history() -> None:
     call_command("seam_seed", stdout=io.StringIO())
     CatalogueEntry.objects.filter(tool="issue_gift_card").update(description="Edited by an admin.")
@@ -134,7 +135,7 @@ def test_seam_seed_update_applies_the_named_declaration_and_records_it_in_the_hi
     assert "differs" not in quiet.getvalue()
 
 
-@override_settings(SEAM_CATALOGUE_MODULES=[__name__], SEAM_POLICY_MODULES=[__name__])
+@declaring(__name__, only=True)
 def test_seam_seed_update_of_a_name_nothing_declares_is_refused() -> None:
     with pytest.raises(CommandError, match="issue_giftcard"):
         call_command("seam_seed", "--update", "issue_giftcard", stdout=io.StringIO())

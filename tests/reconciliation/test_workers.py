@@ -153,7 +153,6 @@ def fleet_env(sandbox_tools: str, broker: str) -> dict[str, str]:
         "DATABASE_URL": database_url(connection.settings_dict),
         "DJANGO_CONN_MAX_AGE": "0",
         "CELERY_BROKER_URL": broker,
-        "SEAM_TOOL_MODULES": "sandbox.tools",
         "SEAM_SANDBOX_URL": sandbox_tools,
         "SEAM_SWEEP_INTERVAL_SECONDS": "1",
         "SEAM_STALE_AFTER_SECONDS": "0",

@@ -88,7 +88,6 @@ def _base_env(sandbox: str, broker_url: str) -> dict[str, str]:
         "DATABASE_URL": database_url(connection.settings_dict),
         "DJANGO_CONN_MAX_AGE": "0",
         "CELERY_BROKER_URL": broker_url,
-        "SEAM_TOOL_MODULES": "sandbox.tools",
         "SEAM_SANDBOX_URL": sandbox,
         "SEAM_SWEEP_INTERVAL_SECONDS": "1",
         "SEAM_STALE_AFTER_SECONDS": "0",
@@ -395,7 +394,7 @@ def test_postgresql_crashed_mid_run_no_call_leaves_without_its_committed_intent(
         "DJANGO_SETTINGS_MODULE": "config.settings.test",
         "DATABASE_URL": url,
         "DJANGO_CONN_MAX_AGE": "0",
-        "SEAM_TOOL_MODULES": "",
+        "SEAM_SANDBOX_URL": "",  # no sandbox: the sandbox declares no tools
         "PYTHONUNBUFFERED": "1",
     }
     migrate = manage_py("migrate", "--noinput", env=env, timeout=300)

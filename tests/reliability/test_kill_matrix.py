@@ -60,7 +60,6 @@ def manage(sandbox_url: str, *args: str, expect: int = 0) -> str:
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings.test",
         "DATABASE_URL": database_url(connection.settings_dict),
-        "SEAM_TOOL_MODULES": "sandbox.tools",
         "SEAM_SANDBOX_URL": sandbox_url,
     }
     child = manage_py(*args, env=env, timeout=180)

@@ -13,13 +13,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from django.test import override_settings
 
 from journal.models import IntentStatus, Tenant
 from scenarios.flows import Flow, Step
 from scenarios.invariants import check_run
 from scenarios.runner import InProcessJournal, KillPlan, run_ticket
 from scenarios.tickets import Ticket
+from tests.support.plugins import declaring
 from tools.connectors import HttpConnector
 from tools.registry import ToolSpec
 
@@ -68,7 +68,7 @@ class GiftCards:
 PROVIDER: GiftCards | None = None
 
 
-# This module is also the integrator's tool and flow module (SEAM_TOOL_MODULES, SEAM_FLOW_MODULES).
+# This module also declares the integrator's tool and flow, as its app's seam.py would (tests.support.plugins).
 def tools() -> list[ToolSpec]:
     assert PROVIDER is not None
     return [
@@ -102,7 +102,7 @@ def gift_cards() -> Iterator[GiftCards]:
     PROVIDER = GiftCards()
     thread = threading.Thread(target=PROVIDER.server.serve_forever, daemon=True)
     thread.start()
-    with override_settings(SEAM_TOOL_MODULES=[__name__], SEAM_FLOW_MODULES=[__name__]):
+    with declaring(__name__):
         yield PROVIDER
     PROVIDER.server.shutdown()
     PROVIDER.server.server_close()

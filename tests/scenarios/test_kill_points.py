@@ -48,7 +48,6 @@ def replay_in_child(ticket_id: str, sandbox_url: str, *flags: str) -> tuple[int,
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings.test",
         "DATABASE_URL": database_url(connection.settings_dict),
-        "SEAM_TOOL_MODULES": "sandbox.tools",
         "SEAM_SANDBOX_URL": sandbox_url,
     }
     child = manage_py(
@@ -162,7 +161,6 @@ def test_replay_ticket_reports_the_journal_beside_the_world(
     sandbox_tools: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DATABASE_URL", database_url(connection.settings_dict))
-    monkeypatch.setenv("SEAM_TOOL_MODULES", "sandbox.tools")
     monkeypatch.setenv("SEAM_SANDBOX_URL", sandbox_tools)
     out = io.StringIO()
 

@@ -1,6 +1,6 @@
-"""scenarios.registry: flows and tickets are registered through modules listed in
-settings.SEAM_FLOW_MODULES, each exposing `flows()` and/or `tickets()`; the demo is one of them,
-and the engine reads the same declarations through SEAM_FLOWS and SEAM_RUNNING_VERSIONS."""
+"""scenarios.registry: flows and tickets are declared by the installed apps' seam.py modules,
+each defining `flows()` and/or `tickets()` (tools.discovery); the demo's scenarios app is one of
+them, and the engine reads the same declarations through SEAM_FLOWS and SEAM_RUNNING_VERSIONS."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import types
 
 import pytest
 from django.core.checks import run_checks
-from django.test import override_settings
 
 from reconciliation.decisions import running_versions as engine_running_versions
 from scenarios import flows as demo_flows
@@ -17,8 +16,9 @@ from scenarios import tickets as demo_tickets
 from scenarios.flows import Flow, Step
 from scenarios.registry import UnknownFlow, UnknownTicket, all_flows, all_tickets, get_flow, get_ticket
 from scenarios.tickets import Ticket
+from tests.support.plugins import declaring
 
-# An integrator's module, as SEAM_FLOW_MODULES would list it.
+# An integrator's declarations, as their app's seam.py would hold them.
 GIFT_CARD = Flow(
     task_type="gift_card",
     version="4",
@@ -33,9 +33,6 @@ def flows() -> list[Flow]:
 
 def tickets() -> list[Ticket]:
     return [Ticket("G-1", "gift_card", {"customer": "C-7", "amount": "20.00"})]
-
-
-MODULES = ["scenarios.flows", "scenarios.tickets", __name__]
 
 
 def _module(monkeypatch: pytest.MonkeyPatch, name: str, **functions: object) -> str:
@@ -59,8 +56,8 @@ def test_the_demos_declarations_cannot_be_mutated() -> None:
         demo_tickets.TICKETS["G-1"] = tickets()[0]  # type: ignore[index]
 
 
-def test_a_listed_module_adds_its_flows_and_tickets_and_their_running_versions() -> None:
-    with override_settings(SEAM_FLOW_MODULES=MODULES):
+def test_an_installed_apps_seam_module_adds_its_flows_and_tickets_and_their_running_versions() -> None:
+    with declaring(__name__):
         assert get_flow("gift_card") is GIFT_CARD
         assert get_ticket("G-1").facts["customer"] == "C-7"
         assert "returns" in all_flows()
@@ -77,22 +74,25 @@ def test_a_listed_module_adds_its_flows_and_tickets_and_their_running_versions()
 def test_a_flow_declared_twice_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     twice = _module(monkeypatch, "integrator_twice", flows=lambda: [GIFT_CARD, GIFT_CARD])
     with (
-        override_settings(SEAM_FLOW_MODULES=[twice]),
+        declaring(twice),
         pytest.raises(ValueError, match="declared twice"),
     ):
         all_flows()
 
 
-def test_a_module_with_neither_function_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    empty = _module(monkeypatch, "integrator_empty")
-    with override_settings(SEAM_FLOW_MODULES=[empty]), pytest.raises(ValueError, match="neither"):
+def test_a_declaration_of_another_type_is_refused_naming_its_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    wrong = _module(monkeypatch, "integrator_wrong", flows=lambda: [{"task_type": "gift_card"}])
+    with (
+        declaring(wrong),
+        pytest.raises(TypeError, match=r"integrator_wrong.flows\(\) returned a dict, not a Flow"),
+    ):
         all_flows()
 
 
 def test_a_ticket_whose_flow_is_not_registered_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     orphan = _module(monkeypatch, "integrator_orphan", tickets=lambda: [Ticket("X-1", "no_such_flow", {})])
     with (
-        override_settings(SEAM_FLOW_MODULES=[orphan]),
+        declaring(orphan),
         pytest.raises(ValueError, match="no flow declares"),
     ):
         all_tickets()

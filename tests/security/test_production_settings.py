@@ -216,23 +216,25 @@ def test_production_imports_nothing_of_the_demo(collected_static: str) -> None:
 
 TOOLS = (
     "import django; django.setup()\n"
-    "from django.conf import settings\n"
+    "from tools.discovery import seam_modules\n"
     "from tools.registry import all_tools\n"
-    "print(settings.SEAM_TOOL_MODULES, sorted(all_tools()))\n"
+    "print([module.__name__ for module in seam_modules()], sorted(all_tools()))\n"
 )
 
 
 @pytest.mark.parametrize(
-    ("modules", "expected"),
+    ("apps", "expected"),
     [
         (None, "[] []"),
         ("", "[] []"),
-        ("tests.security.operator_tools", "['tests.security.operator_tools'] ['open_ticket']"),
+        ("tests.security.operator_tools", "['tests.security.operator_tools.seam'] ['open_ticket']"),
     ],
-    ids=["unset", "empty", "an-operators-module"],
+    ids=["unset", "empty", "an-operators-app"],
 )
-def test_production_runs_the_tools_the_environment_names(modules: str | None, expected: str) -> None:
-    result = run_python(TOOLS, deployment_env(SEAM_TOOL_MODULES=modules))
+def test_production_declares_the_tools_of_the_apps_the_environment_installs(
+    apps: str | None, expected: str
+) -> None:
+    result = run_python(TOOLS, deployment_env(SEAM_APPS=apps))
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip() == expected
 

@@ -2,7 +2,7 @@
 and cancelling a subscription the customer already cancelled answers success with the time it
 was cancelled, not an error. Its connector reports that time as the send's evidence, so the
 engine can tell a cancellation the run caused from one the customer made before the run
-(issue 29, finding 7). SEAM_TOOL_MODULES=tests.tools.subscriptions; the file is
+(issue 29, finding 7). Its tools are declared by `tools()` below (tests.support.plugins); the file is
 $SUBSCRIPTIONS_DB."""
 
 from __future__ import annotations

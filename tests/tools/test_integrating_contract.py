@@ -12,15 +12,14 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.test import override_settings
 from django.utils import timezone
 
 from journal import services as journal
 from journal.models import IntentStatus
 from reconciliation.services import intent_reconcile
+from tests.support.plugins import declaring
 from tests.tools import contract_tools
 from tests.tools.test_connectors_requests import Provider
-from tools import registry
 
 pytestmark = pytest.mark.django_db
 
@@ -31,10 +30,8 @@ def provider() -> Iterator[Provider]:
     thread = threading.Thread(target=provider.server.serve_forever, daemon=True)
     thread.start()
     contract_tools.PROVIDER_URL = provider.url
-    with override_settings(SEAM_TOOL_MODULES=["tests.tools.contract_tools"]):
-        registry.reset_registry()
+    with declaring("tests.tools.contract_tools"):
         yield provider
-    registry.reset_registry()
     provider.server.shutdown()
     provider.server.server_close()
 

@@ -11,6 +11,7 @@ import requests
 from django.test import override_settings
 
 from journal.tool_errors import DispatchResult
+from tests.support.plugins import declaring
 from tools.connectors import HttpConnector, LookupQuery, NotPerformed, classify_response
 from tools.registry import ArgumentsRefused, ToolSpec, UnknownTool, all_tools, get_tool, in_flight_floor
 
@@ -75,7 +76,7 @@ def test_the_providers_message_is_kept_but_never_decides_the_class() -> None:
     assert "temporary glitch" in error.message
 
 
-@override_settings(SEAM_TOOL_MODULES=["tests.tools.test_registry"])
+@declaring(__name__)
 def test_a_connector_class_by_dotted_path_is_built_with_its_options() -> None:
     spec = get_tool("local_tool")
     assert spec.get_connector().perform({"n": 1}, "k1").receipt == {"ref": "LT-k1"}
@@ -87,7 +88,7 @@ def test_a_connector_class_by_dotted_path_is_built_with_its_options() -> None:
         get_tool("issue_refund")
 
 
-@override_settings(SEAM_TOOL_MODULES=["sandbox.tools"])
+@override_settings(SEAM_SANDBOX_URL="http://127.0.0.1:8100")
 def test_every_sandbox_write_declares_its_receipt_and_a_way_to_ask_about_it() -> None:
     writes = {name: spec for name, spec in all_tools().items() if spec.kind == "write"}
     assert len(writes) == 13
@@ -97,11 +98,8 @@ def test_every_sandbox_write_declares_its_receipt_and_a_way_to_ask_about_it() ->
         assert connector.lookup_path or getattr(connector, "search_path", ""), spec.name
 
 
-@override_settings(
-    SEAM_TOOL_MODULES=["tests.tools.test_registry"],
-    SEAM_CALL_TIMEOUT_SECONDS=4.0,
-    SEAM_IN_FLIGHT_MARGIN_SECONDS=10.0,
-)
+@declaring(__name__)
+@override_settings(SEAM_CALL_TIMEOUT_SECONDS=4.0, SEAM_IN_FLIGHT_MARGIN_SECONDS=10.0)
 def test_a_calls_time_in_flight_is_its_tools_call_timeout_plus_the_margin() -> None:
     http = HttpConnector(base_url="http://downstream", path="x", timeout=5.0, connect_timeout=2.0)
     schema = {"type": "object"}

@@ -24,6 +24,7 @@ from journal import services as journal
 from journal.models import Intent, IntentStatus, JournalEvent, Run, Tenant
 from tests.agent_api.test_agent_lane import RUN_BODY
 from tests.agent_api.test_api_journal import new_agent_client
+from tests.support.plugins import declaring
 from tests.tools.subscriptions import Subscriptions
 from tools import registry
 from tools.services import tool_perform, tool_resend
@@ -39,8 +40,7 @@ def provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tenant: Tenant) ->
     """The subscription provider (a SQLite file), its tools registered, and the catalogue saying
     a cancellation is undone by reactivating."""
     monkeypatch.setenv("SUBSCRIPTIONS_DB", str(tmp_path / "subscriptions.sqlite"))
-    with override_settings(SEAM_TOOL_MODULES=["tests.tools.subscriptions"]):
-        registry.reset_registry()
+    with declaring("tests.tools.subscriptions"):
         CatalogueEntry.objects.create(
             tool="cancel_subscription",
             description="Reactivate the subscription.",

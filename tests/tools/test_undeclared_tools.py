@@ -6,6 +6,7 @@ agents that run tools Seam never calls."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from journal import services as journal
 from journal.models import Intent, JournalEvent, Run, Tenant
 from tests.agent_api.test_agent_lane import RUN_BODY
 from tests.agent_api.test_api_journal import new_agent_client
-from tools import registry
+from tests.support.plugins import declaring
 from tools.services import tool_perform
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -30,9 +31,8 @@ MISSPELT = {"tool": "cancel_subscriptoin", "args": {"subscription": "SUB-1"}, "t
 @pytest.fixture
 def declared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("SUBSCRIPTIONS_DB", str(tmp_path / "subscriptions.sqlite"))
-    with override_settings(SEAM_TOOL_MODULES=["tests.tools.subscriptions"]):
+    with declaring("tests.tools.subscriptions"):
         yield
-    registry.reset_registry()
 
 
 def _journal() -> tuple[int, int]:
@@ -83,17 +83,25 @@ def test_an_undeclared_tool_is_refused_in_process_and_by_tool_perform(
 
 
 @pytest.mark.parametrize(
-    ("overrides", "why"),
+    ("declares", "overrides", "why"),
     [
-        pytest.param({"SEAM_UNDECLARED_TOOLS": "accept"}, "accepted by the setting", id="accept"),
-        pytest.param({"SEAM_TOOL_MODULES": []}, "no tool is declared", id="nothing declared"),
+        pytest.param(True, {"SEAM_UNDECLARED_TOOLS": "accept"}, "accepted by the setting", id="accept"),
+        # The suite's installed apps declare no tool (no sandbox is running: sandbox/seam.py).
+        pytest.param(False, {}, "no tool is declared", id="nothing declared"),
     ],
 )
 def test_an_undeclared_tool_is_journaled_where_the_deployment_accepts_them(
-    declared: None, tenant: Tenant, overrides: dict[str, Any], why: str
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tenant: Tenant,
+    declares: bool,
+    overrides: dict[str, Any],
+    why: str,
 ) -> None:
+    monkeypatch.setenv("SUBSCRIPTIONS_DB", str(tmp_path / "subscriptions.sqlite"))
     client = new_agent_client(tenant, "bot")
-    with override_settings(**overrides):
+    declared = declaring("tests.tools.subscriptions") if declares else contextlib.nullcontext()
+    with declared, override_settings(**overrides):
         run = client.post("/api/v1/runs/", RUN_BODY, format="json").json()["id"]
         response = client.post(f"/api/v1/runs/{run}/intents/", MISSPELT, format="json")
     assert response.status_code == 201, (why, response.content)

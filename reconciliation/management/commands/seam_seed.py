@@ -1,6 +1,6 @@
-"""Write the compensation catalogue entries and task policies declared in code (the modules of
-SEAM_CATALOGUE_MODULES and SEAM_POLICY_MODULES) where a tool or task type has none. Safe to run
-on every deploy.
+"""Write the compensation catalogue entries and task policies declared in code (the `catalogue()`
+and `policies()` of each installed app's seam.py: tools.discovery) where a tool or task type has
+none. Safe to run on every deploy.
 
 A stored default that differs from its declaration (an admin edited it, or the declaration
 changed since it was seeded) is never overwritten silently: each is reported with the fields
@@ -34,8 +34,8 @@ APPLIED_REASON = "seam_seed --update: the declaration in code applied"
 
 class Command(BaseCommand):
     help = (
-        "Seed the catalogue entries and task policies declared in SEAM_CATALOGUE_MODULES and "
-        "SEAM_POLICY_MODULES, and report each stored default that differs from its declaration."
+        "Seed the catalogue entries and task policies declared by the installed apps' seam.py "
+        "modules, and report each stored default that differs from its declaration."
     )
     # The catalogue's system check refuses a write tool without an entry (compensations.E001): on
     # a fresh install that would block the very command that writes the entries.

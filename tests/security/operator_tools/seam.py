@@ -1,5 +1,4 @@
-"""A deployment's own tool module, as an operator names it in SEAM_TOOL_MODULES (used by
-test_production_settings: production runs the tools the environment names, and only those)."""
+"""The operator's app's plug-ins (tools.discovery): one tool of their helpdesk."""
 
 from __future__ import annotations
 

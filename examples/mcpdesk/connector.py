@@ -1,6 +1,6 @@
-"""The mcpdesk's writes as Seam tools (SEAM_TOOL_MODULES=examples.mcpdesk.tools), so that Seam's
-reconciliation can ask the desk what became of a call whose caller died. Each has an
-`McpDeskConnector`: it speaks MCP to the desk (a stdio child process on the desk's state file,
+"""The connector of the mcpdesk's writes as Seam tools (examples.mcpdesk.seam), so that Seam's
+reconciliation can ask the desk what became of a call whose caller died. `McpDeskConnector`
+speaks MCP to the desk (a stdio child process on the desk's state file,
 MCPDESK_STATE, or the desk's streamable HTTP address, MCPDESK_URL) and asks `find_call` by the
 intent's idempotency key.
 
@@ -10,7 +10,6 @@ hands a call of it left in doubt to a person."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -25,7 +24,6 @@ from mcp.client.streamable_http import streamable_http_client
 
 from journal.tool_errors import DispatchResult, ToolError
 from tools.connectors import LookupQuery, LookupResult, NotPerformed, Performed, Unknown
-from tools.registry import ToolSpec
 
 from .server import KEY_META
 
@@ -103,24 +101,3 @@ async def _session(state_file: str, url: str) -> AsyncIterator[ClientSession]:
         async with stdio_client(params) as (read, write, *_), ClientSession(read, write) as client:
             await client.initialize()
             yield client
-
-
-def tools() -> list[ToolSpec]:
-    # Resolved here: the connector starts the desk from the repository root.
-    state_file = str(Path(os.environ.get("MCPDESK_STATE", "mcpdesk-state.json")).resolve())
-    url = os.environ.get("MCPDESK_URL", "")
-    return [
-        ToolSpec(
-            name="credit_account",
-            kind="write",
-            description="Add an amount to a desk account (a negative amount takes it back).",
-            args_schema={
-                "type": "object",
-                "required": ["account", "amount"],
-                "properties": {"account": {"type": "string"}, "amount": {"type": "string"}},
-            },
-            connector=McpDeskConnector("credit_account", state_file=state_file, url=url),
-            receipt_fields=("credit_id", "balance"),
-            receipt_detail="credit {credit_id}, balance {balance}",
-        )
-    ]

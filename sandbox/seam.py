@@ -1,7 +1,12 @@
-"""The tools of the sandbox's providers (docs/sandbox.md), as a deployment would declare its
-real ones: HTTP connectors configured per tool, arguments described by JSON Schema. Part of the
-demo: the local settings list this module in SEAM_TOOL_MODULES (tests opt in with the
-`sandbox_tools` fixture); production lists the operator's own modules."""
+"""The sandbox's plug-ins (tools.discovery), found wherever the sandbox app is installed (the demo's
+and the suite's settings, never production's): the tools of its providers (docs/sandbox.md), as a
+deployment would declare its real ones, with HTTP connectors configured per tool and arguments
+described by JSON Schema; and the demo's compensation catalogue, what undoes each write tool and
+how honestly (seeded by sandbox.catalogue).
+
+The tools call the sandbox at SEAM_SANDBOX_URL. Where that is blank (the suite's settings, until
+a test starts a sandbox: the `sandbox_tools` fixture) the sandbox declares no tools, so the
+journal's own tests record any tool name and arguments."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from typing import Any
 
 from django.conf import settings
 
+from compensations.defaults import CatalogueEntrySpec
 from journal.channels import CustomerChannel
 from tools.connectors import BusinessIdHttpConnector, HttpConnector
 from tools.registry import CustomerFacing, ToolSpec
@@ -53,6 +59,8 @@ def _write(
 
 
 def tools() -> list[ToolSpec]:
+    if not settings.SEAM_SANDBOX_URL:
+        return []  # no sandbox to call
     base = settings.SEAM_SANDBOX_URL + API
     return [
         _write(
@@ -245,3 +253,107 @@ def tools() -> list[ToolSpec]:
             description="Read one warehouse's stock of a SKU (slow, sometimes missing).",
         ),
     ]
+
+
+# The demo's compensation catalogue. Two judgement calls, recorded here and in each entry's staff
+# notes:
+#
+# - reship is `reversible_until` the receipt's `recall_cutoff`, not `partial`: before the cutoff
+#   the cancel is complete and free, which is the common case, and `partial` would tell staff
+#   every undo loses something. After the cutoff the undo still works but costs the recall fee,
+#   which is what `loss` says (see CatalogueEntry's docstring).
+# - adjust_stock is `reversible`: the legacy ERP has no undo operation, but stock is a count and
+#   an opposite adjustment (same SKU and reference, qty negated) restores it exactly. The ERP
+#   ignores idempotency keys, so the opposite adjustment is reconciled by reference like the
+#   original; it appears as a second entry with the negated qty.
+UNDO_OF_UNDO = (
+    "Undoing an undo is a new decision for a person: the original effect was reversed on purpose, "
+    "and redoing it (a new pickup, reservation, refund, credit or shipment) is a fresh action."
+)
+
+DEFAULT_CATALOGUE: list[dict[str, Any]] = [
+    {
+        "tool": "start_return",
+        "description": "Cancel the courier pickup booked with the return label.",
+        "compensating_tool": "cancel_pickup",
+        "argument_mapping": {"label": "receipt.label"},
+        "reversibility": "reversible_until",
+        "until_condition": "until collection",
+        "staff_notes": "Once the courier has collected the parcel, cancel_pickup answers already_collected: "
+        "the return is under way and a person decides what happens to it.",
+    },
+    {
+        "tool": "offer_replacement",
+        "description": "Release the reserved replacement stock.",
+        "compensating_tool": "release_reservation",
+        "argument_mapping": {"reservation_id": "receipt.reservation_id"},
+        "reversibility": "reversible",
+    },
+    {
+        "tool": "issue_refund",
+        "description": "Reverse the refund.",
+        "compensating_tool": "reverse_refund",
+        "argument_mapping": {"refund_id": "receipt.refund_id"},
+        "reversibility": "reversible",
+    },
+    {
+        "tool": "issue_credit",
+        "description": "Reverse the credit memo with an accounting entry.",
+        "compensating_tool": "reverse_credit",
+        "argument_mapping": {"credit_memo_id": "receipt.credit_memo_id"},
+        "reversibility": "reversible",
+    },
+    {
+        "tool": "reship",
+        "description": "Cancel the shipment; after its recall cutoff it is recalled at a fee.",
+        "compensating_tool": "cancel_shipment",
+        "argument_mapping": {"shipment_id": "receipt.shipment_id"},
+        "reversibility": "reversible_until",
+        "until_condition": "until the recall cutoff",
+        "deadline_field": "recall_cutoff",
+        "loss": "recall fee after the cutoff",
+        "staff_notes": "Before recall_cutoff the cancel is complete and free. After it the parcel is recalled "
+        "(status recalled) and the recall fee is lost: the compensation ends partial.",
+    },
+    {
+        "tool": "adjust_stock",
+        "description": "Adjust the same SKU by the opposite quantity, under the same reference.",
+        "compensating_tool": "adjust_stock",
+        "argument_mapping": {"sku": "args.sku", "qty": "negate:args.qty", "reference": "args.reference"},
+        "reversibility": "reversible",
+        "staff_notes": "The legacy ERP has no undo and ignores idempotency keys; stock is a count, so the "
+        "opposite adjustment restores it. It shows in erp/adjustments?reference= as a second entry.",
+    },
+    {
+        "tool": "notify_seller",
+        "description": "Nothing: an email cannot be unsent.",
+        "reversibility": "none",
+        "staff_notes": "If the email was wrong, a person writes to the seller to correct it.",
+    },
+    {
+        "tool": "notify_customer",
+        "description": "Nothing: an email cannot be unsent.",
+        "reversibility": "none",
+        "staff_notes": "If the email was wrong, a person writes to the customer to correct it.",
+    },
+    *(
+        {
+            "tool": undo_tool,
+            "description": f"Nothing automatic: {undo_tool} is itself an undo.",
+            "reversibility": "none",
+            "staff_notes": UNDO_OF_UNDO,
+        }
+        for undo_tool in (
+            "cancel_pickup",
+            "release_reservation",
+            "reverse_refund",
+            "reverse_credit",
+            "cancel_shipment",
+        )
+    ),
+]
+
+
+def catalogue() -> list[CatalogueEntrySpec]:
+    """The demo's entries, for the sandbox's write tools."""
+    return [CatalogueEntrySpec(**entry) for entry in DEFAULT_CATALOGUE]

@@ -23,6 +23,9 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
+from audit.chain import audit_record
+from audit.models import AuditAction, AuditEntry, AuditVerification
+from audit.tasks import verify_audit_chain
 from compensations.models import Compensation, CompensationStatus
 from compensations.tasks import compensate_run, compensation_schedule
 from journal import services as journal
@@ -40,7 +43,6 @@ from journal.selectors import compensation_intent_ids, plan_with_keys
 from reconciliation.tasks import reconcile_intent, resume_run
 
 from . import words
-from .audit import audit_record
 from .handover import (
     UNDONE,
     HandoverRows,
@@ -48,8 +50,6 @@ from .handover import (
     run_is_stuck,
     run_state_token,
 )
-from .models import AuditAction, AuditEntry, AuditVerification
-from .tasks import verify_audit_chain
 
 ACT = "handover.act_on_run"
 VIEW_AUDIT = "handover.view_audit_trail"
@@ -88,7 +88,7 @@ def _require(ctx: StaffContext, permission: str) -> None:
 
 
 def _note(note: Any, *, required: bool) -> str:
-    return journal._clean_text(note, field="note", limit=MAX_NOTE_CHARS, required=required)
+    return journal.clean_text(note, field="note", limit=MAX_NOTE_CHARS, required=required)
 
 
 def changes_since(run: Run, seen_state: str) -> list[str]:

@@ -14,13 +14,13 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from audit.chain import audit_record
+from audit.models import AuditAction
 from compensations.models import Compensation, CompensationStatus, DeadLetter
 from compensations.tasks import compensate_step
 from journal import services as journal
 
 from .actions import ACT, MAX_NOTE_CHARS, ActionRefused, StaffContext, staff_member
-from .audit import audit_record
-from .models import AuditAction
 
 ASSIGN = "compensations.assign_deadletter"
 
@@ -97,7 +97,7 @@ def dead_letter_retry(ctx: StaffContext, *, dead_letter_id: Any, note: str = "")
     it is reopened with the new error, keeping its owner."""
 
     with _acting_on(ctx, dead_letter_id) as letter:
-        note = journal._clean_text(note, field="note", limit=MAX_NOTE_CHARS)
+        note = journal.clean_text(note, field="note", limit=MAX_NOTE_CHARS)
         _refuse_if_resolved(letter)
         compensation = letter.compensation
         retried = Compensation.objects.filter(
@@ -130,7 +130,7 @@ def dead_letter_resolve(ctx: StaffContext, *, dead_letter_id: Any, note: str) ->
     """Close the letter: a person undid the effect by hand, or decided it stands. Note required."""
     with _acting_on(ctx, dead_letter_id) as letter:
         # Checked inside: who may act, and on which letter, is said before what is missing.
-        note = journal._clean_text(note, field="note", limit=MAX_NOTE_CHARS, required=True)
+        note = journal.clean_text(note, field="note", limit=MAX_NOTE_CHARS, required=True)
         _refuse_if_resolved(letter)
         DeadLetter.objects.filter(pk=letter.pk).update(
             resolved_at=timezone.now(), resolved_by=ctx.user, resolution_note=note

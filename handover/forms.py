@@ -15,12 +15,12 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
+from audit.models import AuditAction
 from journal.models import CustomerMessage, OutcomeReason, RunStatus
 from journal.services import MAX_MESSAGE_CHARS
 
 from . import selectors
 from .actions import MAX_NOTE_CHARS
-from .models import AuditAction
 
 # A step id is `run:turn:tool[:occurrence]`: printable ASCII, no spaces.
 STEP_ID = re.compile(r"[!-~]+")

@@ -33,10 +33,9 @@ from django.db.models import (
 from django.db.models.functions import TruncDate, TruncWeek
 from django.utils import timezone
 
+from audit.models import AuditAction, AuditEntry
 from compensations.models import Compensation, CompensationStatus, DeadLetter
 from journal.models import Escalation, IntentStatus, JournalEvent, OutcomeReason, Run, Tenant
-
-from .models import AuditAction, AuditEntry
 
 # The longest period the page answers for: a year of days is already a long chart.
 MAX_PERIOD_DAYS = 366

@@ -20,11 +20,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from audit.chain import audit_record
+from audit.models import AuditAction, AuditEntry
 from journal import selectors as journal_selectors
 from observability.middleware import request_id_of
-
-from .audit import audit_record
-from .models import AuditAction, AuditEntry
 
 log = logging.getLogger(__name__)
 

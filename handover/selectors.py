@@ -23,6 +23,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
+from audit.models import AuditEntry, AuditVerification
 from compensations.models import DeadLetter
 from journal.models import (
     Escalation,
@@ -35,8 +36,6 @@ from journal.models import (
 )
 from journal.selectors import runs_with_counts as journal_runs_with_counts
 from journal.selectors import stuck_runs_q
-
-from .models import AuditEntry, AuditVerification
 
 # --- the staff dashboard ----------------------------------------------------------------------
 

@@ -12,7 +12,6 @@ from django.db import transaction
 
 from journal.models import Escalation
 
-from .audit import audit_verification_run
 from .notifications import escalation_notify
 
 logger = logging.getLogger(__name__)
@@ -62,18 +61,3 @@ def escalation_notify_schedule(escalation: Escalation) -> None:
 def escalation_opened_notify(*, escalation: Escalation, **kwargs: Any) -> None:
     """journal.signals.escalation_opened's receiver: notify once the hand-over commits."""
     escalation_notify_schedule(escalation)
-
-
-@shared_task(
-    name="handover.verify_audit_chain",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    time_limit=600,
-    soft_time_limit=540,
-    ignore_result=True,
-)
-def verify_audit_chain(verification_id: int) -> str:
-    """A team lead asked for the audit chain to be checked again. Run twice (a redelivery), the
-    second run finds the result kept and leaves it."""
-    verification = audit_verification_run(verification_id=verification_id)
-    return verification.problem or f"intact: {verification.checked} rows"

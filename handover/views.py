@@ -26,11 +26,12 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import reswap, retarget
 from django_htmx.middleware import HtmxDetails
 
+from audit.models import AuditAction
 from journal.models import OutcomeReason, Run, RunStatus
 from journal.services import JournalError
 
 from . import actions, forms, selectors, staff_actions
-from .audit import state_json
+from .audit_reading import state_json
 from .csv_export import csv_streaming_response
 from .handover import (
     HANDOVER_LIST_LIMIT,
@@ -40,7 +41,7 @@ from .handover import (
     run_events,
     run_state_token,
 )
-from .models import AuditAction, tenant_helpdesk_template
+from .models import tenant_helpdesk_template
 from .staff import request_tenant, staff_context
 from .timeline import timeline_of
 

@@ -32,8 +32,8 @@ pytestmark = pytest.mark.chaos
 UNREACHABLE_PORT = "1"  # nothing listens there; a default that leaks through fails at once
 QUEUE_A_TASK = """
 from django.utils import timezone
-from handover.models import AuditVerification
-from handover.tasks import verify_audit_chain
+from audit.models import AuditVerification
+from audit.tasks import verify_audit_chain
 verification = AuditVerification.objects.create(requested_at=timezone.now())
 verify_audit_chain.delay(verification.pk)
 print(verification.pk)
@@ -164,7 +164,7 @@ def test_make_demo_serves_on_its_embedded_postgresql_with_no_service_reachable(
     def finished() -> bool:
         with psycopg.connect(database) as conn:
             row = conn.execute(
-                "SELECT finished_at IS NOT NULL FROM handover_auditverification WHERE id = %s", [verification]
+                "SELECT finished_at IS NOT NULL FROM audit_auditverification WHERE id = %s", [verification]
             ).fetchone()
         return bool(row and row[0])
 

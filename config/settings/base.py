@@ -24,7 +24,7 @@ def _env_or_fail(read: Any, name: str, **kwargs: Any) -> Any:
 
 
 SECRET_KEY = env("DJANGO_SECRET_KEY", default="insecure-local-only-key-do-not-use-in-production")
-# The audit chain's HMAC key (handover.audit). Kept outside the database on purpose: someone who
+# The audit chain's HMAC key (audit.chain). Kept outside the database on purpose: someone who
 # can rewrite the audit table cannot recompute the chain without it. Production requires its own.
 SEAM_AUDIT_KEY = env("SEAM_AUDIT_KEY", default="insecure-local-only-audit-key-do-not-use-in-production")
 DEBUG = _env_or_fail(env.bool, "DJANGO_DEBUG", default=False)
@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "simple_history",
     "journal",
+    "audit",
     "handover",
     "agent_api",
     "reconciliation",

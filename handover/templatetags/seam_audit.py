@@ -1,4 +1,4 @@
-"""Audit entries as staff read them (handover.audit.audit_changes)."""
+"""Audit entries as staff read them (handover.audit_reading.audit_changes)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 from django import template
 
-from handover.audit import AuditChange, audit_changes, state_json
-from handover.models import AuditEntry
+from audit.models import AuditEntry
+from handover.audit_reading import AuditChange, audit_changes, state_json
 
 register = template.Library()
 

@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Page, Route, expect
 
 from compensations.models import DeadLetter
-from handover.models import AuditAction, AuditEntry
+from audit.models import AuditAction, AuditEntry
 from journal.models import Run
 from tests.support.stuck_runs import demo_ticket
 

@@ -17,8 +17,8 @@ from django.db import transaction
 from playwright.sync_api import Page, expect
 
 from devtools.processes import ROOT, Fleet
-from handover.audit import audit_record
-from handover.models import AuditAction, AuditEntry, AuditVerification
+from audit.chain import audit_record
+from audit.models import AuditAction, AuditEntry, AuditVerification
 from journal.models import Tenant
 
 from .conftest import PASSWORD

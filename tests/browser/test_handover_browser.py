@@ -17,9 +17,9 @@ from playwright.sync_api import Page, Response, expect
 
 from compensations.models import Compensation
 from devtools.processes import ROOT, Fleet
-from handover.models import AuditAction, AuditEntry
+from audit.models import AuditAction, AuditEntry
 from journal.models import Run
-from tests.handover.conftest import escalate_ticket
+from tests.support.stuck_runs import escalate_ticket
 
 from .conftest import PASSWORD
 

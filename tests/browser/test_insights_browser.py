@@ -20,9 +20,9 @@ from playwright.sync_api import Page, expect
 
 from compensations.models import Compensation, CompensationStatus, DeadLetter
 from devtools.processes import ROOT
-from handover.audit import audit_record
+from audit.chain import audit_record
 from handover.insights_views import PANELS
-from handover.models import AuditAction
+from audit.models import AuditAction
 from journal import services
 from journal.models import Escalation, Tenant
 from tests import factories

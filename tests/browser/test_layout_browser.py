@@ -20,10 +20,10 @@ from playwright.sync_api import Page, expect
 from compensations.models import CompensationStatus, DeadLetter
 from compensations.services import compensation_execute, compensation_request
 from devtools.processes import ROOT
-from handover.models import AuditAction, AuditEntry
+from audit.models import AuditAction, AuditEntry
 from journal.models import Run
 from journal.services import Actor
-from tests.handover.conftest import escalate_ticket
+from tests.support.stuck_runs import escalate_ticket
 
 from .conftest import PASSWORD
 

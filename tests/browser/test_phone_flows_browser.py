@@ -12,7 +12,7 @@ import pytest
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from handover.models import AuditAction, AuditEntry
+from audit.models import AuditAction, AuditEntry
 
 from .test_layout_browser import PHONE, World, _assert_fits, _open_as, world  # noqa: F401 (fixture)
 

@@ -15,7 +15,9 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
-from handover.models import AuditAction, AuditEntry, TenantSettings
+from audit.models import AuditAction, AuditEntry
+
+from handover.models import TenantSettings
 from journal import services
 from journal.models import Run
 from journal.services import Actor

@@ -15,7 +15,7 @@ from django.urls import reverse
 
 from compensations.models import CompensationStatus, DeadLetter
 from compensations.services import compensation_execute, compensation_request
-from handover.models import AuditAction, AuditEntry
+from audit.models import AuditAction, AuditEntry
 from journal import services as journal
 from tests import factories
 from tools import services as tools

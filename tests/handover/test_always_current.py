@@ -16,10 +16,10 @@ import requests
 from django.test import Client
 from django.urls import reverse
 
+from audit.models import AuditAction, AuditEntry
 from compensations.models import CompensationStatus, DeadLetter
 from compensations.services import compensation_execute, compensation_request
 from handover.handover import NextActionCode, handover_for, run_state_token
-from handover.models import AuditAction, AuditEntry
 from journal import services as journal
 from journal.models import Run
 from sandbox.catalogue import catalogue_seed_defaults

@@ -18,9 +18,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from handover import tasks
-from handover.audit import audit_record
-from handover.models import AuditAction, AuditEntry, AuditVerification
+from audit import tasks
+from audit.chain import audit_record
+from audit.models import AuditAction, AuditEntry, AuditVerification
 from journal.models import Tenant
 from journal.services import inside_open_transaction
 
@@ -126,8 +126,8 @@ def test_a_lead_reruns_the_verification_from_the_page_and_sees_its_result(
     # Someone rewrites a row behind the triggers; the next check, posted as a plain form, names it.
     with connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        cursor.execute("ALTER TABLE handover_auditentry DISABLE TRIGGER handover_auditentry_append_only")
-        cursor.execute("UPDATE handover_auditentry SET note = 'forged' WHERE seq = 4")
+        cursor.execute("ALTER TABLE audit_auditentry DISABLE TRIGGER audit_auditentry_append_only")
+        cursor.execute("UPDATE audit_auditentry SET note = 'forged' WHERE seq = 4")
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(reverse("handover:audit_verify"))
     assert response.status_code == 302 and response["Location"] == reverse("handover:audit")

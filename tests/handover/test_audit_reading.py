@@ -11,7 +11,7 @@ from django.test import Client
 from django.urls import reverse
 
 from handover import actions
-from handover.audit import SAID_LIMIT, AuditChange, audit_changes
+from handover.audit_reading import SAID_LIMIT, AuditChange, audit_changes
 from handover.handover import run_state_token
 from journal.services import Actor
 

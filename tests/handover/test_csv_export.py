@@ -14,9 +14,9 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from audit.models import AuditEntry
 from handover.csv_export import csv_cell, csv_writer
 from handover.handover import run_state_token
-from handover.models import AuditEntry
 from journal.models import Run, RunStatus
 from journal.services import Actor
 from reconciliation.decisions import run_decide

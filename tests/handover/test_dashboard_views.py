@@ -24,11 +24,11 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from audit.models import AuditAction, AuditEntry
 from compensations.models import Compensation, CompensationStatus, DeadLetter
 from compensations.tasks import compensate_step
 from handover import selectors
 from handover.handover import NextActionCode, handover_for, run_state_token
-from handover.models import AuditAction, AuditEntry
 from journal import services
 from journal.models import CustomerMessage, Escalation, IntentStatus, Run, RunStatus, Tenant
 from journal.services import Actor

@@ -15,10 +15,11 @@ from django.core.management import call_command
 from django.db import connection, connections
 from django.utils import timezone
 
+from audit.chain import audit_verify
+from audit.models import AuditAction, AuditEntry
 from compensations.models import Compensation, CompensationStatus
 from compensations.services import compensation_execute
 from handover import actions, staff_actions
-from handover.audit import audit_verify
 from handover.handover import (
     CompletedStep,
     NextAction,
@@ -32,7 +33,6 @@ from handover.handover import (
     next_action,
     run_state_token,
 )
-from handover.models import AuditAction, AuditEntry
 from journal import services as journal
 from journal.models import Intent, IntentStatus, JournalEvent, Run, RunStatus
 from journal.services import Actor, Conflict, InvalidInput, NotFound
@@ -315,9 +315,9 @@ def test_the_audit_trail_refuses_changes_and_verify_audit_finds_a_forged_row(
 
     # Someone with the table owner's powers rewrites a row behind the trigger's back.
     with connection.cursor() as cursor:
-        cursor.execute("ALTER TABLE handover_auditentry DISABLE TRIGGER handover_auditentry_append_only")
-        cursor.execute("UPDATE handover_auditentry SET note = 'forged' WHERE seq = 2")
-        cursor.execute("ALTER TABLE handover_auditentry ENABLE TRIGGER handover_auditentry_append_only")
+        cursor.execute("ALTER TABLE audit_auditentry DISABLE TRIGGER audit_auditentry_append_only")
+        cursor.execute("UPDATE audit_auditentry SET note = 'forged' WHERE seq = 2")
+        cursor.execute("ALTER TABLE audit_auditentry ENABLE TRIGGER audit_auditentry_append_only")
     report = audit_verify()
     assert (report.ok, report.broken_at) == (False, 2)
     from django.core.management.base import CommandError

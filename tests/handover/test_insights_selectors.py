@@ -12,10 +12,10 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
+from audit.chain import audit_record
+from audit.models import AuditAction
 from compensations.models import Compensation, CompensationStatus, DeadLetter
 from handover import insights
-from handover.audit import audit_record
-from handover.models import AuditAction
 from journal import services, transitions
 from journal.models import Escalation, Intent, IntentStatus, JournalEvent, Run, Tenant
 from journal.services import Actor

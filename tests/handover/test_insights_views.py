@@ -17,9 +17,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from handover.audit import audit_record
+from audit.chain import audit_record
+from audit.models import AuditAction
 from handover.insights_views import PANELS
-from handover.models import AuditAction
 from journal.models import Escalation, Run, Tenant
 
 pytestmark = pytest.mark.django_db

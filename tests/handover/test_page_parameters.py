@@ -10,9 +10,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from audit.models import AuditEntry
 from compensations.models import Compensation, CompensationStatus, DeadLetter
 from handover.handover import run_state_token
-from handover.models import AuditEntry
 from journal import services
 from journal.models import Run
 from tests import factories

@@ -15,12 +15,12 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from audit.models import AuditEntry
 from compensations.models import Compensation, CompensationStatus, DeadLetter
 from handover import actions, confirmations, forms, staff_actions, views
 from handover.actions import ACT
 from handover.dead_letters import ASSIGN
 from handover.handover import handover_rows, run_state_token
-from handover.models import AuditEntry
 from journal import services
 from journal.models import Run, Tenant
 from journal.services import Actor

@@ -18,8 +18,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from audit.models import AuditAction, AuditEntry
 from handover.handover import run_state_token
-from handover.models import AuditAction, AuditEntry, TenantSettings
+from handover.models import TenantSettings
 from handover.selectors import search_q
 from journal import services
 from journal.models import Run

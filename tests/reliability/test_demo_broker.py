@@ -21,7 +21,7 @@ from django.db import connection
 from django.utils import timezone
 
 from devtools.processes import ROOT, Fleet, database_url
-from handover.models import AuditVerification
+from audit.models import AuditVerification
 
 # Hundreds of tasks from concurrent producers and a killed worker: in `make chaos` (CI runs it after `make test`).
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.chaos]
@@ -38,7 +38,7 @@ PRODUCE = """
 import os, sys
 import django
 django.setup()
-from handover.tasks import verify_audit_chain
+from audit.tasks import verify_audit_chain
 padding = "x" * int(os.environ["PADDING"])
 for verification_id in sys.argv[1].split(","):
     verify_audit_chain.apply_async((int(verification_id),), headers={"padding": padding})

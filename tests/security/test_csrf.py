@@ -16,7 +16,7 @@ from compensations.models import Compensation, CompensationStatus, DeadLetter
 from handover import staff_actions
 from handover.actions import ACT
 from handover.forms import DeadLetterTakeForm
-from handover.models import AuditEntry
+from audit.models import AuditEntry
 from journal import services
 from journal.models import AgentToken, CustomerMessage, Intent, JournalEvent, Run, Tenant
 from tests import factories
@@ -128,7 +128,7 @@ def test_with_the_htmx_header_from_the_page_every_dashboard_post_gets_past_csrf(
     run: Run, dead_letter: DeadLetter, lead: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from compensations.tasks import compensate_run, compensate_step
-    from handover.tasks import verify_audit_chain
+    from audit.tasks import verify_audit_chain
     from reconciliation.tasks import reconcile_intent, resume_run
 
     for task in (compensate_step, compensate_run, reconcile_intent, resume_run, verify_audit_chain):

@@ -10,8 +10,8 @@ from django.conf import settings
 from django.test import Client
 from django.urls import reverse
 
-from handover.audit import audit_verify
-from handover.models import AuditEntry
+from audit.chain import audit_verify
+from audit.models import AuditEntry
 from journal.models import Tenant
 
 pytestmark = pytest.mark.django_db

@@ -18,11 +18,11 @@ from django.urls import reverse
 
 from handover import staff_actions
 from handover.actions import ACT, RunChanged, StaffContext, changes_since
-from handover.audit import audit_record
+from audit.chain import audit_record
 from handover.confirmations import Confirmation
 from handover.forms import NoteField, RunActionForm
 from handover.handover import run_state_token
-from handover.models import AuditEntry
+from audit.models import AuditEntry
 from journal import services
 from journal.models import Run
 from tests.security import test_access_matrix as matrix

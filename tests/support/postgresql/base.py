@@ -15,7 +15,7 @@ from django.db.backends.postgresql.operations import DatabaseOperations as Postg
 
 from journal.postgresql import base
 
-HEAD_TABLE = "handover_auditchainhead"
+HEAD_TABLE = "audit_auditchainhead"
 
 
 class DatabaseOperations(PostgreSQLOperations):
@@ -31,8 +31,8 @@ class DatabaseOperations(PostgreSQLOperations):
         statements = ["SET LOCAL session_replication_role = replica", *statements]
         if HEAD_TABLE in tables:
             # Not at the top: Django loads a backend while the app registry may not be ready,
-            # and handover.audit imports its models.
-            from handover.audit import GENESIS, head_seal
+            # and audit.chain imports its models.
+            from audit.chain import GENESIS, head_seal
 
             # Both values are hex digests of our own making, and flush takes no parameters.
             seal = head_seal(0, GENESIS)

@@ -3,8 +3,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from handover.audit import audit_verification_run
-from handover.models import AuditVerification
+from audit.chain import audit_verification_run
+from audit.models import AuditVerification
 
 
 class Command(BaseCommand):

@@ -15,8 +15,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import DatabaseError, connection, transaction
 
-from handover.audit import GENESIS, _canonical, audit_record, audit_verify
-from handover.models import AuditAction, AuditChainHead, AuditEntry
+from audit.chain import GENESIS, _canonical, audit_record, audit_verify
+from audit.models import AuditAction, AuditChainHead, AuditEntry
 from journal.models import Tenant
 
 pytestmark = pytest.mark.django_db
@@ -61,37 +61,37 @@ def test_deleting_the_newest_row_and_moving_the_head_back_is_refused_then_caught
     chain: list[AuditEntry],
 ) -> None:
     second = chain[1]
-    assert "append-only" in refused("DELETE FROM handover_auditentry WHERE seq = 3")
+    assert "append-only" in refused("DELETE FROM audit_auditentry WHERE seq = 3")
     # The head cannot be moved back, even onto a row that exists.
     assert "only moves forward" in refused(
-        "UPDATE handover_auditchainhead SET seq = %s, hash = %s WHERE id = 1", (second.seq, second.hash)
+        "UPDATE audit_auditchainhead SET seq = %s, hash = %s WHERE id = 1", (second.seq, second.hash)
     )
 
     # The owner disables the row trigger and removes the newest row: the head still names it.
-    sql("ALTER TABLE handover_auditentry DISABLE TRIGGER handover_auditentry_append_only")
-    sql("DELETE FROM handover_auditentry WHERE seq = 3")
+    sql("ALTER TABLE audit_auditentry DISABLE TRIGGER audit_auditentry_append_only")
+    sql("DELETE FROM audit_auditentry WHERE seq = 3")
     assert "only moves forward" in refused(
-        "UPDATE handover_auditchainhead SET seq = %s, hash = %s WHERE id = 1", (second.seq, second.hash)
+        "UPDATE audit_auditchainhead SET seq = %s, hash = %s WHERE id = 1", (second.seq, second.hash)
     )
     verify_fails_at(3, "the chain head names row #3, but the last row is #2")
 
     # The head's guard disabled too, the head moved back onto the row now last: its seal, an
     # HMAC under a key the database does not hold, no longer matches.
-    sql("ALTER TABLE handover_auditchainhead DISABLE TRIGGER handover_auditchainhead_guard")
-    sql("UPDATE handover_auditchainhead SET seq = %s, hash = %s WHERE id = 1", (second.seq, second.hash))
+    sql("ALTER TABLE audit_auditchainhead DISABLE TRIGGER audit_auditchainhead_guard")
+    sql("UPDATE audit_auditchainhead SET seq = %s, hash = %s WHERE id = 1", (second.seq, second.hash))
     verify_fails_at(3, "seal does not match row #2")
 
 
 def test_truncating_the_trail_and_deleting_the_head_are_refused_then_caught(
     chain: list[AuditEntry],
 ) -> None:
-    assert "TRUNCATE refused" in refused("TRUNCATE handover_auditentry")
-    assert "TRUNCATE refused" in refused("TRUNCATE handover_auditchainhead")
+    assert "TRUNCATE refused" in refused("TRUNCATE audit_auditentry")
+    assert "TRUNCATE refused" in refused("TRUNCATE audit_auditchainhead")
     # Emptying a table the audit rows hang off reaches them through CASCADE: refused too.
-    assert "TRUNCATE refused" in refused("TRUNCATE handover_tenant CASCADE")
-    assert "cannot be deleted" in refused("DELETE FROM handover_auditchainhead")
+    assert "TRUNCATE refused" in refused("TRUNCATE journal_tenant CASCADE")
+    assert "cannot be deleted" in refused("DELETE FROM audit_auditchainhead")
     assert "one head" in refused(
-        "INSERT INTO handover_auditchainhead (id, seq, hash, seal) VALUES (2, 0, %s, '')", (GENESIS,)
+        "INSERT INTO audit_auditchainhead (id, seq, hash, seal) VALUES (2, 0, %s, '')", (GENESIS,)
     )
     assert AuditEntry.objects.count() == 3
     assert AuditChainHead.objects.get().seq == 3
@@ -99,12 +99,12 @@ def test_truncating_the_trail_and_deleting_the_head_are_refused_then_caught(
 
     # With every guard disabled, the owner empties both tables: an empty trail without its head
     # is not a fresh one.
-    sql("ALTER TABLE handover_auditentry DISABLE TRIGGER USER")
-    sql("ALTER TABLE handover_auditchainhead DISABLE TRIGGER USER")
-    sql("TRUNCATE handover_auditentry, handover_auditchainhead")
+    sql("ALTER TABLE audit_auditentry DISABLE TRIGGER USER")
+    sql("ALTER TABLE audit_auditchainhead DISABLE TRIGGER USER")
+    sql("TRUNCATE audit_auditentry, audit_auditchainhead")
     verify_fails_at(1, "the chain head is missing")
     # ... nor with a head put back at the start of the chain, which only the key can seal.
-    sql("INSERT INTO handover_auditchainhead (id, seq, hash, seal) VALUES (1, 0, %s, '')", (GENESIS,))
+    sql("INSERT INTO audit_auditchainhead (id, seq, hash, seal) VALUES (1, 0, %s, '')", (GENESIS,))
     verify_fails_at(1, "seal does not match row #0")
 
 
@@ -121,22 +121,22 @@ def _guessed_key(prev_hash: str, entry: AuditEntry) -> str:
 def test_rewriting_a_note_and_recomputing_the_chain_without_the_key_is_caught(
     chain: list[AuditEntry], recompute: Any
 ) -> None:
-    assert "append-only" in refused("UPDATE handover_auditentry SET note = 'forged' WHERE seq = 2")
+    assert "append-only" in refused("UPDATE audit_auditentry SET note = 'forged' WHERE seq = 2")
 
-    sql("ALTER TABLE handover_auditentry DISABLE TRIGGER USER")
-    sql("ALTER TABLE handover_auditchainhead DISABLE TRIGGER USER")
-    sql("UPDATE handover_auditentry SET note = 'nothing happened' WHERE seq = 2")
+    sql("ALTER TABLE audit_auditentry DISABLE TRIGGER USER")
+    sql("ALTER TABLE audit_auditchainhead DISABLE TRIGGER USER")
+    sql("UPDATE audit_auditentry SET note = 'nothing happened' WHERE seq = 2")
     # The attacker recomputes every link from the rewritten row on, and the head, as the chain
     # was computed before it was keyed (or with a key of their own).
     previous = AuditEntry.objects.get(seq=1).hash
     for entry in AuditEntry.objects.filter(seq__gte=2).order_by("seq"):
         forged = recompute(previous, entry)
         sql(
-            "UPDATE handover_auditentry SET prev_hash = %s, hash = %s WHERE seq = %s",
+            "UPDATE audit_auditentry SET prev_hash = %s, hash = %s WHERE seq = %s",
             (previous, forged, entry.seq),
         )
         previous = forged
-    sql("UPDATE handover_auditchainhead SET hash = %s WHERE id = 1", (previous,))
+    sql("UPDATE audit_auditchainhead SET hash = %s WHERE id = 1", (previous,))
     assert AuditEntry.objects.get(seq=2).note == "nothing happened"
 
     verify_fails_at(2, "row #2 was altered")

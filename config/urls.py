@@ -9,12 +9,13 @@ urlpatterns = [
     path("api/v1/", include("agent_api.urls")),
     path("", include("handover.urls")),
     path("", include("handover.urls_compensations")),
+    path("", include("insights.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
-    path("", include("observability.urls")),
+    path("", include("monitoring.urls")),
 ]
 
 # The sandbox is a test double of the downstream systems with no users and no authentication:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import insights_views, views
+from . import views
 
 app_name = "handover"
 
@@ -14,7 +14,5 @@ urlpatterns = [
     path("runs/<uuid:run_id>/act/<slug:action>/", views.run_act, name="run_act"),
     path("audit/", views.audit, name="audit"),
     path("audit.csv", views.audit_csv, name="audit_csv"),
-    path("insights/", insights_views.insights_page, name="insights"),
-    path("insights.csv", insights_views.insights_csv, name="insights_csv"),
     path("audit/verify/", views.audit_verify, name="audit_verify"),
 ]

@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "audit",
     "handover",
     "agent_api",
+    "insights",
     "reconciliation",
     "compensations",
     "fanout",

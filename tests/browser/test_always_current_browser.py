@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, Route, expect
 
-from compensations.models import DeadLetter
 from audit.models import AuditAction, AuditEntry
+from compensations.models import DeadLetter
 from journal.models import Run
 from tests.support.stuck_runs import demo_ticket
 

@@ -16,9 +16,9 @@ import pytest
 from django.db import transaction
 from playwright.sync_api import Page, expect
 
-from devtools.processes import ROOT, Fleet
 from audit.chain import audit_record
 from audit.models import AuditAction, AuditEntry, AuditVerification
+from devtools.processes import ROOT, Fleet
 from journal.models import Tenant
 
 from .conftest import PASSWORD

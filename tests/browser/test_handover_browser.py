@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, Response, expect
 
+from audit.models import AuditAction, AuditEntry
 from compensations.models import Compensation
 from devtools.processes import ROOT, Fleet
-from audit.models import AuditAction, AuditEntry
 from journal.models import Run
 from tests.support.stuck_runs import escalate_ticket
 

@@ -18,15 +18,15 @@ from django.db import transaction
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
+from audit.chain import audit_record
+from audit.models import AuditAction
 from compensations.models import Compensation, CompensationStatus, DeadLetter
 from devtools.processes import ROOT
-from audit.chain import audit_record
-from handover.insights_views import PANELS
-from audit.models import AuditAction
+from insights.views import PANELS
 from journal import services
 from journal.models import Escalation, Tenant
 from tests import factories
-from tests.handover.test_insights_selectors import _went_unknown as went_unknown
+from tests.insights.test_selectors import _went_unknown as went_unknown
 
 from .conftest import PASSWORD
 

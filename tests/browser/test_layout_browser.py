@@ -17,10 +17,10 @@ import requests
 from django.urls import reverse
 from playwright.sync_api import Page, expect
 
+from audit.models import AuditAction, AuditEntry
 from compensations.models import CompensationStatus, DeadLetter
 from compensations.services import compensation_execute, compensation_request
 from devtools.processes import ROOT
-from audit.models import AuditAction, AuditEntry
 from journal.models import Run
 from journal.services import Actor
 from tests.support.stuck_runs import escalate_ticket
@@ -123,7 +123,7 @@ def _pages(world: World) -> list[tuple[str, str, Any]]:
         ("dead-letters", reverse("compensations:dead_letters"), world.lead),
         ("audit", reverse("handover:audit"), world.lead),
         ("catalogue", reverse("compensations:catalogue"), world.lead),
-        ("insights", reverse("handover:insights"), world.lead),
+        ("insights", reverse("insights:page"), world.lead),
         ("forbidden", reverse("handover:audit"), world.support),
         ("not-found", run_path.replace(str(world.run.pk)[:8], "00000000"), world.lead),
         ("admin", reverse("admin:index"), world.admin),

@@ -1,4 +1,4 @@
-"""The insights page (handover.insights_views): who may see it, its filters, the table beside each
+"""The insights page (insights.views): who may see it, its filters, the table beside each
 chart, the CSV of each table (neutralised against spreadsheet formulas, as the audit's is), bad
 input refused with a 400 naming the field, and a fixed number of queries."""
 
@@ -19,13 +19,13 @@ from django.utils import timezone
 
 from audit.chain import audit_record
 from audit.models import AuditAction
-from handover.insights_views import PANELS
+from insights.views import PANELS
 from journal.models import Escalation, Run, Tenant
 
 pytestmark = pytest.mark.django_db
 
-URL = reverse("handover:insights")
-CSV_URL = reverse("handover:insights_csv")
+URL = reverse("insights:page")
+CSV_URL = reverse("insights:csv")
 HTMX = {"HX-Request": "true"}
 
 

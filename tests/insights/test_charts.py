@@ -1,4 +1,4 @@
-"""The geometry of the insights page's SVG bar charts (handover.charts): the y axis's steps, the
+"""The geometry of the insights page's SVG bar charts (insights.charts): the y axis's steps, the
 bars' heights in proportion to the numbers, stacked and grouped, and the sentence a screen reader
 says for each chart."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from handover.charts import BOTTOM, HEIGHT, TOP, axis_steps, chart_build
-from handover.insights import Breakdown, Column, Row
+from insights.charts import BOTTOM, HEIGHT, TOP, axis_steps, chart_build
+from insights.selectors import Breakdown, Column, Row
 
 PLOT = HEIGHT - TOP - BOTTOM
 
@@ -87,7 +87,7 @@ def test_an_empty_chart_says_so() -> None:
 
 def test_an_undo_that_failed_is_drawn_in_red_and_one_done_in_green() -> None:
     """Colours that mean something keep their meaning: a failed undo is never the palette's green."""
-    from handover.insights import COMPENSATION_COLUMNS
+    from insights.selectors import COMPENSATION_COLUMNS
 
     breakdown = Breakdown(
         row_heading="Tool undone",

@@ -1,4 +1,4 @@
-"""The insights page's selectors (handover.insights) on known rows: each figure is the exact number
+"""The insights page's selectors (insights.selectors) on known rows: each figure is the exact number
 the rows make, another tenant's rows never count, and the period's bounds and the task type
 filter are applied as the page says."""
 
@@ -15,7 +15,7 @@ from django.utils import timezone
 from audit.chain import audit_record
 from audit.models import AuditAction
 from compensations.models import Compensation, CompensationStatus, DeadLetter
-from handover import insights
+from insights import selectors as insights
 from journal import services, transitions
 from journal.models import Escalation, Intent, IntentStatus, JournalEvent, Run, Tenant
 from journal.services import Actor

@@ -17,13 +17,13 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from handover.csv_export import csv_streaming_response
+from handover.staff import request_tenant
+from handover.views import HtmxHttpRequest
 from journal.models import Tenant
 
-from . import insights
+from . import selectors as insights
 from .charts import Chart, chart_build
-from .csv_export import csv_streaming_response
-from .staff import request_tenant
-from .views import HtmxHttpRequest
 
 PERMISSION = "handover.view_audit_trail"
 
@@ -141,7 +141,7 @@ def insights_page(request: HtmxHttpRequest) -> HttpResponse:
     else:
         context["refusals"] = form.messages()
         status = 400
-    template = "handover/insights.html#panels" if request.htmx else "handover/insights.html"
+    template = "insights/insights.html#panels" if request.htmx else "insights/insights.html"
     return render(request, template, context, status=status)
 
 

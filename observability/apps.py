@@ -4,7 +4,7 @@ from django.apps import AppConfig
 class ObservabilityConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "observability"
-    verbose_name = "Metrics, structured logs and health checks"
+    verbose_name = "Log context, structured logs, request ids and counters"
 
     def ready(self) -> None:
         # Celery signal handlers: each task's log context, and the worker's metrics exporter.

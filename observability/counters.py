@@ -1,6 +1,6 @@
 """The counters kept by the process that did the work: intents recorded and settled,
 reconciliations, compensations executed. Below every app (the journal's write path increments
-them), so this module imports nothing of Seam; observability.metrics exposes them with the gauges
+them), so this module imports nothing of Seam; monitoring.metrics exposes them with the gauges
 read from the rows at scrape time."""
 
 from __future__ import annotations

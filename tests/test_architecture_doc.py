@@ -19,6 +19,7 @@ PACKAGES = (
     "compensations",
     "fanout",
     "handover",
+    "monitoring",
     "observability",
     "config",
     "sandbox",

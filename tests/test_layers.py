@@ -16,9 +16,11 @@ ROOT = Path(__file__).resolve().parent.parent
 SEAM_PACKAGES = (
     "compensations",
     "config",
+    "devtools",
     "fanout",
     "handover",
     "journal",
+    "monitoring",
     "observability",
     "reconciliation",
     "sandbox",

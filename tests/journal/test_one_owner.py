@@ -16,7 +16,16 @@ from devtools.processes import ROOT
 OWNED = {"Run", "Escalation"}
 WRITES = {"update", "create", "bulk_create", "bulk_update", "delete", "get_or_create", "update_or_create"}
 # The product above the journal (the demo's sandbox and scenarios drive it through its services).
-PACKAGES = ("tools", "reconciliation", "compensations", "fanout", "handover", "observability", "config")
+PACKAGES = (
+    "tools",
+    "reconciliation",
+    "compensations",
+    "fanout",
+    "handover",
+    "monitoring",
+    "observability",
+    "config",
+)
 
 
 def _root_model(node: ast.AST) -> str | None:

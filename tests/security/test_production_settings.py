@@ -150,6 +150,7 @@ PRODUCT = (
     "compensations",
     "fanout",
     "handover",
+    "monitoring",
     "observability",
 )
 

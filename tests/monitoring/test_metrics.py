@@ -19,7 +19,8 @@ from journal import services as journal
 from journal.models import Intent, IntentStatus, OutcomeReason, Run
 from journal.selectors import stuck_runs
 from journal.tool_errors import DispatchResult
-from observability import counters, metrics
+from monitoring import metrics
+from observability import counters
 from reconciliation.services import ReconcileOutcome, intent_reconcile
 
 AGENT = journal.Actor.agent("returns-bot")

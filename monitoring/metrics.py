@@ -32,8 +32,7 @@ from prometheus_client.registry import Collector
 from compensations.models import DeadLetter
 from journal.models import Intent, IntentStatus, OutcomeReason, Run
 from journal.selectors import stale_after, stale_intents, stuck_runs
-
-from . import counters  # noqa: F401  (the counters are exposed with the gauges)
+from observability import counters  # noqa: F401  (the counters are exposed with the gauges)
 
 # How long one gauge's statement may take before the scrape gives up on the database.
 STATEMENT_TIMEOUT_MS = 2000

@@ -2,7 +2,7 @@ from django.urls import path
 
 from . import views
 
-app_name = "observability"
+app_name = "monitoring"
 
 urlpatterns = [
     path("metrics", views.metrics, name="metrics"),

@@ -58,7 +58,7 @@ def _dead_letters_context(
 @parameters_checked
 def dead_letters(request: HtmxHttpRequest) -> HttpResponse:
     template = (
-        "compensations/dead_letters.html#letters" if request.htmx else "compensations/dead_letters.html"
+        "handover/dead_letters.html#letters" if request.htmx else "handover/dead_letters.html"
     )
     return render(request, template, _dead_letters_context(request))
 
@@ -72,7 +72,7 @@ def dead_letter_act(request: HtmxHttpRequest, dead_letter_id: int, action: str) 
     # The page drawn afterwards reads `show` from the post: checked before the action is done.
     parameters(forms.DeadLettersForm, request.POST)
     template = (
-        "compensations/dead_letters.html#letters" if request.htmx else "compensations/dead_letters.html"
+        "handover/dead_letters.html#letters" if request.htmx else "handover/dead_letters.html"
     )
     form = entry.form(request.POST)
     if not form.is_valid():
@@ -93,10 +93,10 @@ def dead_letter_act(request: HtmxHttpRequest, dead_letter_id: int, action: str) 
     if request.htmx:
         return render(
             request,
-            "compensations/dead_letters.html#letters",
+            "handover/dead_letters.html#letters",
             _dead_letters_context(request, flash=entry.done_message),
         )
-    return redirect("compensations:dead_letters")
+    return redirect("handover:dead_letters")
 
 
 @login_required
@@ -109,6 +109,6 @@ def catalogue(request: HttpRequest) -> HttpResponse:
     entries = list(catalogue_for(tenant_id=tenant.pk if tenant else None).values())
     return render(
         request,
-        "compensations/catalogue.html",
+        "handover/catalogue.html",
         {"entries": entries, "can_edit": request.user.has_perm("compensations.change_catalogueentry")},
     )

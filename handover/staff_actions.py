@@ -38,7 +38,7 @@ from .handover import CompletedStep, Handover, HandoverRows, UncertainStep
 
 class Kind(enum.StrEnum):
     """What an action acts on; each kind has its own URL (`handover:run_act`,
-    `compensations:dead_letter_act`) and its own page."""
+    `handover:dead_letter_act`) and its own page."""
 
     RUN = "run"
     DEAD_LETTER = "dead_letter"

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import dead_letter_views, views
 
 app_name = "handover"
 
@@ -15,4 +15,11 @@ urlpatterns = [
     path("audit/", views.audit, name="audit"),
     path("audit.csv", views.audit_csv, name="audit_csv"),
     path("audit/verify/", views.audit_verify, name="audit_verify"),
+    path("dead-letters/", dead_letter_views.dead_letters, name="dead_letters"),
+    path(
+        "dead-letters/<int:dead_letter_id>/<slug:action>/",
+        dead_letter_views.dead_letter_act,
+        name="dead_letter_act",
+    ),
+    path("catalogue/", dead_letter_views.catalogue, name="catalogue"),
 ]

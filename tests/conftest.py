@@ -16,9 +16,11 @@ from compensations.defaults import catalogue_grant_roles
 from config.celery import app as seam_celery_app
 from devtools.processes import database_url, running_sandbox
 from handover.roles import roles_grant
-from journal.models import AgentToken, Tenant
+from journal.models import AgentToken, Run, Tenant
 from journal.services import Actor
+from sandbox.catalogue import catalogue_seed_defaults
 from tests import factories
+from tests.support.stuck_runs import escalate_ticket
 
 
 @pytest.fixture(autouse=True)
@@ -134,3 +136,17 @@ def persona() -> Callable[..., Any]:
         return type(user).objects.get(pk=user.pk)  # a fresh copy: no cached permissions
 
     return make
+
+
+@pytest.fixture
+def escalated_bench(sandbox_tools: str) -> Run:
+    """T-40912 escalated after its run died between the bench's reservation and the refund."""
+    return escalate_ticket(sandbox_tools)
+
+
+@pytest.fixture
+def catalogue(transactional_db: None) -> None:
+    """The demo's catalogue and the role grants, as the test database's `migrate` leaves them
+    (transactional tests flush every table, those rows included)."""
+    catalogue_seed_defaults()
+    catalogue_grant_roles()

@@ -120,9 +120,9 @@ def _pages(world: World) -> list[tuple[str, str, Any]]:
         ("queue", reverse("handover:queue"), world.lead),
         ("runs", reverse("handover:run_list"), world.lead),
         ("run", run_path, world.lead),
-        ("dead-letters", reverse("compensations:dead_letters"), world.lead),
+        ("dead-letters", reverse("handover:dead_letters"), world.lead),
         ("audit", reverse("handover:audit"), world.lead),
-        ("catalogue", reverse("compensations:catalogue"), world.lead),
+        ("catalogue", reverse("handover:catalogue"), world.lead),
         ("insights", reverse("insights:page"), world.lead),
         ("forbidden", reverse("handover:audit"), world.support),
         ("not-found", run_path.replace(str(world.run.pk)[:8], "00000000"), world.lead),
@@ -240,7 +240,7 @@ def test_a_dead_letter_note_of_blanks_is_refused_and_what_was_typed_stays(
 ) -> None:
     page = _open_as(browser, live_server, world.lead, viewport)
     page.on("dialog", lambda question: question.accept())  # the browser's own "are you sure?"
-    page.goto(reverse("compensations:dead_letters"))
+    page.goto(reverse("handover:dead_letters"))
     _assert_fits(page, "dead letters")
     resolve = page.locator(f"#dl-{world.letter.pk} form[action$='/resolve/']")
     resolve.locator("[name=note]").fill("   ")

@@ -105,7 +105,7 @@ def test_resolving_t41207s_dead_letter_changes_its_next_action_and_moves_the_sta
     assert "take its dead letter" in page.content.decode()
 
     resolved = client.post(
-        reverse("compensations:dead_letter_act", args=[letter.pk, "resolve"]),
+        reverse("handover:dead_letter_act", args=[letter.pk, "resolve"]),
         {"note": "the accounting desk had reversed the memo by hand"},
         headers=HTMX,
     )

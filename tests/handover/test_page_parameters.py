@@ -114,7 +114,7 @@ def test_a_dead_letter_owner_in_other_digits_is_refused_not_read_as_a_number(
 ) -> None:
     # Users 1..n exist: '٣' must not be taken as user 3.
     response = _client(people["lead"]).post(
-        reverse("compensations:dead_letter_act", args=[letter.pk, "assign"]), {"owner": owner}
+        reverse("handover:dead_letter_act", args=[letter.pk, "assign"]), {"owner": owner}
     )
     _refused(response, "owner")
     assert DeadLetter.objects.get(pk=letter.pk).owner == people["lead"]
@@ -122,7 +122,7 @@ def test_a_dead_letter_owner_in_other_digits_is_refused_not_read_as_a_number(
 
 
 def test_the_dead_letter_page_refuses_an_unknown_show(people: dict[str, Any], letter: DeadLetter) -> None:
-    _refused(_client(people["support"]).get(reverse("compensations:dead_letters"), {"show": "\x00"}), "show")
+    _refused(_client(people["support"]).get(reverse("handover:dead_letters"), {"show": "\x00"}), "show")
 
 
 def test_assigning_from_the_queue_with_a_bad_filter_writes_nothing(people: dict[str, Any], run: Run) -> None:

@@ -140,7 +140,7 @@ def test_the_run_page_speaks_plainly_with_keys_and_ids_behind_a_disclosure(t4120
     # The keys are still there for whoever needs them.
     assert all(i.idempotency_key in body for i in t41207.intents.all())
     credit = t41207.intents.get(tool="issue_credit").step_id
-    letters = client.get(reverse("compensations:dead_letters")).content.decode()
+    letters = client.get(reverse("handover:dead_letters")).content.decode()
     assert "HTTP 409" not in letters and "credit memo" in letters
     undo = client.get(
         reverse("handover:run_confirm", args=[t41207.pk, "compensate-step"]), {"step": credit}, headers=HTMX
@@ -199,7 +199,7 @@ def test_the_queue_run_list_and_audit_pages_write_times_one_way_and_steps_in_wor
     client = _client(lead)
     letter = t41207.intents.get(tool="issue_credit").compensations.get().dead_letter
     client.post(
-        reverse("compensations:dead_letter_act", args=[letter.pk, "take"]), {}, headers=HTMX
+        reverse("handover:dead_letter_act", args=[letter.pk, "take"]), {}, headers=HTMX
     )  # an audit row naming the step
 
     for name in ("handover:queue", "handover:run_list", "handover:audit"):

@@ -264,7 +264,7 @@ def test_an_owner_id_in_other_digits_is_a_400_never_the_person_it_reads_as(
 ) -> None:
     # int('٣') == 3: read loosely, this would hand the letter to `support`.
     lookalike = "".join(ARABIC_INDIC[d] for d in str(support.pk))
-    url = reverse("compensations:dead_letter_act", args=[dead_letter.pk, "assign"])
+    url = reverse("handover:dead_letter_act", args=[dead_letter.pk, "assign"])
 
     response = _client(lead).post(url, {"owner": lookalike}, headers=HTMX)
 
@@ -287,7 +287,7 @@ def test_an_owner_id_in_other_digits_is_a_400_never_the_person_it_reads_as(
 def test_a_dead_letter_note_with_a_nul_is_a_400_with_the_form_kept(
     dead_letter: DeadLetter, support: Any
 ) -> None:
-    url = reverse("compensations:dead_letter_act", args=[dead_letter.pk, "resolve"])
+    url = reverse("handover:dead_letter_act", args=[dead_letter.pk, "resolve"])
 
     response = _client(support).post(url, {"note": "by phone\x00"}, headers=HTMX)
 

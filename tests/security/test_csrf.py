@@ -12,11 +12,11 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from audit.models import AuditEntry
 from compensations.models import Compensation, CompensationStatus, DeadLetter
 from handover import staff_actions
 from handover.actions import ACT
 from handover.forms import DeadLetterTakeForm
-from audit.models import AuditEntry
 from journal import services
 from journal.models import AgentToken, CustomerMessage, Intent, JournalEvent, Run, Tenant
 from tests import factories
@@ -99,7 +99,7 @@ def dashboard_posts(run: Run, letter: DeadLetter, lead: Any) -> list[tuple[str, 
     posts = [(reverse("handover:run_act", args=[run.pk, action]), form) for action in run_action_names()]
     posts += [
         (
-            reverse("compensations:dead_letter_act", args=[letter.pk, action]),
+            reverse("handover:dead_letter_act", args=[letter.pk, action]),
             {"note": "undone by hand", "owner": str(lead.pk)},
         )
         for action in dead_letter_action_names()
@@ -127,8 +127,8 @@ def test_every_dashboard_post_without_the_csrf_token_is_refused_and_writes_nothi
 def test_with_the_htmx_header_from_the_page_every_dashboard_post_gets_past_csrf(
     run: Run, dead_letter: DeadLetter, lead: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from compensations.tasks import compensate_run, compensate_step
     from audit.tasks import verify_audit_chain
+    from compensations.tasks import compensate_run, compensate_step
     from reconciliation.tasks import reconcile_intent, resume_run
 
     for task in (compensate_step, compensate_run, reconcile_intent, resume_run, verify_audit_chain):
@@ -183,7 +183,7 @@ def test_an_action_added_to_the_registry_alone_is_refused_without_the_token(
         offer=staff_actions.offer_on_open_letter(),
     )
     with staff_actions.registered(poke):
-        url = reverse("compensations:dead_letter_act", args=[dead_letter.pk, "dummy-poke"])
+        url = reverse("handover:dead_letter_act", args=[dead_letter.pk, "dummy-poke"])
         assert url in [posted for posted, _form in dashboard_posts(run, dead_letter, lead)]
         assert csrf_client(lead).post(url, {}, headers=HTMX).status_code == 403
     assert performed == []

@@ -301,7 +301,7 @@ def test_a_tenants_own_catalogue_entry_governs_its_runs_everywhere_the_engine_lo
     # The handover (run page) and the console's catalogue page.
     assert handover_rows(sundry_step.run).catalogue["reserve"].tenant == tenant
     assert handover_rows(acme_step.run).catalogue["reserve"].tenant is None
-    page = _client(persona("support_staff", tenant)).get(reverse("compensations:catalogue")).content.decode()
+    page = _client(persona("support_staff", tenant)).get(reverse("handover:catalogue")).content.decode()
     assert "sundry&#x27;s warehouse releases by phone" in page and "(Sundry's own)" in page
 
 

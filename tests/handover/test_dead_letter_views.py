@@ -5,22 +5,32 @@ compensating cancel_pickup is refused for good (as in test_executor)."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import requests
 from django.db import connection
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import reverse
 
+from audit.models import AuditAction, AuditEntry
 from compensations.models import CompensationStatus, DeadLetter
 from compensations.services import compensation_execute, compensation_request
-from audit.models import AuditAction, AuditEntry
 from journal import services as journal
 from tests import factories
 from tools import services as tools
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def sandbox_tool_catalogue() -> Iterator[None]:
+    """The sandbox's tools declared (sandbox/seam.py; nothing is called, so nothing need listen
+    at their address)."""
+    with override_settings(SEAM_SANDBOX_URL="http://127.0.0.1:8100"):
+        yield
+
 
 EXECUTOR = journal.Actor.system("test-executor")
 HTMX = {"HX-Request": "true"}
@@ -33,7 +43,7 @@ def _client(user: Any) -> Client:
 
 
 def _act(client: Client, letter: DeadLetter, action: str, data: dict[str, Any] | None = None) -> Any:
-    url = reverse("compensations:dead_letter_act", args=[letter.pk, action])
+    url = reverse("handover:dead_letter_act", args=[letter.pk, action])
     return client.post(url, data or {}, headers={**HTMX, "X-Request-ID": f"req-{action}"})
 
 
@@ -87,7 +97,7 @@ def _entries() -> list[tuple[str, str, str]]:
 def test_the_page_lists_open_dead_letters_and_only_team_leads_see_assign(
     dead_letter: DeadLetter, people: dict[str, Any]
 ) -> None:
-    url = reverse("compensations:dead_letters")
+    url = reverse("handover:dead_letters")
     support_page = _client(people["support"]).get(url).content.decode()
     assert f'id="dl-{dead_letter.pk}"' in support_page
     assert "undo of <code>start_return</code> failed" in support_page
@@ -183,7 +193,7 @@ def test_resolve_needs_a_note(dead_letter: DeadLetter, people: dict[str, Any]) -
     assert letter.resolution_note == "cancelled with the courier by phone"
     assert _entries() == [(AuditAction.DEAD_LETTER_RESOLVE, support.username, "req-resolve")]
     assert f'id="dl-{letter.pk}"' not in response.content.decode()  # it left the open list
-    resolved = _client(support).get(reverse("compensations:dead_letters"), {"show": "resolved"})
+    resolved = _client(support).get(reverse("handover:dead_letters"), {"show": "resolved"})
     assert "cancelled with the courier by phone" in resolved.content.decode()
 
 
@@ -221,7 +231,7 @@ def test_a_user_without_a_role_or_a_login_is_refused(
 def test_the_catalogue_is_read_only_for_staff_and_editable_by_admins(
     people: dict[str, Any], persona: Any, tenant: Any
 ) -> None:
-    url = reverse("compensations:catalogue")
+    url = reverse("handover:catalogue")
 
     support = _client(people["support"]).get(url)
     assert support.status_code == 200

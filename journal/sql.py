@@ -7,7 +7,7 @@ returns, and the row change and its journal event are written together by a data
 CTE. That is one round trip per commit — the same as the raw-driver floor — instead of the
 BEGIN / statements / COMMIT exchange of an ORM transaction. Seam runs on PostgreSQL only (the
 demo on an embedded server), so these statements are the two writes' only path;
-tests/handover/test_services_journal.py holds them to the rows and events they must write."""
+tests/journal/test_write_path.py holds them to the rows and events they must write."""
 
 from __future__ import annotations
 
@@ -15,54 +15,85 @@ import functools
 import json
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 import psycopg
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Model
 
+from . import intent_columns
 from .events import Caller
-from .models import ActorKind, AgentToken, Intent, Run, Tenant
+from .models import ActorKind, AgentToken, Intent, JournalEvent, Run, Tenant
+from .orm_rows import ModelColumns, instance_of, model_columns
+
+# --- the statements, built from journal.intent_columns and the models' own table names ---------
+
+_INTENT = Intent._meta.db_table
+_RUN = Run._meta.db_table
+_EVENT = JournalEvent._meta.db_table
+_TOKEN = AgentToken._meta.db_table
+_TENANT = Tenant._meta.db_table
+# The journal event's columns, as every statement here writes its event.
+_EVENT_COLUMNS = "run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at"
+
+
+def _names(columns: Sequence[tuple[str, str]] | Sequence[str], prefix: str = "") -> str:
+    return ", ".join(prefix + (column if isinstance(column, str) else column[0]) for column in columns)
+
+
+def _placeholders(columns: Sequence[tuple[str, str]]) -> str:
+    return ", ".join(f"%s::{sql_type}" for _, sql_type in columns)
+
+
+def _assignments(columns: Sequence[tuple[str, str]]) -> str:
+    return ", ".join(f"{name} = %s::{sql_type}" for name, sql_type in columns)
+
+
+def _literal(value: Any) -> str:
+    """An open outcome's value (a str or an empty object) as an SQL literal."""
+    if isinstance(value, dict):
+        return "'" + json.dumps(value).replace("'", "''") + "'::jsonb"
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+# The outcome's columns a new row is inserted with (a NULL one is left out).
+_OPEN = {name: value for name, value in intent_columns.OPEN_OUTCOME.items() if value is not None}
 
 # Each statement binds its parameters by position, each once (psycopg then has no named
 # parameters to map on every call), and casts those whose type PostgreSQL cannot infer. The
 # event's columns are taken from the row the statement has just written (RETURNING) rather than
 # bound again, so the event cannot disagree with its row. A first CTE naming the parameters
 # read better but cost PostgreSQL about 0.05 ms per call in extra CTE scans (pgbench, same run).
-INSERT_INTENT = """
+INSERT_INTENT = f"""
 WITH inserted AS (
-    INSERT INTO handover_intent (
-        run_id, step_id, turn, tool, args, occurrence, idempotency_key, status,
-        error_class, outcome_summary, receipt, request_id, intended_at)
-    SELECT run.id, %s::text, %s::integer, %s::text, %s::jsonb, %s::integer, %s::text,
-           'intended', '', '', '{}'::jsonb, '', %s::timestamptz
-    FROM handover_run AS run
+    INSERT INTO {_INTENT} (run_id, {_names(intent_columns.INTENT_BOUND)}, {_names(list(_OPEN))})
+    SELECT run.id, {_placeholders(intent_columns.INTENT_BOUND)}, {", ".join(map(_literal, _OPEN.values()))}
+    FROM {_RUN} AS run
     -- A run admits new intents while running; a compensation is admitted on any run.
     WHERE run.id = %s::uuid AND (run.status = 'running' OR %s::boolean)
     /*caller*/
     -- A run admits at most SEAM_MAX_INTENTS_PER_RUN intents of its own (the parameter is that
     -- limit less one: no row at that offset); a compensation is admitted beyond it.
     AND (%s::boolean OR NOT EXISTS (
-        SELECT 1 FROM handover_intent AS recorded WHERE recorded.run_id = run.id OFFSET %s::integer))
+        SELECT 1 FROM {_INTENT} AS recorded WHERE recorded.run_id = run.id OFFSET %s::integer))
     -- FOR SHARE: intents of one run may be admitted side by side, but never while the run's
     -- status is being changed (completed, cancelled) under them.
     FOR SHARE OF run
     ON CONFLICT (idempotency_key) DO NOTHING
     RETURNING id, run_id, step_id, tool, idempotency_key, intended_at
 )
--- The event's data is built here rather than serialised in Python: the same object as
--- services._intent_event_data, for one JSON encoding fewer per call.
-INSERT INTO handover_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
+-- The event's data is built here rather than serialised in Python, for one JSON encoding fewer
+-- per call.
+INSERT INTO {_EVENT} ({_EVENT_COLUMNS})
 SELECT run_id, id, 'intent_recorded', %s::text, %s::text, %s::integer,
        jsonb_build_object('step_id', step_id, 'tool', tool, 'idempotency_key', idempotency_key)
-       || CASE WHEN %s::boolean THEN '{"compensation": true}'::jsonb ELSE '{}'::jsonb END,
+       || CASE WHEN %s::boolean THEN '{{"compensation": true}}'::jsonb ELSE '{{}}'::jsonb END,
        intended_at
 FROM inserted
 RETURNING intent_id
-"""
+"""  # noqa: S608 - every name is a model's own or journal.intent_columns'; every value a parameter
 
 # An agent's intent, checked against its token in the statement itself (INSERT_INTENT_AS_CALLER).
 # What an earlier request of the same token about the same run established (its name, its tenant's
@@ -70,73 +101,58 @@ RETURNING intent_id
 # asserted here, so that the request needs no read of its own: the row is written only while the
 # token is live, of the run's tenant and still so named, and the key's inputs are still the
 # run's. When anything differs nothing is written, and the request is answered the long way.
-_CALLER_OWNS_RUN = """AND run.tenant_id = (
-        SELECT token.tenant_id FROM handover_agenttoken AS token
-        JOIN handover_tenant AS tenant ON tenant.id = token.tenant_id
+_CALLER_OWNS_RUN = f"""AND run.tenant_id = (
+        SELECT token.tenant_id FROM {_TOKEN} AS token
+        JOIN {_TENANT} AS tenant ON tenant.id = token.tenant_id
         WHERE token.digest = %s::text AND token.revoked_at IS NULL
         AND token.name = %s::text AND tenant.slug = %s::text)
-    AND run.policy_version = %s::text"""
+    AND run.policy_version = %s::text"""  # noqa: S608
 INSERT_INTENT_AS_CALLER = INSERT_INTENT.replace("/*caller*/", _CALLER_OWNS_RUN)
 INSERT_INTENT = INSERT_INTENT.replace("\n    /*caller*/", "")
 
-SETTLE_INTENT = """
+SETTLE_INTENT = f"""
 WITH settled AS (
-    UPDATE handover_intent
-    SET status = %s::text, error_class = %s::text, outcome_summary = %s::text,
-        receipt = %s::jsonb, request_id = %s::text, settled_at = %s::timestamptz
+    UPDATE {_INTENT}
+    SET {_assignments(intent_columns.OUTCOME_BOUND)}
     -- The expected status is journal.transitions.outcome_source's: the table owns the edge.
     WHERE id = %s::bigint AND status = %s::text
     RETURNING id, run_id, status, error_class, receipt, settled_at
 )
--- The same data as services._settle_intent's ORM path writes.
-INSERT INTO handover_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
+-- The same data as journal.outcomes' ORM path (for already_so) writes.
+INSERT INTO {_EVENT} ({_EVENT_COLUMNS})
 SELECT run_id, id, 'outcome_recorded', %s::text, %s::text, %s::integer,
        jsonb_build_object('status', status, 'error_class', error_class, 'receipt', receipt),
        settled_at
 FROM settled
 RETURNING intent_id
-"""
+"""  # noqa: S608
 
+# The caller's token holds the tenant of the intent's run (its step named by run and step id).
+_CALLER_OWNS_STEP = f"""EXISTS (
+        SELECT 1 FROM {_RUN} AS run JOIN {_TOKEN} AS token ON token.tenant_id = run.tenant_id
+        WHERE run.id = intent.run_id
+        AND token.digest = %s::text AND token.revoked_at IS NULL AND token.name = %s::text)"""  # noqa: S608
 
 # An agent's outcome, checked against its token in the statement (see _CALLER_OWNS_RUN): the step
 # is named by its run and step id, as the request names it, and the row's columns the answer
 # renders are returned with it. The event is written by a CTE the final SELECT does not read,
 # which PostgreSQL runs all the same (a data-modifying WITH runs exactly once).
-SETTLE_STEP_AS_CALLER = """
+SETTLE_STEP_AS_CALLER = f"""
 WITH settled AS (
-    UPDATE handover_intent AS intent
-    SET status = %s::text, error_class = %s::text, outcome_summary = %s::text,
-        receipt = %s::jsonb, request_id = %s::text, settled_at = %s::timestamptz
+    UPDATE {_INTENT} AS intent
+    SET {_assignments(intent_columns.OUTCOME_BOUND)}
     WHERE intent.run_id = %s::uuid AND intent.step_id = %s::text AND intent.status = %s::text
-    AND EXISTS (
-        SELECT 1 FROM handover_run AS run JOIN handover_agenttoken AS token ON token.tenant_id = run.tenant_id
-        WHERE run.id = intent.run_id
-        AND token.digest = %s::text AND token.revoked_at IS NULL AND token.name = %s::text)
+    AND {_CALLER_OWNS_STEP}
     RETURNING intent.*
 ), event AS (
-    INSERT INTO handover_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
+    INSERT INTO {_EVENT} ({_EVENT_COLUMNS})
     SELECT run_id, id, 'outcome_recorded', %s::text, %s::text, NULL,
            jsonb_build_object('status', status, 'error_class', error_class, 'receipt', receipt),
            settled_at
     FROM settled
 )
-SELECT {answered} FROM settled
-"""
-# The columns of a step settled as a caller that the statement did not write itself.
-_SETTLED_AS_CALLER_READ = (
-    "id",
-    "turn",
-    "tool",
-    "args",
-    "occurrence",
-    "idempotency_key",
-    "intended_at",
-    "lookup_attempts",
-    "last_lookup_error",
-    "next_lookup_at",
-    "unknown_reason",
-)
-SETTLE_STEP_AS_CALLER = SETTLE_STEP_AS_CALLER.replace("{answered}", ", ".join(_SETTLED_AS_CALLER_READ))
+SELECT {_names(intent_columns.ANSWERED_FOR_CALLER)} FROM settled
+"""  # noqa: S608
 
 
 # An agent's report that the tool answered with an error whose effect is unknown (ok=false,
@@ -144,33 +160,29 @@ SETTLE_STEP_AS_CALLER = SETTLE_STEP_AS_CALLER.replace("{answered}", ", ".join(_S
 # reconciliation still asks about it once its run goes quiet) and keeps the tool's error text
 # and class; its dispatch_ambiguous event says the tool answered. Only an open row whose evidence
 # differs is written, so a repeated report (a retried request) writes nothing. Not the hot path.
-NOTE_EVIDENCE = """
+NOTE_EVIDENCE = f"""
 WITH noted AS (
-    UPDATE handover_intent AS intent
-    SET error_class = %s::text, outcome_summary = %s::text, receipt = %s::jsonb, request_id = %s::text
-    WHERE {which} AND intent.status = 'intended'
-    AND (intent.error_class, intent.outcome_summary, intent.receipt, intent.request_id)
-        IS DISTINCT FROM (%s::text, %s::text, %s::jsonb, %s::text)
+    UPDATE {_INTENT} AS intent
+    SET {_assignments(intent_columns.EVIDENCE_BOUND)}
+    WHERE {{which}} AND intent.status = 'intended'
+    AND ({_names(intent_columns.EVIDENCE_BOUND, "intent.")})
+        IS DISTINCT FROM ({_placeholders(intent_columns.EVIDENCE_BOUND)})
     RETURNING intent.*
 ), event AS (
-    -- The same data as services._evidence_event_data.
-    INSERT INTO handover_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
+    -- `answered`: the tool answered with an error (the engine's own events of this kind are a
+    -- call that got no answer).
+    INSERT INTO {_EVENT} ({_EVENT_COLUMNS})
     SELECT run_id, id, 'dispatch_ambiguous', %s::text, %s::text, %s::integer,
            jsonb_build_object('error_class', error_class, 'message', outcome_summary,
                               'request_id', request_id, 'answered', true),
            %s::timestamptz
     FROM noted
 )
-SELECT {answered} FROM noted
-"""
+SELECT {{answered}} FROM noted
+"""  # noqa: S608
 NOTE_EVIDENCE_BY_ID = NOTE_EVIDENCE.replace("{which}", "intent.id = %s::bigint")
 NOTE_EVIDENCE_AS_CALLER = NOTE_EVIDENCE.replace(
-    "{which}",
-    """intent.run_id = %s::uuid AND intent.step_id = %s::text
-    AND EXISTS (
-        SELECT 1 FROM handover_run AS run JOIN handover_agenttoken AS token ON token.tenant_id = run.tenant_id
-        WHERE run.id = intent.run_id
-        AND token.digest = %s::text AND token.revoked_at IS NULL AND token.name = %s::text)""",
+    "{which}", "intent.run_id = %s::uuid AND intent.step_id = %s::text\n    AND " + _CALLER_OWNS_STEP
 )
 
 
@@ -218,22 +230,25 @@ def insert_intent_params(
         if caller is None
         else (caller.digest, caller.token_name, caller.tenant_slug, caller.policy_version)
     )
+    drafted = {
+        "step_id": step_id,
+        "turn": turn,
+        "tool": tool,
+        "args": args_json,
+        "occurrence": occurrence,
+        "idempotency_key": key,
+        "intended_at": now,
+    }
     return (
-        # A str subclass (a TextChoices member such as ActorKind.AGENT) is passed as the plain
-        # str it stands for: psycopg looks up a parameter's dumper by its type at every execute,
-        # walking the MRO, which for a Django choices enum costs several times a str's lookup.
-        step_id,
-        turn,
-        tool,
-        args_json,
-        occurrence,
-        key,
-        now,
+        *(drafted[name] for name, _ in intent_columns.INTENT_BOUND),
         run_id,
         compensation,
         *asserted,
         compensation or not max_intents,  # 0: no limit (the benchmarks' single long run)
         max(max_intents - 1, 0),
+        # A str subclass (a TextChoices member such as ActorKind.AGENT) is passed as the plain
+        # str it stands for: psycopg looks up a parameter's dumper by its type at every execute,
+        # walking the MRO, which for a Django choices enum costs several times a str's lookup.
         str(actor_kind),
         actor_name,
         user_id,
@@ -260,7 +275,29 @@ def settled_columns(
     """The columns an outcome writes, as both settle statements (SETTLE_INTENT,
     SETTLE_STEP_AS_CALLER) take them first, in that order (choices as plain str, as in
     insert_intent_params)."""
-    return (str(status), str(error_class), summary, receipt_json, request_id, now)
+    written = {
+        "status": str(status),
+        "error_class": str(error_class),
+        "outcome_summary": summary,
+        "receipt": receipt_json,
+        "request_id": request_id,
+        "settled_at": now,
+    }
+    return tuple(written[name] for name, _ in intent_columns.OUTCOME_BOUND)
+
+
+def evidence_columns(
+    *, error_class: str, summary: str, receipt_json: str, request_id: str
+) -> tuple[Any, ...]:
+    """The columns an agent's evidence of an unknown effect writes, as the NOTE_EVIDENCE
+    statements take them, in that order (choices as plain str)."""
+    written = {
+        "error_class": str(error_class),
+        "outcome_summary": summary,
+        "receipt": receipt_json,
+        "request_id": request_id,
+    }
+    return tuple(written[name] for name, _ in intent_columns.EVIDENCE_BOUND)
 
 
 def settle_intent_params(
@@ -302,34 +339,16 @@ def settle_intent(db: BaseDatabaseWrapper, params: tuple[Any, ...]) -> bool:
 # same read cost about 2 ms of Python per request on a 2-core machine, for 0.2 ms in PostgreSQL.
 
 
-@dataclass(frozen=True, slots=True)
-class _Part:
-    """One model's columns in the statement: its fields and, per field, the converters Django's
-    compiler would apply to the value read (a JSON column arrives as text)."""
-
-    model: type[Model]
-    attnames: tuple[str, ...]
-    converters: tuple[tuple[Any, ...], ...]
-    sql: str
-
-
-def _part(model: type[Model], alias: str, db: BaseDatabaseWrapper) -> _Part:
-    fields = list(model._meta.concrete_fields)
-    quote = db.ops.quote_name
-    return _Part(
-        model=model,
-        attnames=tuple(field.attname for field in fields),
-        converters=tuple(tuple(field.get_db_converters(db)) for field in fields),
-        sql=", ".join(f"{alias}.{quote(cast(str, field.column))}" for field in fields),
-    )
-
-
 @functools.cache
-def _agent_call_statement(with_step: bool) -> tuple[str, tuple[_Part, ...]]:
+def _agent_call_statement(with_step: bool) -> tuple[str, tuple[ModelColumns, ...]]:
     db = connections[DEFAULT_DB_ALIAS]
-    parts = [_part(AgentToken, "token", db), _part(Tenant, "tenant", db), _part(Run, "run", db)]
+    parts = [
+        model_columns(AgentToken, "token", db),
+        model_columns(Tenant, "tenant", db),
+        model_columns(Run, "run", db),
+    ]
     if with_step:
-        parts.append(_part(Intent, "step", db))
+        parts.append(model_columns(Intent, "step", db))
     step_join = (
         f"LEFT JOIN {Intent._meta.db_table} AS step ON step.run_id = run.id AND step.step_id = %s::text"
         if with_step
@@ -344,15 +363,6 @@ LEFT JOIN {Run._meta.db_table} AS run ON run.id = %s::uuid AND run.tenant_id = t
 WHERE token.digest = %s::text AND token.revoked_at IS NULL
 """  # noqa: S608 - every name is a model's own; every value is a parameter
     return statement, tuple(parts)
-
-
-def _loaded(part: _Part, values: Sequence[Any], db: BaseDatabaseWrapper) -> Model:
-    converted = []
-    for value, converters in zip(values, part.converters, strict=True):
-        for converter in converters:
-            value = converter(value, None, db)
-        converted.append(value)
-    return part.model.from_db(db.alias, part.attnames, converted)
 
 
 def agent_call_read(
@@ -375,7 +385,7 @@ def agent_call_read(
         values = row[start : start + len(part.attnames)]
         start += len(part.attnames)
         # A row's primary key is never NULL: a NULL one is a LEFT JOIN that found nothing.
-        objects.append(None if values[0] is None else _loaded(part, values, db))
+        objects.append(None if values[0] is None else instance_of(part, values, db))
     token, tenant, run = objects[0], objects[1], objects[2]
     intent = objects[3] if with_step else None
     assert token is not None and tenant is not None
@@ -397,7 +407,7 @@ def settle_step_as_caller(
 ) -> dict[str, Any] | None:
     """Run SETTLE_STEP_AS_CALLER: settle the caller's run's step `step_id` from `source` with
     `settled` (settled_columns'), and its event (the caller's token as the agent actor). The
-    row's columns beside those written (_SETTLED_AS_CALLER_READ), or None when nothing was
+    row's columns beside those written (intent_columns.ANSWERED_FOR_CALLER), or None when nothing was
     written: no such open step, or the caller is not as asserted."""
     params = (
         *settled,
@@ -416,14 +426,14 @@ def _step_as_caller(
     db: BaseDatabaseWrapper, statement: str, params: tuple[Any, ...]
 ) -> dict[str, Any] | None:
     """Run one of the statements that write the caller's step and answer its row's columns
-    beside those written (_SETTLED_AS_CALLER_READ); None when nothing was written."""
+    beside those written (intent_columns.ANSWERED_FOR_CALLER); None when nothing was written."""
     cursor = _prepared_cursor(db)
     with db.wrap_database_errors:
         cursor.execute(statement, params, prepare=True)
         row = cursor.fetchone()
     if row is None:
         return None
-    values = dict(zip(_SETTLED_AS_CALLER_READ, row, strict=True))
+    values = dict(zip(intent_columns.ANSWERED_FOR_CALLER, row, strict=True))
     if isinstance(values["args"], str):  # Django's connection loads jsonb as text
         values["args"] = json.loads(values["args"])
     return values
@@ -465,7 +475,7 @@ def note_evidence(
         return cursor.fetchone() is not None
 
 
-_NOTED_AS_CALLER = NOTE_EVIDENCE_AS_CALLER.replace("{answered}", ", ".join(_SETTLED_AS_CALLER_READ))
+_NOTED_AS_CALLER = NOTE_EVIDENCE_AS_CALLER.replace("{answered}", _names(intent_columns.ANSWERED_FOR_CALLER))
 
 
 def note_step_evidence_as_caller(
@@ -473,7 +483,7 @@ def note_step_evidence_as_caller(
 ) -> dict[str, Any] | None:
     """note_evidence for the caller's run's step `step_id` (the caller asserted as
     SETTLE_STEP_AS_CALLER asserts it): the row's columns beside those written
-    (_SETTLED_AS_CALLER_READ), or None when nothing was written."""
+    (intent_columns.ANSWERED_FOR_CALLER), or None when nothing was written."""
     params = _evidence_params(
         evidence=evidence,
         which=(caller.run_pk, step_id, caller.digest, caller.token_name),

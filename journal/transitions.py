@@ -22,12 +22,12 @@ from typing import Any, Final, cast
 
 from django.db import connections, router, transaction
 from django.db.models import F, Field
-from django.db.models.sql import UpdateQuery
 from django.utils import timezone
 
 from .errors import Conflict
 from .events import Actor, event_insert, event_of
 from .models import Intent, IntentStatus, JournalEvent, Run, RunStatus
+from .orm_rows import update_expression_sql
 
 # --- the tables -------------------------------------------------------------------------------
 
@@ -247,14 +247,12 @@ def _moved_by_shape(*, source: str, rows: list[tuple[int, dict[str, Any]]]) -> s
 def _update_each_from(*, source: str, columns: list[str], rows: list[tuple[int, dict[str, Any]]]) -> set[int]:
     """One UPDATE ... FROM (VALUES ...) writing each row's own `columns` where the row is still in
     `source`: the ids that moved. A column whose value is an expression (the same in every row)
-    is compiled once by Django's compiler, as QuerySet.update would."""
+    is compiled once by Django's compiler, as QuerySet.update would (journal.orm_rows)."""
     db = connections[router.db_for_write(Intent)]
     quote = db.ops.quote_name
     fields = {name: cast("Field[Any, Any]", Intent._meta.get_field(name)) for name in columns}
     column = {name: quote(cast(str, field.column)) for name, field in fields.items()}
     table, pk = quote(Intent._meta.db_table), quote(cast(str, Intent._meta.pk.column))
-    query = UpdateQuery(Intent)
-    compiler = query.get_compiler(connection=db)
     first = rows[0][1]
     plain = [name for name in columns if not hasattr(first[name], "resolve_expression")]
     assignments, params = [], []
@@ -262,8 +260,7 @@ def _update_each_from(*, source: str, columns: list[str], rows: list[tuple[int, 
         if name in plain:
             assignments.append(f"{column[name]} = v.{column[name]}")
         else:
-            expression = first[name].resolve_expression(query, allow_joins=False, for_save=True)
-            sql, expression_params = compiler.compile(expression)
+            sql, expression_params = update_expression_sql(Intent, first[name], db)
             assignments.append(f"{column[name]} = {sql}")
             params += expression_params
     row_sql = (

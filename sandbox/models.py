@@ -1,8 +1,8 @@
 """The sandbox's world: stand-ins for the systems agents change, each keeping its own state, and
 the ledger of every effect they actually performed.
 
-Only sandbox.services writes these tables, on behalf of requests to the sandbox's HTTP API
-(`manage.py runsandbox`). Seam never writes them; tests read them as the truth about the world."""
+Only the sandbox's own modules write these tables (services, through the ledger; seeded_world;
+endpoint_calls), on behalf of requests to the sandbox's HTTP API (`manage.py runsandbox`). Seam never writes them; tests read them as the truth about the world."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ class Return(models.Model):
 class Warehouse(models.Model):
     """A warehouse the warehouse provider runs, with how its stock reads behave: each read waits
     `latency_ms`, and every `fail_every`-th read (counted in `reads`) answers 503; 0 never fails.
-    Seeded (sandbox.services.world_seed); changed by `warehouse/<code>/configure`."""
+    Seeded (sandbox.seeded_world.world_seed); changed by `warehouse/<code>/configure`."""
 
     code = models.CharField(max_length=10, unique=True)
     name = models.CharField(max_length=100)

@@ -1,37 +1,23 @@
-"""Writes to the sandbox's world: each provider operation, the ledger row that records it, the
-fault rules, and the seeded reads.
-
-Every keyed write follows one rule (Stripe's): the first request with an idempotency key
-performs the effect and records it; a repeat with the same key and the same parameters answers
-the recorded receipt and performs nothing; the same key with different parameters, or on a
-different operation of the same provider, is a conflict. The effect's ledger row is inserted
-first in the effect's own transaction, so the unique key is claimed before anything is touched:
-of two identical requests at once, the second waits on the first's insert, fails it, and
-replays the winner. The legacy ERP ignores keys, and a repeat performs again."""
+"""Writes to the sandbox's world: each provider operation (returns, warehouse, payments,
+accounting, shipping, email, the legacy ERP), each run through the ledger's `effect_perform`,
+which records it and answers a repeated key from the first effect (sandbox/ledger.py)."""
 
 from __future__ import annotations
 
 import secrets
-import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from .errors import Conflict, InvalidRequest, Unavailable, UnknownObject
-from .faults import LOOKUP_OPERATION, UNKNOWN_LOOKUP, Fault
+from .errors import Conflict, InvalidRequest, UnknownObject
+from .ledger import Outcome, effect_perform
 from .models import (
-    Call,
     CreditMemo,
     Effect,
-    Entitlement,
-    FaultRule,
-    OrderStatus,
     Provider,
     Refund,
     Reservation,
@@ -40,23 +26,9 @@ from .models import (
     Shipment,
     ShipmentStatus,
     StockAdjustment,
-    Warehouse,
     WarehouseStock,
 )
-
-# The operations each provider answers, by the names faults and the ledger use.
-OPERATIONS: dict[str, frozenset[str]] = {
-    Provider.RETURNS: frozenset({"start_return", "cancel_pickup", LOOKUP_OPERATION}),
-    Provider.WAREHOUSE: frozenset({"reserve", "release", "stock", LOOKUP_OPERATION}),
-    Provider.PAYMENTS: frozenset({"refund", "reverse", LOOKUP_OPERATION}),
-    Provider.ACCOUNTING: frozenset({"credit", "reverse_credit", LOOKUP_OPERATION}),
-    Provider.SHIPPING: frozenset({"reship", "cancel", LOOKUP_OPERATION}),
-    Provider.EMAIL: frozenset({"notify_seller", "notify_customer", LOOKUP_OPERATION}),
-    Provider.ERP: frozenset({"adjust_stock", "adjustments"}),
-    Provider.ORDERS: frozenset({"status", "entitlement"}),
-}
-UNKEYED_PROVIDERS = frozenset({Provider.ERP})
-MAX_KEY_LENGTH = 255
+from .seeded_world import world_ensure_seeded
 
 PICKUP_AFTER = timedelta(days=2)
 RECALL_WINDOW = timedelta(hours=2)
@@ -81,99 +53,6 @@ def _iso(value: datetime) -> str:
     return value.isoformat(timespec="seconds")
 
 
-# --- the ledger and idempotency ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What a write came to: the effect (just performed, or the earlier one a replay answers
-    from) and whether this request was a replay."""
-
-    effect: Effect
-    replayed: bool
-
-    @property
-    def receipt(self) -> dict[str, Any]:
-        receipt: dict[str, Any] = self.effect.receipt
-        return receipt
-
-
-# An operation's body: given the (already inserted) ledger row, change the provider's state and
-# return the receipt and the id of the effect this one undoes, if it is an undo.
-Act = Callable[[Effect], tuple[dict[str, Any], int | None]]
-
-
-def _earlier_effect(*, provider: str, idempotency_key: str) -> Effect | None:
-    return Effect.objects.filter(provider=provider, idempotency_key=idempotency_key).first()
-
-
-def _replay(earlier: Effect, *, operation: str, request: Mapping[str, Any]) -> Outcome:
-    if earlier.operation != operation:
-        raise Conflict(
-            "idempotency_key_reused",
-            f"this Idempotency-Key was already used for {earlier.provider}/{earlier.operation}",
-            field="Idempotency-Key",
-        )
-    if earlier.request != dict(request):
-        raise Conflict(
-            "idempotency_key_mismatch",
-            "this Idempotency-Key was already used with different parameters",
-            field="Idempotency-Key",
-        )
-    return Outcome(effect=earlier, replayed=True)
-
-
-def _perform(
-    *,
-    provider: str,
-    operation: str,
-    idempotency_key: str,
-    business_ref: str,
-    request: Mapping[str, Any],
-    act: Act,
-) -> Outcome:
-    """Run one effect with its ledger row in one durable transaction, honouring the key."""
-    keyed = provider not in UNKEYED_PROVIDERS
-    key = idempotency_key.strip() if keyed else ""
-    if keyed:
-        if not key:
-            raise InvalidRequest(
-                "missing_idempotency_key",
-                "every write takes an Idempotency-Key header",
-                field="Idempotency-Key",
-            )
-        if len(key) > MAX_KEY_LENGTH:
-            raise InvalidRequest(
-                "invalid_idempotency_key",
-                f"an Idempotency-Key is at most {MAX_KEY_LENGTH} characters",
-                field="Idempotency-Key",
-            )
-        earlier = _earlier_effect(provider=provider, idempotency_key=key)
-        if earlier is not None:
-            return _replay(earlier, operation=operation, request=request)
-    try:
-        with transaction.atomic(durable=True):
-            # Claim the key first: a concurrent twin blocks here until this commits, then fails.
-            effect = Effect.objects.create(
-                provider=provider,
-                operation=operation,
-                idempotency_key=key,
-                business_ref=business_ref,
-                request=dict(request),
-                receipt={},
-            )
-            receipt, undoes_id = act(effect)
-            effect.receipt = receipt
-            effect.undoes_id = undoes_id
-            effect.save(update_fields=["receipt", "undoes"])
-    except IntegrityError:
-        winner = _earlier_effect(provider=provider, idempotency_key=key) if key else None
-        if winner is None:
-            raise
-        return _replay(winner, operation=operation, request=request)
-    return Outcome(effect=effect, replayed=False)
-
-
 # --- returns ----------------------------------------------------------------------------------
 
 
@@ -191,7 +70,7 @@ def return_start(*, order_id: str, idempotency_key: str) -> Outcome:
         receipt = {"return_id": ret.return_id, "label": ret.label, "pickup_date": ret.pickup_date.isoformat()}
         return receipt, None
 
-    return _perform(
+    return effect_perform(
         provider=Provider.RETURNS,
         operation="start_return",
         idempotency_key=idempotency_key,
@@ -225,7 +104,7 @@ def pickup_cancel(*, label: str, idempotency_key: str) -> Outcome:
         ret.save(update_fields=["cancelled_at"])
         return {"label": label, "status": "cancelled"}, ret.effect_id
 
-    return _perform(
+    return effect_perform(
         provider=Provider.RETURNS,
         operation="cancel_pickup",
         idempotency_key=idempotency_key,
@@ -276,7 +155,7 @@ def reservation_create(*, order_id: str, sku: str, qty: int, idempotency_key: st
         )
         return {"reservation_id": reservation.reservation_id, "warehouse": stock.warehouse.code}, None
 
-    return _perform(
+    return effect_perform(
         provider=Provider.WAREHOUSE,
         operation="reserve",
         idempotency_key=idempotency_key,
@@ -308,7 +187,7 @@ def reservation_release(*, reservation_id: str, idempotency_key: str) -> Outcome
         )
         return {"reservation_id": reservation_id, "status": "released"}, reservation.effect_id
 
-    return _perform(
+    return effect_perform(
         provider=Provider.WAREHOUSE,
         operation="release",
         idempotency_key=idempotency_key,
@@ -330,7 +209,7 @@ def refund_create(*, order_id: str, amount: Decimal, currency: str, idempotency_
         )
         return {"refund_id": refund.refund_id, "amount": str(amount), "currency": currency}, None
 
-    return _perform(
+    return effect_perform(
         provider=Provider.PAYMENTS,
         operation="refund",
         idempotency_key=idempotency_key,
@@ -355,7 +234,7 @@ def refund_reverse(*, refund_id: str, idempotency_key: str) -> Outcome:
         receipt = {"refund_id": refund_id, "reversal_id": refund.reversal_id, "status": "reversed"}
         return receipt, refund.effect_id
 
-    return _perform(
+    return effect_perform(
         provider=Provider.PAYMENTS,
         operation="reverse",
         idempotency_key=idempotency_key,
@@ -377,7 +256,7 @@ def credit_memo_create(*, order_id: str, amount: Decimal, idempotency_key: str) 
         )
         return {"credit_memo_id": memo.credit_memo_id, "amount": str(amount)}, None
 
-    return _perform(
+    return effect_perform(
         provider=Provider.ACCOUNTING,
         operation="credit",
         idempotency_key=idempotency_key,
@@ -406,7 +285,7 @@ def credit_memo_reverse(*, credit_memo_id: str, idempotency_key: str) -> Outcome
         memo.save(update_fields=["reversed_at"])
         return {"credit_memo_id": credit_memo_id, "status": "reversed"}, memo.effect_id
 
-    return _perform(
+    return effect_perform(
         provider=Provider.ACCOUNTING,
         operation="reverse_credit",
         idempotency_key=idempotency_key,
@@ -433,7 +312,7 @@ def shipment_create(*, order_id: str, sku: str, qty: int, idempotency_key: str) 
         )
         return {"shipment_id": shipment.shipment_id, "recall_cutoff": _iso(shipment.recall_cutoff)}, None
 
-    return _perform(
+    return effect_perform(
         provider=Provider.SHIPPING,
         operation="reship",
         idempotency_key=idempotency_key,
@@ -475,7 +354,7 @@ def shipment_cancel(*, shipment_id: str, idempotency_key: str) -> Outcome:
         shipment.save(update_fields=["status", "recall_fee", "cancelled_at"])
         return receipt, shipment.effect_id
 
-    return _perform(
+    return effect_perform(
         provider=Provider.SHIPPING,
         operation="cancel",
         idempotency_key=idempotency_key,
@@ -514,7 +393,7 @@ def email_send(*, recipient: str, order_id: str, template: str, idempotency_key:
         )
         return {"message_id": email.message_id}, None
 
-    return _perform(
+    return effect_perform(
         provider=Provider.EMAIL,
         operation=f"notify_{recipient}",
         idempotency_key=idempotency_key,
@@ -541,7 +420,7 @@ def stock_adjust(*, sku: str, qty: int, reference: str) -> Outcome:
             "reference": reference,
         }, None
 
-    return _perform(
+    return effect_perform(
         provider=Provider.ERP,
         operation="adjust_stock",
         idempotency_key="",
@@ -549,293 +428,3 @@ def stock_adjust(*, sku: str, qty: int, reference: str) -> Outcome:
         request={"sku": sku, "qty": qty, "reference": reference},
         act=act,
     )
-
-
-# --- seeded reads -----------------------------------------------------------------------------
-
-# (code, name, latency_ms, fail_every): one fast, one failing every other read, one slow.
-SEED_WAREHOUSES = [
-    ("LDS-2", "Leeds", 0, 0),
-    ("MAN-1", "Manchester", 0, 2),
-    ("BRS-3", "Bristol", 300, 0),
-]
-# (warehouse, sku, available, restock in days or None)
-SEED_STOCK = [
-    ("LDS-2", "OAK-BENCH", 12, None),
-    ("MAN-1", "OAK-BENCH", 3, None),
-    ("BRS-3", "OAK-BENCH", 0, 10),
-    ("LDS-2", "SKU-4471", 40, None),
-    ("MAN-1", "SKU-4471", 25, None),
-    ("BRS-3", "SKU-4471", 8, None),
-    ("LDS-2", "WALNUT-SHELF", 0, 7),
-    ("MAN-1", "WALNUT-SHELF", 5, None),
-    ("BRS-3", "WALNUT-SHELF", 2, None),
-    ("LDS-2", "SKU-1001", 500, None),
-    ("MAN-1", "SKU-1001", 500, None),
-    ("BRS-3", "SKU-1001", 500, None),
-]
-# (order_id, status, carrier, eta in days or None)
-SEED_ORDERS = [
-    ("SU-90317", "delivered", "DPD", None),
-    ("SU-88410", "delivered", "Royal Mail", None),
-    ("SU-90502", "shipped", "Royal Mail", 1),
-    ("SU-10001", "processing", "", 3),
-    ("SU-77120", "cancelled", "", None),
-    # The scripted tickets' orders (scenarios/tickets.py).
-    ("SU-90611", "delivered", "DPD", None),
-    ("SU-90720", "delivered", "DHL Express", None),
-    ("SU-90833", "processing", "", 4),
-    ("SU-90941", "shipped", "Evri", 2),
-    ("SU-91050", "delivered", "Royal Mail", None),
-]
-
-# (order_id, remedies the contract allows, need-by in days or None, clause)
-SEED_ENTITLEMENTS = [
-    ("SU-90317", ["reship", "credit", "refund"], None, "standard terms 4.1"),
-    ("SU-88410", ["reship", "credit"], 5, "trade terms 7.2: shortages made good by reship or credit"),
-    ("SU-90502", ["refund"], None, "standard terms 4.1"),
-    ("SU-10001", ["refund"], None, "standard terms 4.1"),
-    ("SU-77120", [], None, "cancelled orders carry no remedy"),
-    ("SU-90611", ["credit", "refund"], None, "standard terms 4.3: damage in transit"),
-    ("SU-90720", ["refund"], None, "standard terms 4.1"),
-    ("SU-90833", ["refund"], None, "standard terms 4.1"),
-    ("SU-90941", ["reship", "refund"], None, "standard terms 4.1"),
-    ("SU-91050", ["credit"], None, "trade terms 7.2"),
-]
-
-
-def world_seed() -> None:
-    """Create the seeded warehouses, stock and orders that are missing. Harmless to run twice,
-    or twice at once."""
-    today = timezone.localdate()
-
-    def in_days(days: int | None) -> date | None:
-        return None if days is None else today + timedelta(days=days)
-
-    with transaction.atomic():
-        Warehouse.objects.bulk_create(
-            [
-                Warehouse(code=code, name=name, latency_ms=latency, fail_every=fail_every)
-                for code, name, latency, fail_every in SEED_WAREHOUSES
-            ],
-            ignore_conflicts=True,
-        )
-        warehouses = {w.code: w for w in Warehouse.objects.filter(code__in=[w[0] for w in SEED_WAREHOUSES])}
-        WarehouseStock.objects.bulk_create(
-            [
-                WarehouseStock(
-                    warehouse=warehouses[code], sku=sku, available=available, restock_date=in_days(restock)
-                )
-                for code, sku, available, restock in SEED_STOCK
-            ],
-            ignore_conflicts=True,
-        )
-        OrderStatus.objects.bulk_create(
-            [
-                OrderStatus(order_id=order_id, status=status, carrier=carrier, eta=in_days(eta))
-                for order_id, status, carrier, eta in SEED_ORDERS
-            ],
-            ignore_conflicts=True,
-        )
-        Entitlement.objects.bulk_create(
-            [
-                Entitlement(order_id=order_id, remedies=remedies, need_by=in_days(need_by), clause=clause)
-                for order_id, remedies, need_by, clause in SEED_ENTITLEMENTS
-            ],
-            ignore_conflicts=True,
-        )
-
-
-def world_ensure_seeded() -> None:
-    """Seed a world that has no warehouses yet: a fresh database, or one a test suite emptied."""
-    if not Warehouse.objects.exists():
-        world_seed()
-
-
-def order_status_read(*, order_id: str) -> OrderStatus:
-    world_ensure_seeded()
-    order = OrderStatus.objects.filter(order_id=order_id).first()
-    if order is None:
-        raise UnknownObject("unknown_order", f"no order {order_id}", field="order_id")
-    return order
-
-
-@dataclass(frozen=True)
-class StockLevel:
-    warehouse: str
-    sku: str
-    available: int
-    restock_date: date | None
-
-
-def warehouse_stock_read(*, code: str, sku: str) -> StockLevel:
-    """Read one warehouse's stock of a SKU, as slowly and as unreliably as that warehouse is
-    configured to answer: every read counts, and every `fail_every`-th one fails with 503."""
-    world_ensure_seeded()
-    with transaction.atomic():
-        warehouse = Warehouse.objects.select_for_update().filter(code=code).first()
-        if warehouse is None:
-            raise UnknownObject("unknown_warehouse", f"no warehouse {code}", field="warehouse")
-        warehouse.reads += 1
-        warehouse.save(update_fields=["reads"])
-    if warehouse.latency_ms:
-        time.sleep(warehouse.latency_ms / 1000)
-    if warehouse.fail_every and warehouse.reads % warehouse.fail_every == 0:
-        raise Unavailable(
-            "warehouse_unavailable", f"warehouse {code} did not answer (read {warehouse.reads})"
-        )
-    stock = WarehouseStock.objects.filter(warehouse=warehouse, sku=sku).first()
-    if stock is None:
-        return StockLevel(warehouse=code, sku=sku, available=0, restock_date=None)
-    return StockLevel(warehouse=code, sku=sku, available=stock.available, restock_date=stock.restock_date)
-
-
-@dataclass(frozen=True)
-class EntitlementTerms:
-    order_id: str
-    remedies: list[str]
-    need_by: date | None
-    clause: str
-
-
-REMEDIES = ("reship", "credit", "refund")
-
-
-def entitlement_read(*, order_id: str) -> EntitlementTerms:
-    """Which remedies an order's contract allows and by when the buyer needs the goods. A known
-    order with nothing on file allows no remedy."""
-    order = order_status_read(order_id=order_id)
-    terms = Entitlement.objects.filter(order_id=order.order_id).first()
-    if terms is None:
-        return EntitlementTerms(order_id=order_id, remedies=[], need_by=None, clause="no entitlement on file")
-    return EntitlementTerms(
-        order_id=order_id, remedies=sorted(terms.remedies), need_by=terms.need_by, clause=terms.clause
-    )
-
-
-def entitlement_configure(
-    *,
-    order_id: str,
-    remedies: list[str] | None = None,
-    need_by: date | None = None,
-    clear_need_by: bool = False,
-    clause: str | None = None,
-) -> Entitlement:
-    """Control: change what an order's contract allows."""
-    order = order_status_read(order_id=order_id)
-    unknown = sorted(set(remedies or ()) - set(REMEDIES))
-    if unknown:
-        raise InvalidRequest(
-            "invalid_remedy", f"unknown remedy {unknown[0]!r}; one of {REMEDIES}", field="remedies"
-        )
-    with transaction.atomic():
-        terms, _ = Entitlement.objects.select_for_update().get_or_create(order_id=order.order_id)
-        if remedies is not None:
-            terms.remedies = sorted(set(remedies))
-        if need_by is not None or clear_need_by:
-            terms.need_by = need_by
-        if clause is not None:
-            terms.clause = clause
-        terms.save()
-    return terms
-
-
-def call_record(
-    *,
-    provider: str,
-    operation: str,
-    target: str,
-    method: str,
-    status: int | None,
-    fault: str,
-    duration_ms: int,
-) -> Call:
-    """Log one call a provider endpoint answered (or hung up on)."""
-    return Call.objects.create(
-        provider=provider,
-        operation=operation,
-        target=target[:200],
-        method=method,
-        status=status,
-        fault=fault,
-        duration_ms=duration_ms,
-        at=timezone.now(),
-    )
-
-
-def warehouse_configure(
-    *,
-    code: str,
-    latency_ms: int | None = None,
-    fail_every: int | None = None,
-    stock: Mapping[str, int] | None = None,
-) -> Warehouse:
-    """Control: change how a warehouse's reads behave, and set its free stock of some SKUs.
-    Setting `fail_every` restarts the read count, so the failure pattern starts afresh."""
-    world_ensure_seeded()
-    with transaction.atomic():
-        warehouse = Warehouse.objects.select_for_update().filter(code=code).first()
-        if warehouse is None:
-            raise UnknownObject("unknown_warehouse", f"no warehouse {code}", field="warehouse")
-        if latency_ms is not None:
-            warehouse.latency_ms = latency_ms
-        if fail_every is not None:
-            warehouse.fail_every = fail_every
-            warehouse.reads = 0
-        warehouse.save(update_fields=["latency_ms", "fail_every", "reads"])
-        for sku, available in (stock or {}).items():
-            WarehouseStock.objects.update_or_create(
-                warehouse=warehouse, sku=sku, defaults={"available": available}
-            )
-    return warehouse
-
-
-# --- faults -----------------------------------------------------------------------------------
-
-
-def _check_operation(provider: str, operation: str) -> None:
-    if provider not in OPERATIONS:
-        raise InvalidRequest(
-            "unknown_provider", f"provider must be one of {', '.join(sorted(OPERATIONS))}", field="provider"
-        )
-    if operation and operation not in OPERATIONS[provider]:
-        raise InvalidRequest(
-            "unknown_operation",
-            f"{provider} has no operation {operation!r}; it has {', '.join(sorted(OPERATIONS[provider]))}",
-            field="operation",
-        )
-
-
-def fault_rule_create(*, provider: str, operation: str, fault: str, remaining: int) -> FaultRule:
-    """Inject `fault` into the next `remaining` calls of `provider`/`operation` (every operation
-    of the provider when `operation` is blank)."""
-    _check_operation(provider, operation)
-    parsed = Fault.parse(fault)
-    if parsed.kind == UNKNOWN_LOOKUP and operation not in ("", LOOKUP_OPERATION):
-        raise InvalidRequest(
-            "invalid_fault", "unknown_lookup applies only to the lookup operation", field="fault"
-        )
-    if remaining < 1:
-        raise InvalidRequest("invalid_remaining", "remaining must be at least 1", field="remaining")
-    return FaultRule.objects.create(
-        provider=provider, operation=operation, fault=str(parsed), remaining=remaining
-    )
-
-
-def fault_rules_clear() -> int:
-    deleted, _ = FaultRule.objects.all().delete()
-    return deleted
-
-
-def fault_claim(*, provider: str, operation: str) -> Fault | None:
-    """Take one use of the oldest live rule for this call, if any. The decrement is a
-    compare-and-swap, so two calls at once never both take a rule's last use."""
-    rules = FaultRule.objects.filter(provider=provider, operation__in=(operation, ""), remaining__gt=0)
-    if operation != LOOKUP_OPERATION:
-        rules = rules.exclude(fault=UNKNOWN_LOOKUP)
-    for rule in rules.order_by("created_at", "id")[:20]:
-        taken = FaultRule.objects.filter(pk=rule.pk, remaining__gt=0).update(remaining=F("remaining") - 1)
-        if taken == 1:
-            FaultRule.objects.filter(pk=rule.pk, remaining=0).delete()
-            return Fault.parse(rule.fault)
-    return None

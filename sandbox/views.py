@@ -17,9 +17,10 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 
-from . import parsing, selectors, services
+from . import endpoint_calls, parsing, seeded_world, selectors, services
 from .errors import DropConnection, InvalidRequest, SandboxError, Unavailable, UnknownObject
 from .faults import DROP_AFTER, FAIL_BEFORE, LOOKUP_OPERATION, SLOW, UNKNOWN_LOOKUP, Fault
+from .ledger import Outcome
 from .models import FaultRule, Provider
 
 FAULT_HEADER = "X-Sandbox-Fault"
@@ -54,7 +55,7 @@ def _fault_for(request: HttpRequest, *, provider: str, operation: str) -> Fault 
     them), else one use of the oldest matching stored rule."""
     header = request.headers.get(FAULT_HEADER, "").strip()
     if not header:
-        return services.fault_claim(provider=provider, operation=operation)
+        return endpoint_calls.fault_claim(provider=provider, operation=operation)
     fault = Fault.parse(header, field=FAULT_HEADER)
     if not fault.applies_to(operation):
         raise InvalidRequest("invalid_fault", "unknown_lookup applies only to lookups", field=FAULT_HEADER)
@@ -76,7 +77,7 @@ def provider_endpoint(provider: str, operation: str, *, method: str = "POST") ->
             target = "/".join(str(value) for value in kwargs.values())
 
             def log(status: int | None, fault: Fault | None) -> None:
-                services.call_record(
+                endpoint_calls.call_record(
                     provider=provider,
                     operation=operation,
                     target=target,
@@ -143,7 +144,7 @@ def _key(request: HttpRequest) -> str:
     return request.headers.get(KEY_HEADER, "")
 
 
-def _receipt(outcome: services.Outcome) -> JsonResponse:
+def _receipt(outcome: Outcome) -> JsonResponse:
     """201 with the receipt when the effect was performed now; 200 with the original receipt and
     `Idempotent-Replayed: true` when an earlier request with this key performed it."""
     response = JsonResponse(outcome.receipt, status=200 if outcome.replayed else 201)
@@ -206,7 +207,7 @@ def release(request: HttpRequest) -> HttpResponse:
 @provider_endpoint(Provider.WAREHOUSE, "stock", method="GET")
 def warehouse_stock(request: HttpRequest, code: str) -> HttpResponse:
     sku = parsing.text(dict(request.GET.items()), "sku", max_length=40)
-    level = services.warehouse_stock_read(code=code, sku=sku)
+    level = seeded_world.warehouse_stock_read(code=code, sku=sku)
     return JsonResponse(
         {
             "warehouse": level.warehouse,
@@ -220,7 +221,7 @@ def warehouse_stock(request: HttpRequest, code: str) -> HttpResponse:
 @control_endpoint("POST")
 def warehouse_configure(request: HttpRequest, code: str) -> HttpResponse:
     body = parsing.json_body(request, allowed={"latency_ms", "fail_every", "stock"})
-    warehouse = services.warehouse_configure(
+    warehouse = seeded_world.warehouse_configure(
         code=code,
         latency_ms=parsing.optional_integer(body, "latency_ms", minimum=0, maximum=60_000),
         fail_every=parsing.optional_integer(body, "fail_every", minimum=0, maximum=1_000_000),
@@ -358,7 +359,7 @@ def adjustments(request: HttpRequest) -> HttpResponse:
 
 @provider_endpoint(Provider.ORDERS, "status", method="GET")
 def order_status(request: HttpRequest, order_id: str) -> HttpResponse:
-    order = services.order_status_read(order_id=order_id)
+    order = seeded_world.order_status_read(order_id=order_id)
     return JsonResponse(
         {
             "order_id": order.order_id,
@@ -371,7 +372,7 @@ def order_status(request: HttpRequest, order_id: str) -> HttpResponse:
 
 @provider_endpoint(Provider.ORDERS, "entitlement", method="GET")
 def entitlement(request: HttpRequest, order_id: str) -> HttpResponse:
-    terms = services.entitlement_read(order_id=order_id)
+    terms = seeded_world.entitlement_read(order_id=order_id)
     return JsonResponse(
         {
             "order_id": terms.order_id,
@@ -385,7 +386,7 @@ def entitlement(request: HttpRequest, order_id: str) -> HttpResponse:
 @control_endpoint("POST")
 def entitlement_configure(request: HttpRequest, order_id: str) -> HttpResponse:
     body = parsing.json_body(request, allowed={"remedies", "need_by", "clause"})
-    terms = services.entitlement_configure(
+    terms = seeded_world.entitlement_configure(
         order_id=order_id,
         remedies=parsing.optional_text_list(body, "remedies"),
         need_by=parsing.optional_date(body, "need_by"),
@@ -442,12 +443,12 @@ def _rule_as_json(rule: FaultRule) -> dict[str, Any]:
 @control_endpoint("GET", "POST", "DELETE")
 def faults(request: HttpRequest) -> HttpResponse:
     if request.method == "DELETE":
-        return JsonResponse({"deleted": services.fault_rules_clear()})
+        return JsonResponse({"deleted": endpoint_calls.fault_rules_clear()})
     if request.method == "GET":
         rules = selectors.fault_rules()
         return JsonResponse({"rules": [_rule_as_json(rule) for rule in rules]})
     body = parsing.json_body(request, allowed={"provider", "operation", "fault", "remaining"})
-    rule = services.fault_rule_create(
+    rule = endpoint_calls.fault_rule_create(
         provider=parsing.text(body, "provider", max_length=20),
         operation=parsing.optional_text(body, "operation", max_length=40),
         fault=parsing.text(body, "fault", max_length=40),

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from sandbox import services
+from sandbox import ledger, seeded_world, services
 from sandbox.errors import Conflict
 from sandbox.models import Effect, Refund, Reservation, WarehouseStock
 
@@ -101,7 +101,7 @@ def test_undos_at_once_under_different_keys_undo_once_and_the_rest_conflict() ->
 
 
 def test_reservations_at_once_never_oversell() -> None:
-    services.warehouse_configure(code="LDS-2", stock={"RARE-1": 5})
+    seeded_world.warehouse_configure(code="LDS-2", stock={"RARE-1": 5})
     counter = iter(range(THREADS))
     lock = threading.Lock()
 
@@ -124,14 +124,14 @@ def test_losing_the_insert_race_replays_the_winner(monkeypatch: pytest.MonkeyPat
     first = services.refund_create(
         order_id="SU-1", amount=Decimal("5.00"), currency="USD", idempotency_key="k"
     )
-    real = services._earlier_effect
+    real = ledger._earlier_effect
     checks: list[int] = []
 
     def missed_the_first_time(**kwargs: Any) -> Effect | None:
         checks.append(1)
         return None if len(checks) % 2 == 1 else real(**kwargs)
 
-    monkeypatch.setattr(services, "_earlier_effect", missed_the_first_time)
+    monkeypatch.setattr(ledger, "_earlier_effect", missed_the_first_time)
 
     replay = services.refund_create(
         order_id="SU-1", amount=Decimal("5.00"), currency="USD", idempotency_key="k"

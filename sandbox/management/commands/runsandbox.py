@@ -12,7 +12,7 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, connections
 
-from sandbox import services
+from sandbox import seeded_world
 from sandbox.server import make_server
 
 
@@ -28,7 +28,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         # Seeding first also proves the database is reachable and migrated before we listen.
         try:
-            services.world_seed()
+            seeded_world.world_seed()
         except DatabaseError as exc:
             raise CommandError(
                 f"cannot reach the sandbox's tables ({exc}); is the database up and migrated?"

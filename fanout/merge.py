@@ -92,105 +92,189 @@ def shortage_remedy(*, sku: str, qty: int, remedies: Sequence[str] = ("credit", 
     requested = tuple(remedies)
 
     def merge(readings: Sequence[Reading]) -> Decision:
+        shortage = _Shortage.read(readings, sku=sku, qty=qty, requested=requested)
+        for rule in _SHORTAGE_RULES_IN_ORDER:
+            decision = rule(shortage)
+            if decision is not None:
+                return decision
+        return _need_and_availability_conflict(shortage)
+
+    return merge
+
+
+@dataclass(frozen=True)
+class _Shortage:
+    """What the shortage merge's rules read: the question asked and the branches' readings."""
+
+    sku: str
+    qty: int
+    requested: tuple[str, ...]
+    entitlement: Reading
+    terms: dict[str, Any]
+    allowed: list[str]
+    need_by: date | None
+    stock: list[Reading]
+    checked: list[Reading]
+    unchecked: list[Reading]
+
+    @classmethod
+    def read(
+        cls, readings: Sequence[Reading], *, sku: str, qty: int, requested: tuple[str, ...]
+    ) -> _Shortage:
         entitlement = next((r for r in readings if r.tool == "entitlement" and r.result is not None), None)
         if entitlement is None or entitlement.result is None:
             # The fan-out's outcome is then required_missing; a merge is never asked to guess.
             raise ValueError("the shortage merge needs the entitlement")
         terms = entitlement.result
-        allowed = [str(r) for r in terms.get("remedies") or []]
-        need_by = _day(terms.get("need_by"))
         stock = [r for r in readings if r.tool == "warehouse_stock"]
-        checked = [r for r in stock if r.result is not None]
-        unchecked = [r for r in stock if r.result is None]
+        return cls(
+            sku=sku,
+            qty=qty,
+            requested=requested,
+            entitlement=entitlement,
+            terms=terms,
+            allowed=[str(r) for r in terms.get("remedies") or []],
+            need_by=_day(terms.get("need_by")),
+            stock=stock,
+            checked=[r for r in stock if r.result is not None],
+            unchecked=[r for r in stock if r.result is None],
+        )
 
-        rests_on = [
-            f"{entitlement.branch}: {', '.join(allowed) or 'no remedy'} allowed"
-            + (f", needed by {need_by.isoformat()}" if need_by else "")
-            + (f" ({terms['clause']})" if terms.get("clause") else "")
-        ]
-        for reading in checked:
+    @property
+    def rests_on(self) -> tuple[str, ...]:
+        """One line per branch: what it said, or that it was not checked and promises nothing."""
+        lines = [_entitlement_says(self)]
+        for reading in self.checked:
             result = reading.result or {}
             restock = f", restock {result['restock_date']}" if result.get("restock_date") else ""
-            rests_on.append(f"{reading.branch}: {result.get('available')} x {sku} free{restock}")
-        for reading in unchecked:
-            rests_on.append(f"{reading.branch}: not checked ({reading.why}); nothing promised from it")
+            lines.append(f"{reading.branch}: {result.get('available')} x {self.sku} free{restock}")
+        for reading in self.unchecked:
+            lines.append(f"{reading.branch}: not checked ({reading.why}); nothing promised from it")
+        return tuple(lines)
 
-        # 1. Entitlement decides which remedies are legal.
-        forbidden = [remedy for remedy in requested if remedy not in allowed]
-        if forbidden:
-            return Decision(
-                proceed=False,
-                rule="entitlement_decides_legality",
-                summary=f"the entitlement does not allow {', '.join(forbidden)}; "
-                f"only {', '.join(allowed) or 'no remedy'} may be proposed, so the plan needs a person",
-                rests_on=tuple(rests_on),
-                promise={"remedies": [r for r in requested if r in allowed]},
-            )
-        if "reship" not in requested:
-            return Decision(
-                proceed=True,
-                rule="entitlement_decides_legality",
-                summary=f"{', '.join(requested)} allowed",
-                rests_on=tuple(rests_on),
-            )
 
-        # 2. Availability decides what may be promised: only from what was checked.
-        enough = sorted(
-            (r for r in checked if int((r.result or {}).get("available") or 0) >= qty),
-            key=lambda r: (-int((r.result or {}).get("available") or 0), r.branch),
-        )
-        if enough:
-            source = enough[0]
-            return Decision(
-                proceed=True,
-                rule="availability_decides_promise",
-                summary=f"reship {qty} x {sku} may be promised from {source.branch}",
-                rests_on=tuple(rests_on),
-                promise={"reship": {"sku": sku, "qty": qty, "from": source.branch, "when": "now"}},
-            )
+def _entitlement_says(shortage: _Shortage) -> str:
+    need_by, clause = shortage.need_by, shortage.terms.get("clause")
+    return (
+        f"{shortage.entitlement.branch}: {', '.join(shortage.allowed) or 'no remedy'} allowed"
+        + (f", needed by {need_by.isoformat()}" if need_by else "")
+        + (f" ({shortage.terms['clause']})" if clause else "")
+    )
 
-        # 3. A promise date is compared with the need-by date, as data.
-        restocks = [d for r in checked if (d := _day((r.result or {}).get("restock_date"))) is not None]
-        earliest = min(restocks) if restocks else None
-        if earliest is not None and (need_by is None or earliest <= need_by):
-            return Decision(
-                proceed=False,
-                rule="promise_date_against_need_by",
-                summary=f"no checked warehouse has {qty} x {sku} now; restock on {earliest.isoformat()} "
-                + (f"meets the need-by date {need_by.isoformat()}" if need_by else "(no need-by date)")
-                + ": a person may promise that date instead of reshipping now",
-                rests_on=tuple(rests_on),
-                promise={"reship": {"sku": sku, "qty": qty, "when": earliest.isoformat()}},
-            )
-        available = sum(int((r.result or {}).get("available") or 0) for r in checked)
-        availability_says = (
-            f"{len(checked)} of {len(stock)} warehouses checked: {available} x {sku} free in all, "
-            + (f"earliest restock {earliest.isoformat()}" if earliest else "no restock date")
-        )
-        if unchecked:
-            availability_says += f"; not checked: {', '.join(r.branch for r in unchecked)}"
+
+def _available(reading: Reading) -> int:
+    return int((reading.result or {}).get("available") or 0)
+
+
+def _earliest_restock(checked: Sequence[Reading]) -> date | None:
+    restocks = [d for r in checked if (d := _day((r.result or {}).get("restock_date"))) is not None]
+    return min(restocks) if restocks else None
+
+
+def _by_need_by(need_by: date | None) -> str:
+    return f" by {need_by.isoformat()}" if need_by else ""
+
+
+def _entitlement_decides_legality(shortage: _Shortage) -> Decision | None:
+    """Rule 1: the entitlement decides which remedies are legal; without a reship it settles all."""
+    requested, allowed = shortage.requested, shortage.allowed
+    forbidden = [remedy for remedy in requested if remedy not in allowed]
+    if forbidden:
         return Decision(
             proceed=False,
-            rule="promise_date_against_need_by",
-            summary="the rules cannot settle it: the entitlement calls for a reship by the need-by date "
-            "and what was checked cannot supply it in time",
-            rests_on=tuple(rests_on),
-            conflict={
-                "question": f"reship {qty} x {sku}"
-                + (f" by {need_by.isoformat()}" if need_by else "")
-                + ", or another remedy?",
-                "sides": [
-                    {
-                        "source": entitlement.branch,
-                        "says": f"reship allowed; {qty} x {sku} needed"
-                        + (f" by {need_by.isoformat()}" if need_by else ""),
-                    },
-                    {"source": "availability", "says": availability_says},
-                ],
-            },
+            rule="entitlement_decides_legality",
+            summary=f"the entitlement does not allow {', '.join(forbidden)}; "
+            f"only {', '.join(allowed) or 'no remedy'} may be proposed, so the plan needs a person",
+            rests_on=shortage.rests_on,
+            promise={"remedies": [r for r in requested if r in allowed]},
         )
+    if "reship" not in requested:
+        return Decision(
+            proceed=True,
+            rule="entitlement_decides_legality",
+            summary=f"{', '.join(requested)} allowed",
+            rests_on=shortage.rests_on,
+        )
+    return None
 
-    return merge
+
+def _availability_decides_promise(shortage: _Shortage) -> Decision | None:
+    """Rule 2: promise units now only from a checked warehouse that has them all free."""
+    qty, sku = shortage.qty, shortage.sku
+    enough = sorted(
+        (r for r in shortage.checked if _available(r) >= qty),
+        key=lambda r: (-_available(r), r.branch),
+    )
+    if not enough:
+        return None
+    source = enough[0]
+    return Decision(
+        proceed=True,
+        rule="availability_decides_promise",
+        summary=f"reship {qty} x {sku} may be promised from {source.branch}",
+        rests_on=shortage.rests_on,
+        promise={"reship": {"sku": sku, "qty": qty, "from": source.branch, "when": "now"}},
+    )
+
+
+def _promise_date_meets_need_by(shortage: _Shortage) -> Decision | None:
+    """Rule 3, first half: a checked restock on or before the need-by date may be promised."""
+    qty, sku, need_by = shortage.qty, shortage.sku, shortage.need_by
+    earliest = _earliest_restock(shortage.checked)
+    if earliest is None or (need_by is not None and earliest > need_by):
+        return None
+    return Decision(
+        proceed=False,
+        rule="promise_date_against_need_by",
+        summary=f"no checked warehouse has {qty} x {sku} now; restock on {earliest.isoformat()} "
+        + (f"meets the need-by date {need_by.isoformat()}" if need_by else "(no need-by date)")
+        + ": a person may promise that date instead of reshipping now",
+        rests_on=shortage.rests_on,
+        promise={"reship": {"sku": sku, "qty": qty, "when": earliest.isoformat()}},
+    )
+
+
+def _need_and_availability_conflict(shortage: _Shortage) -> Decision:
+    """Rule 3, second half: when no rule settles it, show both sides and let a person decide."""
+    qty, sku, need_by = shortage.qty, shortage.sku, shortage.need_by
+    return Decision(
+        proceed=False,
+        rule="promise_date_against_need_by",
+        summary="the rules cannot settle it: the entitlement calls for a reship by the need-by date "
+        "and what was checked cannot supply it in time",
+        rests_on=shortage.rests_on,
+        conflict={
+            "question": f"reship {qty} x {sku}" + _by_need_by(need_by) + ", or another remedy?",
+            "sides": [
+                {
+                    "source": shortage.entitlement.branch,
+                    "says": f"reship allowed; {qty} x {sku} needed" + _by_need_by(need_by),
+                },
+                {"source": "availability", "says": _availability_says(shortage)},
+            ],
+        },
+    )
+
+
+def _availability_says(shortage: _Shortage) -> str:
+    checked, unchecked, earliest = shortage.checked, shortage.unchecked, _earliest_restock(shortage.checked)
+    available = sum(_available(r) for r in checked)
+    says = (
+        f"{len(checked)} of {len(shortage.stock)} warehouses checked: {available} x {shortage.sku} free in all, "
+        + (f"earliest restock {earliest.isoformat()}" if earliest else "no restock date")
+    )
+    if unchecked:
+        says += f"; not checked: {', '.join(r.branch for r in unchecked)}"
+    return says
+
+
+# The rules that may settle the question, in SHORTAGE_RULES' order of precedence; when none
+# does, the need and the availability conflict.
+_SHORTAGE_RULES_IN_ORDER: tuple[Callable[[_Shortage], Decision | None], ...] = (
+    _entitlement_decides_legality,
+    _availability_decides_promise,
+    _promise_date_meets_need_by,
+)
 
 
 # Merges by the name a flow's fan-out declares. Each factory takes the ticket's facts.

@@ -5,10 +5,10 @@ floor is therefore two durable commits on PostgreSQL, and the journal is worth i
 it stays close to that floor. One run measures, against the same database:
 
 1. the floor the target is set against: raw psycopg 3 doing the same two commits as the journal on
-   the same database, per call the INSERT of an `intended` row into handover_intent (every NOT
+   the same database, per call the INSERT of an `intended` row into journal_intent (every NOT
    NULL column filled, a fresh idempotency key and step id, on a run of its own) and the UPDATE
    of that row to its outcome (the columns the journal's settle writes), each an autocommit
-   statement prepared on the server. It pays handover_intent's real indexes, constraints and
+   statement prepared on the server. It pays journal_intent's real indexes, constraints and
    foreign key, but not the journal events nor any of Seam's Python;
 2. the journal's own two statements (handover/journal_sql.py) run the same raw way, which splits
    the gap into what the journal events cost and what Seam's Python costs;
@@ -17,7 +17,7 @@ it stays close to that floor. One run measures, against the same database:
    records a new intent);
 4. for reference, without a target: the same two writes on a minimal table of the same shape
    (unique text key, jsonb arguments, status, timestamps) that the benchmark creates and drops,
-   i.e. what handover_intent's own indexes and constraints cost (the open-intent index that the
+   i.e. what journal_intent's own indexes and constraints cost (the open-intent index that the
    sweep reads, the step-per-run and key uniqueness, the run's foreign key);
 
 and prints journal / floor beside the target (at most 1.3), split into the journal's statements /
@@ -46,7 +46,7 @@ The figures printed are medians over the rounds. Run it from the project root:
 `--json` prints only a JSON object of the figures on stdout; progress always goes to stderr.
 `--profile` adds a cProfile of in-process calls (SQL statements per call, where the time goes).
 
-The database. The journal refuses to forget (a trigger on handover_journalevent refuses UPDATE
+The database. The journal refuses to forget (a trigger on journal_journalevent refuses UPDATE
 and DELETE), so the benchmark keeps away from the suite's database: it uses one of its own,
 `seam_bench` unless `--database` says otherwise, on the server DATABASE_URL names (default
 postgres://postgres@127.0.0.1:5432/test). It creates that database if it is missing (connecting
@@ -326,21 +326,21 @@ class MinimalTable:
 
 
 class Floor:
-    """The floor: the journal's two row writes on handover_intent itself, raw. Per call the
+    """The floor: the journal's two row writes on journal_intent itself, raw. Per call the
     INSERT of an `intended` row (every NOT NULL column filled, a fresh idempotency key and step
     id) and the UPDATE of it to `performed`, writing the columns the journal's settle writes (a
     no-op dispatch's empty summary and receipt), each its own autocommit statement, prepared on
     the server, on a run of its own. No journal events, no Seam Python:
     what the journal would cost if it only wrote its rows on its real indexes and constraints.
-    The rows stay in handover_intent (run-scoped), and are emptied with the other bench rows."""
+    The rows stay in journal_intent (run-scoped), and are emptied with the other bench rows."""
 
     INSERT = (
-        "INSERT INTO handover_intent (run_id, step_id, turn, tool, args, occurrence, idempotency_key, "
+        "INSERT INTO journal_intent (run_id, step_id, turn, tool, args, occurrence, idempotency_key, "
         "status, error_class, outcome_summary, receipt, request_id, intended_at) "
         "VALUES (%s, %s, %s, %s, %s, 0, %s, 'intended', '', '', '{}'::jsonb, '', now()) RETURNING id"
     )
     UPDATE = (
-        "UPDATE handover_intent SET status = 'performed', error_class = '', outcome_summary = '', "
+        "UPDATE journal_intent SET status = 'performed', error_class = '', outcome_summary = '', "
         "receipt = '{}'::jsonb, request_id = '', settled_at = now() WHERE id = %s AND status = 'intended'"
     )
 
@@ -827,7 +827,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "statements_over_floor": ratio_of_means(series["statements"], series["floor"]),
         "journal_over_statements": ratio_of_means(series["journal"], series["statements"]),
         # For reference, not a target: the same two writes on a minimal table of the same shape,
-        # i.e. what handover_intent's indexes and constraints (which the sweep, the queue and the
+        # i.e. what journal_intent's indexes and constraints (which the sweep, the queue and the
         # key's uniqueness need) cost, and the journal measured against that table.
         "floor_over_minimal_table": ratio_of_means(series["floor"], series["minimal_table"]),
         "journal_over_minimal_table": ratio_of_means(series["journal"], series["minimal_table"]),
@@ -889,13 +889,13 @@ def render(result: dict[str, Any]) -> str:
     lines += [
         "",
         "journal (in process) / floor:",
-        f"  {'vs the same two writes on handover_intent, raw psycopg:':<59}"
+        f"  {'vs the same two writes on journal_intent, raw psycopg:':<59}"
         f"{result['journal_over_floor']:5.2f}   {target}: {met('target_met')}",
         f"  breakdown: the journal's statements raw / floor {result['statements_over_floor']:.2f} "
         f"(the journal events) x journal / its statements {result['journal_over_statements']:.2f} "
         "(Seam's Python)",
         f"  reference, no target: floor / the same writes on a minimal table "
-        f"{result['floor_over_minimal_table']:.2f} (handover_intent's indexes and constraints); "
+        f"{result['floor_over_minimal_table']:.2f} (journal_intent's indexes and constraints); "
         f"journal / minimal table {result['journal_over_minimal_table']:.2f}",
         f"REST, 1 client / the floor: {result['rest_1_over_floor']:.2f}   "
         f"target <= {result['rest_1_target_over_floor']:.0f}: {met('rest_1_target_met')}",

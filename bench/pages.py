@@ -141,7 +141,7 @@ FROM (
 """
 
 INSERT_RUNS = """
-INSERT INTO handover_run (
+INSERT INTO journal_run (
     id, tenant_id, external_id, task_type, ticket_id, order_id, status, deadline, schema_version,
     flow_version, policy_version, capability_version, plan, last_heartbeat_at, created_at,
     updated_at, version, outcome_reason, outcome_detail, ended_at, retries, repairs, replans,
@@ -162,7 +162,7 @@ FROM bench_seed ORDER BY g
 """
 
 INSERT_INTENTS = """
-INSERT INTO handover_intent (
+INSERT INTO journal_intent (
     run_id, step_id, turn, tool, args, occurrence, idempotency_key, status, error_class,
     outcome_summary, receipt, request_id, intended_at, settled_at, lookup_attempts,
     last_lookup_error, next_lookup_at, unknown_reason)
@@ -199,7 +199,7 @@ ORDER BY s.g, t
 
 # Every event in time order, so that ids grow with `at` as they do when written live.
 INSERT_EVENTS = """
-INSERT INTO handover_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
+INSERT INTO journal_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
 SELECT run_id, intent_id, kind, actor_kind, actor_name, NULL, data, at FROM (
     SELECT run_id, NULL::bigint AS intent_id, 'run_created' AS kind, 'agent' AS actor_kind,
            'bench-agent' AS actor_name, '{}'::jsonb AS data, created AS at
@@ -207,13 +207,13 @@ SELECT run_id, intent_id, kind, actor_kind, actor_name, NULL, data, at FROM (
     UNION ALL
     SELECT i.run_id, i.id, 'intent_recorded', 'agent', 'bench-agent',
            jsonb_build_object('tool', i.tool, 'turn', i.turn), i.intended_at
-    FROM handover_intent AS i
+    FROM journal_intent AS i
     UNION ALL
     SELECT i.run_id, i.id,
            CASE i.status WHEN 'unknown' THEN 'dispatch_ambiguous' ELSE 'outcome_recorded' END,
            'agent', 'bench-agent', jsonb_build_object('status', i.status),
            coalesce(i.settled_at, i.intended_at + interval '30 seconds')
-    FROM handover_intent AS i WHERE i.status <> 'intended'
+    FROM journal_intent AS i WHERE i.status <> 'intended'
     UNION ALL
     SELECT run_id, NULL,
            CASE status WHEN 'completed' THEN 'run_completed' WHEN 'escalated' THEN 'run_escalated'
@@ -227,7 +227,7 @@ ORDER BY at
 """
 
 INSERT_ESCALATIONS = """
-INSERT INTO handover_escalation (run_id, reason, detail, created_at, resolved_at, resolved_by_id, resolution_note)
+INSERT INTO journal_escalation (run_id, reason, detail, created_at, resolved_at, resolved_by_id, resolution_note)
 SELECT run_id, reason, 'seeded for the benchmark: ' || reason, ended,
        CASE WHEN status = 'compensated' THEN ended + interval '1 hour' END, NULL,
        CASE WHEN status = 'compensated' THEN 'compensated by policy' ELSE '' END
@@ -243,7 +243,7 @@ BIG_RUN_EXTERNAL_ID = "bench-big-run"
 
 INSERT_BIG_RUN = """
 WITH run AS (
-    INSERT INTO handover_run (
+    INSERT INTO journal_run (
         id, tenant_id, external_id, task_type, ticket_id, order_id, status, deadline, schema_version,
         flow_version, policy_version, capability_version, plan, last_heartbeat_at, created_at,
         updated_at, version, outcome_reason, outcome_detail, ended_at, retries, repairs, replans,
@@ -254,7 +254,7 @@ WITH run AS (
             %(now)s, 0, 0, 0, 0, 1, NULL, true)
     RETURNING id, created_at
 ), intents AS (
-    INSERT INTO handover_intent (
+    INSERT INTO journal_intent (
         run_id, step_id, turn, tool, args, occurrence, idempotency_key, status, error_class,
         outcome_summary, receipt, request_id, intended_at, settled_at, lookup_attempts,
         last_lookup_error, next_lookup_at, unknown_reason)
@@ -274,7 +274,7 @@ WITH run AS (
     ) AS x
     RETURNING id, run_id, tool, turn, status, intended_at
 )
-INSERT INTO handover_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
+INSERT INTO journal_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
 SELECT run_id, intent_id, kind, 'agent', 'bench-agent', NULL, data, at FROM (
     SELECT run_id, id AS intent_id, 'intent_recorded' AS kind,
            jsonb_build_object('tool', tool, 'turn', turn) AS data, intended_at AS at, 0 AS o FROM intents
@@ -303,7 +303,7 @@ def seed_big_run(tenant: Any, intents: int = BIG_RUN_INTENTS, external_id: str =
     }
     with raw_connection() as conn:
         conn.execute(INSERT_BIG_RUN.format(tools=len(TOOLS)), params)
-        conn.execute("ANALYZE handover_intent, handover_journalevent")
+        conn.execute("ANALYZE journal_intent, journal_journalevent")
     run = Run.objects.get(tenant=tenant, external_id=external_id)
     Escalation.objects.create(
         run=run, reason="unknown_outcome", detail="seeded for the benchmark", created_at=run.created_at
@@ -356,7 +356,7 @@ def bench_user(tenant: Any, username: str, group: str) -> Any:
 # The tables the bulk load fills. Their secondary indexes (unique ones included) are dropped
 # before it and built afterwards in one pass each: inserting ten million rows into btrees keyed
 # by random UUIDs and hashes touches a random page per row, building them sorts once.
-BULK_TABLES = ["handover_run", "handover_intent", "handover_journalevent", "handover_escalation"]
+BULK_TABLES = ["journal_run", "journal_intent", "journal_journalevent", "journal_escalation"]
 
 SECONDARY_INDEXES = """
 SELECT i.relname, pg_get_indexdef(x.indexrelid), con.conname, c.relname, pg_get_constraintdef(con.oid)
@@ -401,7 +401,7 @@ def seed(database: str, *, runs: int, reseed: bool) -> dict[str, Any]:
             conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
             # Everything that hangs off a tenant (runs, intents, events, escalations, audit rows,
             # compensations, memberships) goes with CASCADE; the audit chain starts again.
-            conn.execute("TRUNCATE handover_tenant, handover_auditchainhead, django_session CASCADE")
+            conn.execute("TRUNCATE journal_tenant, handover_auditchainhead, django_session CASCADE")
             rebuild = []
             for index, definition, constraint, table, constraint_def in conn.execute(
                 SECONDARY_INDEXES, [BULK_TABLES]
@@ -415,7 +415,7 @@ def seed(database: str, *, runs: int, reseed: bool) -> dict[str, Any]:
                     conn.execute(f'DROP INDEX "{index}"')
                     rebuild.append((index, definition))
             created = conn.execute(
-                "INSERT INTO handover_tenant (slug, name, created_at) VALUES (%s, %s, now()) RETURNING id",
+                "INSERT INTO journal_tenant (slug, name, created_at) VALUES (%s, %s, now()) RETURNING id",
                 [TENANT_SLUG, "Benchmark: pages at volume"],
             ).fetchone()
             assert created is not None  # INSERT ... RETURNING gives its row
@@ -434,10 +434,10 @@ def seed(database: str, *, runs: int, reseed: bool) -> dict[str, Any]:
                 SEED_TABLE.format(last=runs - 1, reasons=len(REASONS), spacing_ms=spacing_ms),
                 params,
             )
-            step("handover_run", conn, INSERT_RUNS.format(task_types=len(TASK_TYPES)), params)
-            step("handover_intent", conn, INSERT_INTENTS.format(tools=len(TOOLS)), params)
-            step("handover_journalevent", conn, INSERT_EVENTS)
-            step("handover_escalation", conn, INSERT_ESCALATIONS)
+            step("journal_run", conn, INSERT_RUNS.format(task_types=len(TASK_TYPES)), params)
+            step("journal_intent", conn, INSERT_INTENTS.format(tools=len(TOOLS)), params)
+            step("journal_journalevent", conn, INSERT_EVENTS)
+            step("journal_escalation", conn, INSERT_ESCALATIONS)
             t0 = time.perf_counter()
             for index, statement in rebuild:
                 t1 = time.perf_counter()
@@ -466,11 +466,11 @@ INSIGHTS_SEED = [
     (
         "unknown-outcome events",
         """
-        INSERT INTO handover_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
+        INSERT INTO journal_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
         SELECT i.run_id, i.id, 'intent_reconciled', 'system', 'reconciliation', NULL,
                jsonb_build_object('status', 'unknown', 'how', 'lookup', 'tool', i.tool),
                i.intended_at + interval '1 minute'
-        FROM handover_intent AS i JOIN handover_run AS r ON r.id = i.run_id
+        FROM journal_intent AS i JOIN journal_run AS r ON r.id = i.run_id
         WHERE r.tenant_id = %(tenant)s AND i.status = 'unknown'
         ORDER BY i.intended_at
         """,
@@ -483,7 +483,7 @@ INSIGHTS_SEED = [
         SELECT i.id, NULL,
                (ARRAY['done', 'partial', 'dead_lettered'])[1 + abs(hashtext(r.id::text)) %% 3],
                '', 1, '', 0, r.ended_at, r.ended_at
-        FROM handover_run AS r JOIN handover_intent AS i ON i.run_id = r.id AND i.turn = 1
+        FROM journal_run AS r JOIN journal_intent AS i ON i.run_id = r.id AND i.turn = 1
         WHERE r.tenant_id = %(tenant)s AND r.status = 'compensated'
         """,
     ),
@@ -496,8 +496,8 @@ INSIGHTS_SEED = [
         SELECT c.id, 'permanent', 'seeded for the benchmark: refused', 5, NULL, c.created_at,
                CASE WHEN c.id %% 2 = 0 THEN c.created_at + interval '1 day' END, NULL, ''
         FROM compensations_compensation AS c
-        JOIN handover_intent AS i ON i.id = c.original_id
-        JOIN handover_run AS r ON r.id = i.run_id
+        JOIN journal_intent AS i ON i.id = c.original_id
+        JOIN journal_run AS r ON r.id = i.run_id
         WHERE r.tenant_id = %(tenant)s AND c.status = 'dead_lettered'
         """,
     ),
@@ -518,7 +518,7 @@ def seed_insights(tenant: Any) -> None:
                 rows = conn.execute(statement, {"tenant": tenant.pk}).rowcount
                 progress(f"  {what}: {rows:,} rows")
     with raw_connection() as conn:
-        conn.execute("ANALYZE handover_journalevent, compensations_compensation, compensations_deadletter")
+        conn.execute("ANALYZE journal_journalevent, compensations_compensation, compensations_deadletter")
 
 
 def assign_some(tenant: Any, user: Any) -> None:
@@ -543,7 +543,7 @@ def refresh_live_heartbeats(tenant: Any) -> None:
 
     with connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE handover_run SET last_heartbeat_at = now() "
+            "UPDATE journal_run SET last_heartbeat_at = now() "
             "WHERE tenant_id = %s AND status = 'running' AND external_id LIKE 'bench-live-%%'",
             [tenant.pk],
         )
@@ -740,15 +740,15 @@ def queue_plans(tenant: Any, user: Any, queue_statements: list[str]) -> dict[str
                     "sql": statement,
                     "plan": plan,
                     "summary": plan_summary(plan),
-                    "reads_runs": "handover_run" in statement,
+                    "reads_runs": "journal_run" in statement,
                     "execution_ms": _execution_ms(plan),
                 }
             )
     return {
         "main": main,
         "main_summary": plan_summary(main),
-        "seq_scan_of_runs": any("Seq Scan on handover_run" in q["plan"] for q in every)
-        or "Seq Scan on handover_run" in main,
+        "seq_scan_of_runs": any("Seq Scan on journal_run" in q["plan"] for q in every)
+        or "Seq Scan on journal_run" in main,
         "queries": every,
     }
 

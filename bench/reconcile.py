@@ -271,7 +271,7 @@ def measure_settle(world: World, *, rows: int, rounds: int, slow_ms: int) -> dic
 # N open `bench_refund` intents of one run, all of them ten minutes old: a run that died. The keys
 # are 64 hex characters like the journal's; bench/stub_tools.py's lookup answers from the key.
 STUB_INSERT = """
-INSERT INTO handover_intent (run_id, step_id, turn, tool, args, occurrence, idempotency_key, status,
+INSERT INTO journal_intent (run_id, step_id, turn, tool, args, occurrence, idempotency_key, status,
     error_class, outcome_summary, receipt, request_id, intended_at, settled_at, lookup_attempts,
     last_lookup_error, next_lookup_at, unknown_reason)
 SELECT %(run)s, %(run)s || ':1:bench_refund:' || g, 1, 'bench_refund', %(args)s::jsonb, g,
@@ -300,7 +300,7 @@ def stub_batch(world: World, rows: int) -> Any:
         # The rows earlier rounds settled leave dead entries in intent_open_idx, older than this
         # round's rows, so every claim would walk them first; between sweeps of a real backlog
         # autovacuum removes them. Each round starts from a vacuumed table, so rounds compare.
-        cursor.execute("VACUUM (ANALYZE) handover_intent")
+        cursor.execute("VACUUM (ANALYZE) journal_intent")
         cursor.execute(STUB_INSERT, {"run": str(run.pk), "n": rows, "args": json.dumps(ARGS)})
     Run.objects.filter(pk=run.pk).update(last_heartbeat_at=timezone.now() - dt.timedelta(minutes=10))
     return run
@@ -448,7 +448,7 @@ def measure_workers(
 # --- 3. the sweep's query at scale ------------------------------------------------------------
 
 BULK_INSERT = """
-INSERT INTO handover_intent (run_id, step_id, turn, tool, args, occurrence, idempotency_key, status,
+INSERT INTO journal_intent (run_id, step_id, turn, tool, args, occurrence, idempotency_key, status,
     error_class, outcome_summary, receipt, request_id, intended_at, settled_at, lookup_attempts,
     last_lookup_error, next_lookup_at, unknown_reason)
 SELECT %(run)s, 'bulk:' || g, 1, 'issue_refund', '{}'::jsonb, g,
@@ -459,7 +459,7 @@ SELECT %(run)s, 'bulk:' || g, 1, 'issue_refund', '{}'::jsonb, g,
 FROM generate_series(%(first)s, %(last)s) AS g
 """
 STALE_INSERT = """
-INSERT INTO handover_intent (run_id, step_id, turn, tool, args, occurrence, idempotency_key, status,
+INSERT INTO journal_intent (run_id, step_id, turn, tool, args, occurrence, idempotency_key, status,
     error_class, outcome_summary, receipt, request_id, intended_at, settled_at, lookup_attempts,
     last_lookup_error, next_lookup_at, unknown_reason)
 SELECT %(run)s, 'stale:' || g, 2, 'issue_refund', '{}'::jsonb, g,
@@ -489,7 +489,7 @@ def seed_sweep_database(settled_rows: int) -> dict[str, Any]:
         progress(f"the sweep database holds {settled:,} + {stale}: seeding again")
         with connections[SWEEP_ALIAS].cursor() as cursor:
             cursor.execute(
-                "TRUNCATE handover_journalevent, handover_intent, handover_run, handover_tenant CASCADE"
+                "TRUNCATE journal_journalevent, journal_intent, journal_run, journal_tenant CASCADE"
             )
     started = time.perf_counter()
     tenant = Tenant.objects.using(SWEEP_ALIAS).create(slug=SWEEP_TENANT, name="Bench sweep")
@@ -513,8 +513,8 @@ def seed_sweep_database(settled_rows: int) -> dict[str, Any]:
             cursor.execute(BULK_INSERT, {"run": runs["sweep-settled"].pk, "first": first, "last": last})
             progress(f"  seeded settled rows {first:,}..{last:,} in {time.perf_counter() - t0:.1f} s")
         cursor.execute(STALE_INSERT, {"run": runs["sweep-stale"].pk, "n": STALE_ROWS})
-        cursor.execute("VACUUM ANALYZE handover_intent")
-        cursor.execute("ANALYZE handover_run")
+        cursor.execute("VACUUM ANALYZE journal_intent")
+        cursor.execute("ANALYZE journal_run")
         # Write out the seeding's dirty pages now: a checkpoint due later would take the disk and
         # a core from the measurements that follow (the workers' scaling most of all).
         cursor.execute("CHECKPOINT")
@@ -533,8 +533,8 @@ def measure_query(world: World, *, repetitions: int, settled_rows: int) -> dict[
     # The small journal: 100 stale rows in the reconcile database (the baseline).
     small_run, _ = stale_batch_unsent(world, STALE_ROWS)
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE handover_intent")
-        cursor.execute("ANALYZE handover_run")
+        cursor.execute("ANALYZE journal_intent")
+        cursor.execute("ANALYZE journal_run")
 
     def query(alias: str) -> list[int]:
         return list(

@@ -123,7 +123,7 @@ def journal(r: dict[str, Any]) -> list[str]:
     )
     rows = [
         [
-            "journal / the same two writes on handover_intent, raw psycopg (the floor)",
+            "journal / the same two writes on journal_intent, raw psycopg (the floor)",
             f"{r['journal_over_floor']:.2f}",
             f"≤ {r['target']}: {met(r['target_met'])}",
         ],
@@ -134,7 +134,7 @@ def journal(r: dict[str, Any]) -> list[str]:
         ],
         ["journal / its 2 statements, raw (Seam's Python)", f"{r['journal_over_statements']:.2f}", ""],
         [
-            "reference: the floor / the same writes on a minimal table (handover_intent's indexes)",
+            "reference: the floor / the same writes on a minimal table (journal_intent's indexes)",
             f"{r['floor_over_minimal_table']:.2f}",
             "",
         ],

@@ -27,10 +27,6 @@ class Tenant(models.Model):
     name = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
 
-    class Meta:
-        # The table keeps the name it was created with, so moving the model moved no data.
-        db_table = "handover_tenant"
-
     def __str__(self) -> str:
         return self.name
 
@@ -40,10 +36,6 @@ class Membership(models.Model):
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="membership")
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="memberships")
-
-    class Meta:
-        # The table keeps the name it was created with, so moving the model moved no data.
-        db_table = "handover_membership"
 
     def __str__(self) -> str:
         return f"{self.user} @ {self.tenant}"
@@ -60,8 +52,6 @@ class AgentToken(models.Model):
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        # The table keeps the name it was created with, so moving the model moved no data.
-        db_table = "handover_agenttoken"
         constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="agent_token_name_per_tenant")]
 
     def __str__(self) -> str:
@@ -150,8 +140,6 @@ class Run(models.Model):
     awaiting_person = models.BooleanField(default=False, db_default=False)
 
     class Meta:
-        # The table keeps the name it was created with, so moving the model moved no data.
-        db_table = "handover_run"
         ordering = ["-created_at"]
         indexes = [
             models.Index(fields=["tenant", "-created_at"], name="run_tenant_recent_idx"),
@@ -280,8 +268,6 @@ class Intent(models.Model):
     )
 
     class Meta:
-        # The table keeps the name it was created with, so moving the model moved no data.
-        db_table = "handover_intent"
         ordering = ["intended_at", "id"]
         constraints = [
             models.UniqueConstraint(fields=["run", "step_id"], name="intent_step_per_run"),
@@ -328,8 +314,6 @@ class CustomerMessage(models.Model):
     )
 
     class Meta:
-        # The table keeps the name it was created with, so moving the model moved no data.
-        db_table = "handover_customermessage"
         ordering = ["told_at", "id"]
 
     def __str__(self) -> str:
@@ -411,8 +395,6 @@ class JournalEvent(models.Model):
     at = models.DateTimeField()
 
     class Meta:
-        # The table keeps the name it was created with, so moving the model moved no data.
-        db_table = "handover_journalevent"
         ordering = ["at", "id"]
         indexes = [
             models.Index(fields=["run", "at"], name="journal_run_at_idx"),
@@ -445,8 +427,6 @@ class Escalation(models.Model):
     resolution_note = models.TextField(blank=True)
 
     class Meta:
-        # The table keeps the name it was created with, so moving the model moved no data.
-        db_table = "handover_escalation"
         ordering = ["created_at", "id"]
         indexes = [
             models.Index(

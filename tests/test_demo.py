@@ -67,11 +67,11 @@ def test_demo_seeds_killed_runs_on_a_database_of_its_own(db: str) -> None:
     assert "support" in users and "outsider" in users
     assert "T-40912: the runner was killed (SIGKILL)" in seeded
     assert "VIOLATION" not in seeded
-    assert _rows(db, "SELECT count(*) FROM handover_run") == [(6,)]
+    assert _rows(db, "SELECT count(*) FROM journal_run") == [(6,)]
     bench = dict(
         _rows(
             db,
-            "SELECT i.tool, i.status FROM handover_intent i JOIN handover_run r ON r.id = i.run_id "
+            "SELECT i.tool, i.status FROM journal_intent i JOIN journal_run r ON r.id = i.run_id "
             "WHERE r.ticket_id = 'T-40912'",
         )
     )
@@ -89,15 +89,15 @@ def test_demo_seeds_killed_runs_on_a_database_of_its_own(db: str) -> None:
     assert left == set()
     unknown = _rows(
         db,
-        "SELECT r.status, r.outcome_reason, i.tool, i.status FROM handover_intent i "
-        "JOIN handover_run r ON r.id = i.run_id WHERE r.ticket_id = 'T-41518' AND i.status = 'unknown'",
+        "SELECT r.status, r.outcome_reason, i.tool, i.status FROM journal_intent i "
+        "JOIN journal_run r ON r.id = i.run_id WHERE r.ticket_id = 'T-41518' AND i.status = 'unknown'",
     )
     dead_letters = _rows(
         db,
         "SELECT i.tool, c.status, u.username, r.outcome_reason, d.error_class, d.error "
         "FROM compensations_deadletter d "
         "JOIN compensations_compensation c ON c.id = d.compensation_id "
-        "JOIN handover_intent i ON i.id = c.original_id JOIN handover_run r ON r.id = i.run_id "
+        "JOIN journal_intent i ON i.id = c.original_id JOIN journal_run r ON r.id = i.run_id "
         "JOIN auth_user u ON u.id = d.owner_id WHERE r.ticket_id = 'T-41207'",
     )
     assert unknown == [("escalated", "unknown_outcome", "issue_refund", "unknown")]
@@ -117,12 +117,12 @@ def _a_minute_later(db: str) -> None:
     in flight, whatever --older-than says)."""
     with psycopg.connect(db) as conn:
         conn.execute(
-            "UPDATE handover_intent SET intended_at = intended_at - interval '1 minute' WHERE status = 'intended'"
+            "UPDATE journal_intent SET intended_at = intended_at - interval '1 minute' WHERE status = 'intended'"
         )
 
 
 def _open_intents(db: str) -> list[tuple[Any, ...]]:
-    return _rows(db, "SELECT tool FROM handover_intent WHERE status = 'intended' ORDER BY tool")
+    return _rows(db, "SELECT tool FROM journal_intent WHERE status = 'intended' ORDER BY tool")
 
 
 def _fault_rules(sandbox_url: str) -> set[tuple[str, str, str, int]]:

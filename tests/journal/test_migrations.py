@@ -177,11 +177,133 @@ def test_a_database_with_rows_migrates_across_the_move_of_the_journal(scratch_da
         "log_entry_model": "journal.models",
         "log_entry_object": written["run"],
     }
-    # Nothing is left to migrate and the tables kept their names.
+    # Nothing is left to migrate, and the journal's tables now carry the journal's name.
     assert "No changes detected" in _manage(scratch_database, "makemigrations", "--check", "--dry-run")
     with psycopg.connect(scratch_database.replace("postgres://", "postgresql://")) as conn:
         tables = {
             row[0] for row in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
         }
-    assert {"handover_run", "handover_intent", "handover_journalevent", "handover_auditentry"} <= tables
-    assert not any(table.startswith("journal_") for table in tables)
+    assert {"journal_run", "journal_intent", "journal_journalevent", "handover_auditentry"} <= tables
+    assert not tables & {f"handover_{model}" for model in JOURNAL_MODELS}
+
+
+JOURNAL_MODELS = [
+    "tenant",
+    "membership",
+    "agenttoken",
+    "run",
+    "intent",
+    "customermessage",
+    "journalevent",
+    "escalation",
+]
+BEFORE_THE_RENAME = [("journal", "0007_run_queue_indexes")]
+
+# Written through the historical models of journal 0007, whose tables are the console's names.
+WRITE_BEFORE_THE_RENAME = """
+import datetime as dt, json
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+apps = MigrationExecutor(connection).loader.project_state(TARGETS).apps
+now = dt.datetime(2026, 12, 1, 9, 30, tzinfo=dt.UTC)
+model = lambda name: apps.get_model("journal", name)
+assert model("Run")._meta.db_table == "handover_run"
+tenant = model("Tenant").objects.create(slug="sundry", name="Sundry")
+user = apps.get_model("auth", "User").objects.create(username="lead")
+model("Membership").objects.create(user=user, tenant=tenant)
+model("AgentToken").objects.create(tenant=tenant, name="returns-bot", digest="d" * 64)
+run = model("Run").objects.create(
+    tenant=tenant, task_type="returns", ticket_id="T-51000", status="escalated", schema_version="1",
+    flow_version="1", policy_version="1", capability_version="1", awaiting_person=True,
+)
+intent = model("Intent").objects.create(
+    run=run, step_id=f"{run.pk}:1:start_return", turn=1, tool="start_return", args={"order_id": "SU-1"},
+    idempotency_key="k" * 64, status="performed", receipt={"label": "RL-1"}, intended_at=now, settled_at=now,
+)
+model("JournalEvent").objects.create(
+    run=run, intent=intent, kind="intent_recorded", actor_kind="agent", actor_name="returns-bot", at=now
+)
+model("CustomerMessage").objects.create(run=run, channel="email", body="Label sent.", told_at=now)
+model("Escalation").objects.create(run=run, reason="run_died_mid_sequence", created_at=now)
+print(json.dumps({"run": str(run.pk), "intent": intent.pk}))
+"""
+
+# Read through today's models, whose tables are the journal's names.
+READ_AFTER_THE_RENAME = """
+import json
+from journal.models import AgentToken, CustomerMessage, Escalation, Intent, JournalEvent, Membership, Run, Tenant
+run = Run.objects.get(ticket_id="T-51000")
+print(json.dumps({
+    "tables": sorted(model._meta.db_table for model in (
+        AgentToken, CustomerMessage, Escalation, Intent, JournalEvent, Membership, Run, Tenant)),
+    "run": str(run.pk),
+    "tenant": run.tenant.slug,
+    "member": Membership.objects.get().user.username,
+    "token": AgentToken.objects.get().name,
+    "intent": run.intents.get().pk,
+    "receipt": run.intents.get().receipt,
+    "events": list(JournalEvent.objects.filter(run=run).values_list("kind", flat=True)),
+    "told": list(CustomerMessage.objects.filter(run=run).values_list("body", flat=True)),
+    "escalations": Escalation.objects.filter(run=run).count(),
+}))
+"""
+
+
+def _tables(database_url: str) -> set[str]:
+    with psycopg.connect(database_url.replace("postgres://", "postgresql://")) as conn:
+        return {row[0] for row in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+
+
+def test_the_journal_tables_take_the_journal_name_with_every_row(scratch_database: str) -> None:
+    _manage(scratch_database, "migrate", "--noinput", *BEFORE_THE_RENAME[0])
+    assert {f"handover_{model}" for model in JOURNAL_MODELS} <= _tables(scratch_database)
+    written = _last_json(
+        _manage(
+            scratch_database, "shell", "-c", f"TARGETS = {BEFORE_THE_RENAME!r}\n" + WRITE_BEFORE_THE_RENAME
+        )
+    )
+
+    _manage(scratch_database, "migrate", "--noinput")
+
+    tables = _tables(scratch_database)
+    assert {f"journal_{model}" for model in JOURNAL_MODELS} <= tables
+    assert not tables & {f"handover_{model}" for model in JOURNAL_MODELS}
+    read = _last_json(_manage(scratch_database, "shell", "-c", READ_AFTER_THE_RENAME))
+    assert read == {
+        "tables": sorted(f"journal_{model}" for model in JOURNAL_MODELS),
+        "run": written["run"],
+        "tenant": "sundry",
+        "member": "lead",
+        "token": "returns-bot",
+        "intent": written["intent"],
+        "receipt": {"label": "RL-1"},
+        "events": ["intent_recorded"],
+        "told": ["Label sent."],
+        "escalations": 1,
+    }
+    # The journal stays append-only under its new name, and its trigger carries that name.
+    with psycopg.connect(scratch_database.replace("postgres://", "postgresql://")) as conn:
+        triggers = {
+            row[0]
+            for row in conn.execute(
+                "SELECT tgname FROM pg_trigger WHERE tgrelid = 'journal_journalevent'::regclass AND NOT tgisinternal"
+            )
+        }
+        assert triggers == {"journal_journalevent_append_only"}
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="journal_journalevent is append-only"):
+            conn.execute("UPDATE journal_journalevent SET actor_name = 'someone else'")
+        conn.rollback()
+        # New rows number on from the old ones: the sequences followed their tables.
+        new_run_events = conn.execute(
+            "INSERT INTO journal_journalevent (run_id, kind, actor_kind, actor_name, data, at) "
+            "SELECT run_id, 'customer_told', 'agent', 'returns-bot', '{}', now() FROM journal_journalevent "
+            "RETURNING id"
+        ).fetchall()
+        assert new_run_events == [(2,)]
+        conn.rollback()
+
+    # And back: the console's names again, with the rows.
+    _manage(scratch_database, "migrate", "--noinput", *BEFORE_THE_RENAME[0])
+    tables = _tables(scratch_database)
+    assert {f"handover_{model}" for model in JOURNAL_MODELS} <= tables
+    assert not tables & {f"journal_{model}" for model in JOURNAL_MODELS}

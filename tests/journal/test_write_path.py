@@ -33,7 +33,7 @@ def test_intent_is_committed_before_the_dispatch_leaves(make_run: Any, agent_act
         # A second connection sees only committed rows: this is what survives a crash right now.
         with psycopg.connect(_dsn(), autocommit=True) as other:
             row = other.execute(
-                "SELECT status, idempotency_key FROM handover_intent WHERE idempotency_key = %s", (key,)
+                "SELECT status, idempotency_key FROM journal_intent WHERE idempotency_key = %s", (key,)
             ).fetchone()
         assert row is not None, "the intent row was not committed when the call left"
         seen_from_outside.append(row)
@@ -83,7 +83,7 @@ def test_when_the_intent_cannot_be_committed_the_dispatch_never_happens(
     # Another session holds the run row locked, and ours gives up waiting: the database really
     # refuses the intent, as it would when it is restarting or out of connections.
     with psycopg.connect(_dsn()) as blocker:
-        blocker.execute("SELECT id FROM handover_run WHERE id = %s FOR UPDATE", (run.pk,))
+        blocker.execute("SELECT id FROM journal_run WHERE id = %s FOR UPDATE", (run.pk,))
         with connection.cursor() as cursor:
             cursor.execute("SET lock_timeout = '200ms'")
         try:
@@ -364,7 +364,7 @@ def test_the_statements_write_the_events_and_return_the_stored_row(make_run: Any
     stored = Intent.objects.get(pk=intent.pk)
     fields = [f.attname for f in Intent._meta.concrete_fields]
     assert {f: getattr(intent, f) for f in fields} == {f: getattr(stored, f) for f in fields}
-    # Built without Model.__init__ (services._intent_loaded): the same attributes as a loaded row.
+    # Built without Model.__init__ (journal.orm_rows): the same attributes as a loaded row.
     assert set(vars(intent)) == set(vars(stored))
     assert intent.run is run
     assert (

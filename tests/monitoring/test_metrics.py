@@ -191,5 +191,5 @@ def test_the_gauges_on_the_journal_tables_are_served_by_partial_indexes() -> Non
     }
     for gauge, (plan, index) in plans.items():
         assert index in plan, (gauge, plan)
-        assert "Seq Scan on handover_run" not in plan, (gauge, plan)
-        assert "Seq Scan on handover_intent" not in plan, (gauge, plan)
+        assert "Seq Scan on journal_run" not in plan, (gauge, plan)
+        assert "Seq Scan on journal_intent" not in plan, (gauge, plan)

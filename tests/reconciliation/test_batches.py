@@ -71,8 +71,8 @@ def test_a_sweep_settles_each_batch_in_a_bounded_number_of_statements(
     # row at a time, it was two transactions and five statements per row.
     statements = [q["sql"] for q in queries.captured_queries]
     assert statements.count("COMMIT") == 2 * 3
-    assert sum(s.startswith('INSERT INTO "handover_journalevent"') for s in statements) == 3
-    assert sum(s.startswith('UPDATE "handover_intent" SET "next_lookup_at" = v.') for s in statements) == 3
+    assert sum(s.startswith('INSERT INTO "journal_journalevent"') for s in statements) == 3
+    assert sum(s.startswith('UPDATE "journal_intent" SET "next_lookup_at" = v.') for s in statements) == 3
     assert len(statements) == 1 + 3 * 8, "\n".join(s[:90] for s in statements)
     assert Intent.objects.filter(pk__in=performed, status=IntentStatus.PERFORMED).count() == 15
     assert Intent.objects.filter(run_id=intents[0].run_id, status=IntentStatus.NOT_PERFORMED).count() == 30
@@ -154,7 +154,7 @@ def test_a_batch_mixing_settled_rows_and_failed_lookups_writes_each_rows_own_col
     assert [r.outcome for r in results] == [ReconcileOutcome.PERFORMED, ReconcileOutcome.RETRY_LATER] * 3
     # Two groups of columns (settled rows; failed lookups, whose counter is the database's own
     # arithmetic): two UPDATEs for the batch, not one per row.
-    updates = [q["sql"] for q in queries.captured_queries if q["sql"].startswith('UPDATE "handover_intent"')]
+    updates = [q["sql"] for q in queries.captured_queries if q["sql"].startswith('UPDATE "journal_intent"')]
     assert len(updates) == 1 + 2, updates
     rows = {i.pk: i for i in Intent.objects.filter(run_id=intents[0].run_id)}
     for pk in failing:

@@ -38,8 +38,8 @@ def _journal_of(run: Run, *, settled: int, open_: int) -> None:
     )
     Run.objects.filter(pk=run.pk).update(last_heartbeat_at=long_ago)
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE handover_intent")
-        cursor.execute("ANALYZE handover_run")
+        cursor.execute("ANALYZE journal_intent")
+        cursor.execute("ANALYZE journal_run")
 
 
 @pytest.mark.parametrize(

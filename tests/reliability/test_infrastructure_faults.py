@@ -457,7 +457,7 @@ def test_postgresql_crashed_mid_run_no_call_leaves_without_its_committed_intent(
             assert "outcome could not be recorded" in error["message"], error
             assert "reconciliation will settle it" in error["message"], error
     with psycopg.connect(url) as conn:
-        rows = dict(conn.execute("SELECT idempotency_key, status FROM handover_intent").fetchall())
+        rows = dict(conn.execute("SELECT idempotency_key, status FROM journal_intent").fetchall())
     dispatched_keys = [d["key"] for d in dispatched]
     assert len(dispatched_keys) == len(set(dispatched_keys)), "no call was sent twice"
     missing = [key for key in dispatched_keys if key not in rows]
@@ -601,8 +601,8 @@ def test_two_beats_beside_a_lock_holding_idle_session_settle_every_other_row_onc
     holder = psycopg.connect(url)
     reader = psycopg.connect(url)
     try:
-        holder.execute("SELECT id FROM handover_intent WHERE id = %s FOR UPDATE", [locked_id])
-        reader.execute("SELECT count(*) FROM handover_intent")
+        holder.execute("SELECT id FROM journal_intent WHERE id = %s FOR UPDATE", [locked_id])
+        reader.execute("SELECT count(*) FROM journal_intent")
         fleet = fleet_factory(_base_env(sandbox_tools, shared_broker))
         for name in ("worker-a", "worker-b"):
             fleet.worker(name)

@@ -27,7 +27,7 @@ from tests import factories
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-APPEND_ONLY = ["handover_auditentry", "handover_journalevent"]
+APPEND_ONLY = ["handover_auditentry", "journal_journalevent"]
 
 
 @pytest.fixture
@@ -69,10 +69,10 @@ def test_the_command_prints_the_grants_without_applying_them() -> None:
     call_command("seam_db_roles", role="seam_app", stdout=out)
     sql = out.getvalue()
     assert 'GRANT SELECT, INSERT ON TABLE "handover_auditentry" TO "seam_app";' in sql
-    assert 'GRANT SELECT, INSERT ON TABLE "handover_journalevent" TO "seam_app";' in sql
+    assert 'GRANT SELECT, INSERT ON TABLE "journal_journalevent" TO "seam_app";' in sql
     assert 'GRANT SELECT ON TABLE "django_migrations" TO "seam_app";' in sql
     assert 'GRANT SELECT, INSERT, UPDATE ON TABLE "handover_auditchainhead" TO "seam_app";' in sql
-    assert 'GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE "handover_run" TO "seam_app";' in sql
+    assert 'GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE "journal_run" TO "seam_app";' in sql
     assert "TRUNCATE" not in sql
     assert "OWNER" not in sql
     with connection.cursor() as cursor:

@@ -106,10 +106,10 @@ def table_state() -> tuple[Any, ...]:
     counts = ", ".join(f"(SELECT count(*) FROM {connection.ops.quote_name(t)})" for t in tables)  # noqa: S608
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {counts}, (SELECT coalesce(sum(version), 0) FROM handover_run),"  # noqa: S608
+            f"SELECT {counts}, (SELECT coalesce(sum(version), 0) FROM journal_run),"  # noqa: S608
             " (SELECT string_agg(coalesce(owner_id, 0)::text, ',' ORDER BY id)"
             "  FROM compensations_deadletter),"
-            " (SELECT string_agg(coalesce(assignee_id, 0)::text, ',' ORDER BY id) FROM handover_run)"
+            " (SELECT string_agg(coalesce(assignee_id, 0)::text, ',' ORDER BY id) FROM journal_run)"
         )
         row = cursor.fetchone()
     assert row is not None

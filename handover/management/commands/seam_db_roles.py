@@ -6,7 +6,7 @@ Migrations run as the tables' owner; the web, the workers and beat connect as th
 
 - owns nothing, so it cannot ALTER a table, drop or disable the append-only triggers;
 - may SELECT, INSERT, UPDATE and DELETE rows of the application's tables, except
-- handover_auditentry and handover_journalevent: SELECT and INSERT only (no UPDATE, DELETE,
+- handover_auditentry and journal_journalevent: SELECT and INSERT only (no UPDATE, DELETE,
   TRUNCATE), on top of the triggers that refuse UPDATE and DELETE to everyone;
 - handover_auditchainhead: SELECT, INSERT and UPDATE, not DELETE (its trigger lets it only move
   forward onto the newest audit row, and refuses DELETE to everyone);
@@ -24,7 +24,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections, transaction
 from psycopg import sql
 
-APPEND_ONLY = ("handover_auditentry", "handover_journalevent")
+APPEND_ONLY = ("handover_auditentry", "journal_journalevent")
 READ_ONLY = ("django_migrations",)
 NEVER_DELETED = ("handover_auditchainhead",)
 

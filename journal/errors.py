@@ -1,6 +1,6 @@
 """What the journal refuses. Every module of the journal raises these (services, transitions),
 and the API and the pages answer each with its `status_code`; the write path's own refusals
-(StepTaken, IntentInDoubt, ...) are subclasses beside it in journal.services."""
+(StepTaken in journal.intents, IntentInDoubt in journal.calls, ...) are subclasses of these."""
 
 from __future__ import annotations
 

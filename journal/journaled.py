@@ -23,7 +23,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
-from . import services
+from .calls import perform
+from .events import Actor
 from .models import Run
 from .tool_errors import DispatchResult
 
@@ -41,7 +42,7 @@ class RunScope:
     a runtime with its own notion of turns may set it before each call."""
 
     run: Run
-    actor: services.Actor
+    actor: Actor
     turn: int = 0
 
 
@@ -51,7 +52,7 @@ _current_scope: contextvars.ContextVar[RunScope | None] = contextvars.ContextVar
 
 
 @contextlib.contextmanager
-def run_scope(run: Run, *, actor: services.Actor, turn: int = 0) -> Iterator[RunScope]:
+def run_scope(run: Run, *, actor: Actor, turn: int = 0) -> Iterator[RunScope]:
     scope = RunScope(run=run, actor=actor, turn=turn)
     token = _current_scope.set(scope)
     try:
@@ -104,7 +105,7 @@ def journaled_tool(
 
             turn = scope.turn
             scope.turn += 1
-            performed = services.perform(
+            performed = perform(
                 run=scope.run, tool=tool, args=arguments, dispatch=dispatch, turn=turn, actor=scope.actor
             )
             if returned:

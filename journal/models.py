@@ -414,7 +414,7 @@ class JournalEvent(models.Model):
 
 class Escalation(models.Model):
     """A run handed to a person: why, what the decision rested on, and — once someone acts —
-    who resolved it and how. Opened by journal.services.run_hand_over (for reconciliation's
+    who resolved it and how. Opened by journal.escalations.run_hand_over (for reconciliation's
     decision, a failed compensation, a fan-out without a required branch, a cancelled run with
     an unknown call) and resolved by a person; the dashboard's queue lists the open ones."""
 

@@ -259,7 +259,7 @@ def insert_intent_params(
 def insert_intent(db: BaseDatabaseWrapper, params: tuple[Any, ...], *, as_caller: bool = False) -> int | None:
     """Run INSERT_INTENT (INSERT_INTENT_AS_CALLER `as_caller`) with `params`
     (insert_intent_params): the new intent's id, or None if there is no such run, the run admits
-    no intents (or no more), the key is already recorded (services._intent_already_recorded says
+    no intents (or no more), the key is already recorded (journal.intents.intent_already_recorded says
     which) or, as a caller, the caller is not as asserted. Raises IntegrityError when the step
     slot is taken by a different intent. A compensation is admitted on a run in any state."""
     cursor = _prepared_cursor(db)

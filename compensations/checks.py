@@ -14,7 +14,7 @@ table exists (a first `migrate` must be able to create it)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from django.apps import AppConfig
@@ -91,54 +91,58 @@ def _properties(spec: ToolSpec) -> Mapping[str, Any]:
 
 def broken_mappings(entries: Mapping[str, EntryLike], tools: Mapping[str, ToolSpec]) -> list[CheckMessage]:
     errors: list[CheckMessage] = []
-
-    def error(entry: EntryLike, message: str) -> None:
-        errors.append(
-            Error(f"catalogue entry {entry.tool}: {message}", obj=entry.tool, id="compensations.E002")
-        )
-
     for name, entry in sorted(entries.items()):
         spec = tools.get(name)
         if spec is None or entry.reversibility == Reversibility.NONE:
             # An entry for a tool this deployment does not register is harmless; "none" undoes nothing.
             continue
-        if entry.deadline_field and entry.deadline_field not in spec.receipt_fields:
-            error(
-                entry,
-                f"deadline field {entry.deadline_field} is not in {name}'s receipt {spec.receipt_fields}",
-            )
-        undo = tools.get(entry.compensating_tool)
-        if undo is None or undo.kind != "write":
-            error(entry, f"compensating tool {entry.compensating_tool!r} is not a registered write tool")
-        mapping = entry.argument_mapping
-        if not isinstance(mapping, Mapping):
-            error(entry, f"argument_mapping must be an object, not {mapping!r}")
-            continue
-        for argument, text in mapping.items():
-            try:
-                source = parse_source(text)
-            except MappingError as exc:
-                error(entry, f"argument {argument}: {exc}")
-                continue
-            if source.origin == "receipt" and source.field not in spec.receipt_fields:
-                error(
-                    entry,
-                    f"argument {argument} comes from {text}, but {name}'s receipt carries only "
-                    f"{', '.join(spec.receipt_fields) or 'nothing'}: the undo needs a field that is never stored",
-                )
-            if source.origin == "args" and source.field not in _properties(spec):
-                error(
-                    entry,
-                    f"argument {argument} comes from {text}, but {name} takes no argument {source.field}",
-                )
-            if undo is not None and argument not in _properties(undo):
-                error(entry, f"{undo.name} takes no argument {argument}")
-        if undo is not None:
-            required = undo.args_schema.get("required", [])
-            for argument in required if isinstance(required, list) else []:
-                if argument not in mapping:
-                    error(entry, f"{undo.name} requires {argument}, which the mapping does not give")
+        errors.extend(
+            Error(f"catalogue entry {entry.tool}: {message}", obj=entry.tool, id="compensations.E002")
+            for message in _entry_problems(name, entry, spec, tools)
+        )
     return errors
+
+
+def _entry_problems(
+    name: str, entry: EntryLike, spec: ToolSpec, tools: Mapping[str, ToolSpec]
+) -> Iterator[str]:
+    """Why the entry's undo of `name` cannot be built, one sentence per problem, in the order found."""
+    if entry.deadline_field and entry.deadline_field not in spec.receipt_fields:
+        yield f"deadline field {entry.deadline_field} is not in {name}'s receipt {spec.receipt_fields}"
+    undo = tools.get(entry.compensating_tool)
+    if undo is None or undo.kind != "write":
+        yield f"compensating tool {entry.compensating_tool!r} is not a registered write tool"
+    mapping = entry.argument_mapping
+    if not isinstance(mapping, Mapping):
+        yield f"argument_mapping must be an object, not {mapping!r}"
+        return
+    for argument, text in mapping.items():
+        yield from _argument_problems(name, spec, undo, argument, text)
+    if undo is not None:
+        required = undo.args_schema.get("required", [])
+        for argument in required if isinstance(required, list) else []:
+            if argument not in mapping:
+                yield f"{undo.name} requires {argument}, which the mapping does not give"
+
+
+def _argument_problems(
+    name: str, spec: ToolSpec, undo: ToolSpec | None, argument: str, text: Any
+) -> Iterator[str]:
+    """Why one mapped argument of the undo cannot be filled from what `name` recorded."""
+    try:
+        source = parse_source(text)
+    except MappingError as exc:
+        yield f"argument {argument}: {exc}"
+        return
+    if source.origin == "receipt" and source.field not in spec.receipt_fields:
+        yield (
+            f"argument {argument} comes from {text}, but {name}'s receipt carries only "
+            f"{', '.join(spec.receipt_fields) or 'nothing'}: the undo needs a field that is never stored"
+        )
+    if source.origin == "args" and source.field not in _properties(spec):
+        yield f"argument {argument} comes from {text}, but {name} takes no argument {source.field}"
+    if undo is not None and argument not in _properties(undo):
+        yield f"{undo.name} takes no argument {argument}"
 
 
 def irreversible_first(entries: Mapping[str, EntryLike], flows: Iterable[FlowLike]) -> list[CheckMessage]:

@@ -147,19 +147,8 @@ def _execute(*, compensation: Compensation, actor: journal.Actor) -> Compensatio
         _link(compensation, doubt.intent)
         raise CompensationPending(str(doubt)) from doubt
     except ToolError as exc:
-        intent_in_error = _compensation_intent(run, entry.compensating_tool, args, compensation.retry_round)
-        if intent_in_error is not None:
-            _link(compensation, intent_in_error)
-        if exc.error_class == "ambiguous":
-            raise CompensationPending(exc.message) from exc
-        attempts = Compensation.objects.values_list("attempts", flat=True).get(pk=compensation.pk)
-        if exc.error_class in RETRYABLE and attempts < settings.SEAM_COMPENSATION_MAX_ATTEMPTS:
-            Compensation.objects.filter(pk=compensation.pk).update(
-                last_error=f"{exc.error_class}: {exc.message}"
-            )
-            raise CompensationRetry(exc.message) from exc
-        return _dead_letter(
-            compensation=compensation, error_class=exc.error_class, error=exc.message, actor=actor
+        return _after_tool_error(
+            compensation=compensation, run=run, entry=entry, args=args, exc=exc, actor=actor
         )
     _link(compensation, intent)
     if intent.status != IntentStatus.PERFORMED:
@@ -170,7 +159,37 @@ def _execute(*, compensation: Compensation, actor: journal.Actor) -> Compensatio
             error=intent.outcome_summary,
             actor=actor,
         )
-    partial = _not_undone(entry, original, intent)
+    return _record_undone(compensation=compensation, run=run, partial=_not_undone(entry, original, intent))
+
+
+def _after_tool_error(
+    *,
+    compensation: Compensation,
+    run: Run,
+    entry: CatalogueEntry,
+    args: dict[str, Any],
+    exc: ToolError,
+    actor: journal.Actor,
+) -> Compensation:
+    """The compensating call failed: wait for reconciliation if it may have happened, retry a
+    transient failure while attempts remain, else dead-letter it for a person."""
+    intent_in_error = _compensation_intent(run, entry.compensating_tool, args, compensation.retry_round)
+    if intent_in_error is not None:
+        _link(compensation, intent_in_error)
+    if exc.error_class == "ambiguous":
+        raise CompensationPending(exc.message) from exc
+    attempts = Compensation.objects.values_list("attempts", flat=True).get(pk=compensation.pk)
+    if exc.error_class in RETRYABLE and attempts < settings.SEAM_COMPENSATION_MAX_ATTEMPTS:
+        Compensation.objects.filter(pk=compensation.pk).update(last_error=f"{exc.error_class}: {exc.message}")
+        raise CompensationRetry(exc.message) from exc
+    return _dead_letter(
+        compensation=compensation, error_class=exc.error_class, error=exc.message, actor=actor
+    )
+
+
+def _record_undone(*, compensation: Compensation, run: Run, partial: str) -> Compensation:
+    """The compensating call was performed: the undo is done (or partial, saying what was not
+    undone), an open dead letter for it is answered, and the run's page moves."""
     with journal.durable():
         Compensation.objects.filter(pk=compensation.pk).update(
             status=CompensationStatus.PARTIAL if partial else CompensationStatus.DONE,

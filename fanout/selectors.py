@@ -64,39 +64,9 @@ def run_coverage(run: Run) -> dict[str, Any] | None:
     for name, attempts in by_name.items():
         answered = next((a for a in attempts if a.status == BranchStatus.OK), None)
         if answered is not None:
-            checked.append(
-                {
-                    "branch": name,
-                    "tool": answered.tool,
-                    "required": answered.required,
-                    "result": answered.result,
-                    "latency_ms": answered.latency_ms,
-                    "attempts": len(attempts),
-                }
-            )
-            continue
-        last = attempts[-1]
-        first = attempts[0]
-        if last.status == BranchStatus.MISSING:
-            why = "deadline"
-        elif last.status == BranchStatus.PENDING:
-            why = "still out (the fan-out has not settled)"
+            checked.append(_checked_branch(name, answered, attempts))
         else:
-            why = f"{last.error_class}: {last.error_message}" if last.error_message else last.error_class
-        retry = first.retry_note or (
-            "not attempted: the deadline came first" if first.status == BranchStatus.MISSING else ""
-        )
-        missing.append(
-            {
-                "branch": name,
-                "tool": last.tool,
-                "required": last.required,
-                "why": why,
-                "retry": retry,
-                "attempts": len(attempts),
-            }
-        )
-    decision = fanout.decision or {}
+            missing.append(_missing_branch(name, attempts))
     return {
         "fanout": fanout.name,
         "turn": fanout.turn,
@@ -106,12 +76,52 @@ def run_coverage(run: Run) -> dict[str, Any] | None:
         "outcome_label": fanout.get_outcome_display() if fanout.outcome else "not settled",
         "missing": missing,
         "checked": checked,
-        "decision": {
-            "proceed": bool(decision.get("proceed")),
-            "rule": decision.get("rule", ""),
-            "summary": decision.get("summary", ""),
-            "rests_on": list(decision.get("rests_on", [])),
-            "promise": decision.get("promise") or {},
-            "conflict": decision.get("conflict"),
-        },
+        "decision": _decision(fanout.decision or {}),
+    }
+
+
+def _checked_branch(name: str, answered: FanOutBranch, attempts: list[FanOutBranch]) -> dict[str, Any]:
+    """A branch that answered: its result, from the attempt that gave it."""
+    return {
+        "branch": name,
+        "tool": answered.tool,
+        "required": answered.required,
+        "result": answered.result,
+        "latency_ms": answered.latency_ms,
+        "attempts": len(attempts),
+    }
+
+
+def _missing_branch(name: str, attempts: list[FanOutBranch]) -> dict[str, Any]:
+    """A branch with no answer: why its last attempt has none, and what became of the retry."""
+    last = attempts[-1]
+    first = attempts[0]
+    if last.status == BranchStatus.MISSING:
+        why = "deadline"
+    elif last.status == BranchStatus.PENDING:
+        why = "still out (the fan-out has not settled)"
+    else:
+        why = f"{last.error_class}: {last.error_message}" if last.error_message else last.error_class
+    retry = first.retry_note or (
+        "not attempted: the deadline came first" if first.status == BranchStatus.MISSING else ""
+    )
+    return {
+        "branch": name,
+        "tool": last.tool,
+        "required": last.required,
+        "why": why,
+        "retry": retry,
+        "attempts": len(attempts),
+    }
+
+
+def _decision(decision: dict[str, Any]) -> dict[str, Any]:
+    """The merged decision as stored, with every key present for the page."""
+    return {
+        "proceed": bool(decision.get("proceed")),
+        "rule": decision.get("rule", ""),
+        "summary": decision.get("summary", ""),
+        "rests_on": list(decision.get("rests_on", [])),
+        "promise": decision.get("promise") or {},
+        "conflict": decision.get("conflict"),
     }

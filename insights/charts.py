@@ -15,6 +15,9 @@ from .selectors import Breakdown
 
 WIDTH, HEIGHT = 640, 260
 LEFT, RIGHT, TOP, BOTTOM = 44, 8, 10, 40
+PLOT_WIDTH = WIDTH - LEFT - RIGHT
+PLOT_HEIGHT = HEIGHT - TOP - BOTTOM
+AXIS = float(HEIGHT - BOTTOM)  # the y of the x axis: bars stand on it
 MAX_X_LABELS = 8
 MAX_TICKS = 5
 MAX_BAR_WIDTH = 120  # one or two bars across the whole chart read as blocks, not bars
@@ -135,52 +138,18 @@ def _bar(x: float, y: float, width: float, height: float, colour: str, title: st
 
 def chart_build(breakdown: Breakdown, *, key: str, title: str) -> Chart:
     """The geometry of a breakdown's bar chart, in a WIDTH x HEIGHT view box."""
-    charted = breakdown.charted_columns
     stacked = breakdown.stacking == "stacked"
     rows = breakdown.rows
-    if stacked:
-        peak = max((sum(row.values[i] or 0 for i in charted) for row in rows), default=0)
-    else:
-        peak = max((row.values[i] or 0 for row in rows for i in charted), default=0)
-    step, steps = axis_steps(float(peak))
-    top = step * steps
-    plot_width = WIDTH - LEFT - RIGHT
-    plot_height = HEIGHT - TOP - BOTTOM
-    axis = float(HEIGHT - BOTTOM)
-    slot = plot_width / max(len(rows), 1)
-    bar_width = min(slot * 0.8, MAX_BAR_WIDTH)
-    bars: list[Bar] = []
-    for n, row in enumerate(rows):
-        x0 = LEFT + n * slot + (slot - bar_width) / 2
-        base = axis
-        for position, i in enumerate(charted):
-            value = row.values[i]
-            if not value:
-                continue
-            column = breakdown.columns[i]
-            height = value / top * plot_height
-            colour = column.colour or PALETTE[position % len(PALETTE)]
-            tooltip = f"{row.label} · {column.label}: {_number(value)} {breakdown.unit}"
-            if stacked:
-                base -= height
-                bars.append(_bar(x0, base, bar_width, height, colour, tooltip))
-            else:
-                width = bar_width / len(charted)
-                bars.append(_bar(x0 + position * width, axis - height, width, height, colour, tooltip))
+    step, steps = axis_steps(float(_peak(breakdown, stacked=stacked)))
+    slot = PLOT_WIDTH / max(len(rows), 1)
     ticks = tuple(
-        Tick(round(axis - plot_height * k / steps, 1), _number(round(step * k, 6))) for k in range(steps + 1)
+        Tick(round(AXIS - PLOT_HEIGHT * k / steps, 1), _number(round(step * k, 6))) for k in range(steps + 1)
     )
     every = max(1, math.ceil(len(rows) / MAX_X_LABELS))
     x_labels = tuple(
         XLabel(round(LEFT + n * slot + slot / 2, 1), row.short or _short(row.label))
         for n, row in enumerate(rows)
         if n % every == 0
-    )
-    legend = tuple(
-        LegendItem(
-            breakdown.columns[i].colour or PALETTE[position % len(PALETTE)], breakdown.columns[i].label
-        )
-        for position, i in enumerate(charted)
     )
     return Chart(
         key=key,
@@ -189,13 +158,58 @@ def chart_build(breakdown: Breakdown, *, key: str, title: str) -> Chart:
         width=WIDTH,
         height=HEIGHT,
         left=LEFT,
-        bottom=axis,
+        bottom=AXIS,
         right=float(WIDTH - RIGHT),
-        bars=tuple(bars),
+        bars=_bars(breakdown, stacked=stacked, top=step * steps, slot=slot),
         ticks=ticks,
         x_labels=x_labels,
-        legend=legend,
+        legend=_legend(breakdown),
         empty=breakdown.is_empty,
+    )
+
+
+def _peak(breakdown: Breakdown, *, stacked: bool) -> float:
+    """The tallest bar: a row's charted columns summed when stacked, else the largest one."""
+    charted, rows = breakdown.charted_columns, breakdown.rows
+    if stacked:
+        return max((sum(row.values[i] or 0 for i in charted) for row in rows), default=0)
+    return max((row.values[i] or 0 for row in rows for i in charted), default=0)
+
+
+def _colour(breakdown: Breakdown, i: int, position: int) -> str:
+    """A column's own colour, else the palette's by its place among the charted columns."""
+    return breakdown.columns[i].colour or PALETTE[position % len(PALETTE)]
+
+
+def _bars(breakdown: Breakdown, *, stacked: bool, top: float, slot: float) -> tuple[Bar, ...]:
+    """One bar per non-empty value: stacked on the row's earlier ones, or side by side in its slot."""
+    charted = breakdown.charted_columns
+    bar_width = min(slot * 0.8, MAX_BAR_WIDTH)
+    bars: list[Bar] = []
+    for n, row in enumerate(breakdown.rows):
+        x0 = LEFT + n * slot + (slot - bar_width) / 2
+        base = AXIS
+        for position, i in enumerate(charted):
+            value = row.values[i]
+            if not value:
+                continue
+            column = breakdown.columns[i]
+            height = value / top * PLOT_HEIGHT
+            colour = _colour(breakdown, i, position)
+            tooltip = f"{row.label} · {column.label}: {_number(value)} {breakdown.unit}"
+            if stacked:
+                base -= height
+                bars.append(_bar(x0, base, bar_width, height, colour, tooltip))
+            else:
+                width = bar_width / len(charted)
+                bars.append(_bar(x0 + position * width, AXIS - height, width, height, colour, tooltip))
+    return tuple(bars)
+
+
+def _legend(breakdown: Breakdown) -> tuple[LegendItem, ...]:
+    return tuple(
+        LegendItem(_colour(breakdown, i, position), breakdown.columns[i].label)
+        for position, i in enumerate(breakdown.charted_columns)
     )
 
 

@@ -358,23 +358,33 @@ class BusinessIdHttpConnector(HttpConnector):
     clock_skew: float = 0.0  # seconds the provider's clock may be behind or ahead of Seam's
 
     def lookup(self, query: LookupQuery) -> LookupResult:
-        args = query.args
-        reference = args.get(self.reference_arg)
+        reference = query.args.get(self.reference_arg)
         if not reference:
             return Unknown(f"the call carried no {self.reference_arg} to search by")
-        response = self._send("GET", self.search_path.format(reference=reference), headers=dict(self.headers))
-        if response.status_code >= 300:
-            raise classify_response(response)
-        records = self._lookup_body(response).get(self.result_key)
-        if not isinstance(records, list):
-            raise ToolError("bug", f"search answer has no {self.result_key} list")
-        matches = [r for r in records if all(r.get(name) == args.get(name) for name in self.match_args)]
+        matches = self._matches(query, reference)
         if not matches:
             return NotPerformed()
         if not self.evidence_field:
             if len(matches) == 1:
                 return Performed(receipt=matches[0])
             return self._ambiguous(len(matches), reference)
+        return self._judge_by_time(query, reference, matches)
+
+    def _matches(self, query: LookupQuery, reference: Any) -> list[dict[str, Any]]:
+        """The provider's records for the reference that agree with every identifying argument."""
+        response = self._send("GET", self.search_path.format(reference=reference), headers=dict(self.headers))
+        if response.status_code >= 300:
+            raise classify_response(response)
+        records = self._lookup_body(response).get(self.result_key)
+        if not isinstance(records, list):
+            raise ToolError("bug", f"search answer has no {self.result_key} list")
+        args = query.args
+        return [r for r in records if all(r.get(name) == args.get(name) for name in self.match_args)]
+
+    def _judge_by_time(
+        self, query: LookupQuery, reference: Any, matches: list[dict[str, Any]]
+    ) -> LookupResult:
+        """Whose the matches are, by their time against the intent's (the class docstring's rules)."""
         dated = [(self._evidence_at(r), r) for r in matches]
         if any(at is None for at, _ in dated):
             return Unknown(

@@ -401,7 +401,7 @@ def seed(database: str, *, runs: int, reseed: bool) -> dict[str, Any]:
             conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
             # Everything that hangs off a tenant (runs, intents, events, escalations, audit rows,
             # compensations, memberships) goes with CASCADE; the audit chain starts again.
-            conn.execute("TRUNCATE journal_tenant, handover_auditchainhead, django_session CASCADE")
+            conn.execute("TRUNCATE journal_tenant, audit_auditchainhead, django_session CASCADE")
             rebuild = []
             for index, definition, constraint, table, constraint_def in conn.execute(
                 SECONDARY_INDEXES, [BULK_TABLES]

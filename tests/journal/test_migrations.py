@@ -92,7 +92,7 @@ from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import User
 from journal.models import Run, Intent, JournalEvent
 from compensations.models import Compensation
-from handover.models import AuditEntry
+from audit.models import AuditEntry
 run = Run.objects.get(ticket_id="T-40912")
 intent = run.intents.get()
 log = LogEntry.objects.get()
@@ -183,7 +183,7 @@ def test_a_database_with_rows_migrates_across_the_move_of_the_journal(scratch_da
         tables = {
             row[0] for row in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
         }
-    assert {"journal_run", "journal_intent", "journal_journalevent", "handover_auditentry"} <= tables
+    assert {"journal_run", "journal_intent", "journal_journalevent", "audit_auditentry"} <= tables
     assert not tables & {f"handover_{model}" for model in JOURNAL_MODELS}
 
 

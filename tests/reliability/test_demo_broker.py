@@ -20,8 +20,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from devtools.processes import ROOT, Fleet, database_url
 from audit.models import AuditVerification
+from devtools.processes import ROOT, Fleet, database_url
 
 # Hundreds of tasks from concurrent producers and a killed worker: in `make chaos` (CI runs it after `make test`).
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.chaos]

@@ -19,15 +19,15 @@ from django.core.management import call_command
 from django.db import connection, transaction
 from psycopg import errors
 
-from handover.audit import audit_record
-from handover.models import AuditAction, AuditEntry
+from audit.chain import audit_record
+from audit.models import AuditAction, AuditEntry
 from journal import services
 from journal.models import JournalEvent, Tenant
 from tests import factories
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-APPEND_ONLY = ["handover_auditentry", "journal_journalevent"]
+APPEND_ONLY = ["audit_auditentry", "journal_journalevent"]
 
 
 @pytest.fixture
@@ -68,10 +68,10 @@ def test_the_command_prints_the_grants_without_applying_them() -> None:
     out = io.StringIO()
     call_command("seam_db_roles", role="seam_app", stdout=out)
     sql = out.getvalue()
-    assert 'GRANT SELECT, INSERT ON TABLE "handover_auditentry" TO "seam_app";' in sql
+    assert 'GRANT SELECT, INSERT ON TABLE "audit_auditentry" TO "seam_app";' in sql
     assert 'GRANT SELECT, INSERT ON TABLE "journal_journalevent" TO "seam_app";' in sql
     assert 'GRANT SELECT ON TABLE "django_migrations" TO "seam_app";' in sql
-    assert 'GRANT SELECT, INSERT, UPDATE ON TABLE "handover_auditchainhead" TO "seam_app";' in sql
+    assert 'GRANT SELECT, INSERT, UPDATE ON TABLE "audit_auditchainhead" TO "seam_app";' in sql
     assert 'GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE "journal_run" TO "seam_app";' in sql
     assert "TRUNCATE" not in sql
     assert "OWNER" not in sql

@@ -16,13 +16,13 @@ from django.template import Template
 from django.test import Client
 from django.urls import reverse
 
+from audit.chain import audit_record
+from audit.models import AuditEntry
 from handover import staff_actions
 from handover.actions import ACT, RunChanged, StaffContext, changes_since
-from audit.chain import audit_record
 from handover.confirmations import Confirmation
 from handover.forms import NoteField, RunActionForm
 from handover.handover import run_state_token
-from audit.models import AuditEntry
 from journal import services
 from journal.models import Run
 from tests.security import test_access_matrix as matrix

@@ -6,9 +6,9 @@ Migrations run as the tables' owner; the web, the workers and beat connect as th
 
 - owns nothing, so it cannot ALTER a table, drop or disable the append-only triggers;
 - may SELECT, INSERT, UPDATE and DELETE rows of the application's tables, except
-- handover_auditentry and journal_journalevent: SELECT and INSERT only (no UPDATE, DELETE,
+- audit_auditentry and journal_journalevent: SELECT and INSERT only (no UPDATE, DELETE,
   TRUNCATE), on top of the triggers that refuse UPDATE and DELETE to everyone;
-- handover_auditchainhead: SELECT, INSERT and UPDATE, not DELETE (its trigger lets it only move
+- audit_auditchainhead: SELECT, INSERT and UPDATE, not DELETE (its trigger lets it only move
   forward onto the newest audit row, and refuses DELETE to everyone);
 - holds TRUNCATE, REFERENCES and TRIGGER on nothing, and only reads django_migrations;
 - may use the sequences (USAGE, SELECT: not setval).
@@ -24,9 +24,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections, transaction
 from psycopg import sql
 
-APPEND_ONLY = ("handover_auditentry", "journal_journalevent")
+APPEND_ONLY = ("audit_auditentry", "journal_journalevent")
 READ_ONLY = ("django_migrations",)
-NEVER_DELETED = ("handover_auditchainhead",)
+NEVER_DELETED = ("audit_auditchainhead",)
 
 
 def role_statements(*, role: str, database: str, tables: list[str], login: bool) -> list[sql.Composed]:

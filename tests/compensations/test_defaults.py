@@ -9,7 +9,8 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from compensations.models import CatalogueEntry, Reversibility
-from sandbox.catalogue import DEFAULT_CATALOGUE, catalogue_seed_after_migrate, catalogue_seed_defaults
+from sandbox.catalogue import catalogue_seed_after_migrate, catalogue_seed_defaults
+from sandbox.seam import DEFAULT_CATALOGUE
 from tools.registry import all_tools
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("catalogue")]

@@ -6,7 +6,7 @@ import pytest
 
 from compensations.mapping import MappingError, MissingSource, compensation_args
 from compensations.models import CatalogueEntry
-from sandbox.catalogue import DEFAULT_CATALOGUE
+from sandbox.seam import DEFAULT_CATALOGUE
 
 
 def _entry(tool: str) -> CatalogueEntry:

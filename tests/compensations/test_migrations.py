@@ -10,7 +10,7 @@ from django.contrib.auth.models import Group
 
 from compensations.models import CatalogueEntry
 from reconciliation.models import TaskPolicy
-from scenarios.policies import DEFAULT_POLICIES
+from scenarios.seam import DEFAULT_POLICIES
 
 
 @pytest.mark.django_db

@@ -19,10 +19,12 @@ from compensations.models import Compensation, CompensationStatus
 from devtools.processes import database_url, manage_py
 from journal.models import AgentToken, IntentStatus, Run, RunStatus, Tenant
 from journal.selectors import compensation_intent_ids
-from sandbox.catalogue import DEFAULT_CATALOGUE, catalogue_seed_defaults
+from sandbox.catalogue import catalogue_seed_defaults
+from sandbox.seam import DEFAULT_CATALOGUE
 from scenarios.flows import FLOWS
 from scenarios.invariants import check_recovered, check_run
-from scenarios.policies import DEFAULT_POLICIES, policies_seed_defaults
+from scenarios.policies import policies_seed_defaults
+from scenarios.seam import DEFAULT_POLICIES
 from scenarios.tickets import TICKETS
 from tests.reconciliation.test_decisions import expected_outcome
 from tests.scenarios.test_kill_points import KILL_POINTS, replay_in_child

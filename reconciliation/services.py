@@ -49,7 +49,7 @@ from journal.transitions import IntentMove, intents_transition
 from observability import counters as metrics
 from observability.context import log_context
 from tools import services as tools
-from tools.connectors import AlreadySo, NotPerformed, Performed, Unknown, caused_by_intent
+from tools.connectors import AlreadySo, LookupResult, NotPerformed, Performed, Unknown, caused_by_intent
 from tools.registry import UnknownTool, in_flight_floor
 
 MAX_REASON_CHARS = 4000
@@ -230,7 +230,11 @@ def _ask(intent: Intent) -> Verdict:
         # A connector bug must not stall the sweep for every other row, nor be retried forever:
         # it is counted against the same budget and ends `unknown` with the evidence.
         return _lookup_failed(intent=intent, error=f"the connector raised {exc!r}"[:500], now=timezone.now())
+    return _settled_by(intent, answer)
 
+
+def _settled_by(intent: Intent, answer: LookupResult) -> Verdict:
+    """The verdict a downstream's answer gives the row: settled as it says, or `unknown`."""
     now = timezone.now()
     if isinstance(answer, Performed):
         return _settling(

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from journal.services import Actor
 from reconciliation.decisions import dead_runs, run_decide
-from reconciliation.services import ReconcileOutcome, reconcile_sweep
+from reconciliation.services import ReconcileOutcome, SweepReport, reconcile_sweep
 
 
 class Command(BaseCommand):
@@ -38,21 +38,16 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        older_than = options["older_than"]
-        if older_than is not None and older_than < 0:
-            raise CommandError("--older-than must be 0 or more seconds")
-        run_id = options["run"]
-        if run_id is not None:
-            try:
-                run_id = uuid.UUID(str(run_id))
-            except ValueError as exc:
-                raise CommandError(f"--run must be a run id (a UUID); got {options['run']!r}") from exc
-        report = reconcile_sweep(
-            older_than=None if older_than is None else timedelta(seconds=older_than),
-            run_id=run_id,
-            limit=options["limit"],
-            actor=Actor.system("manage.py reconcile"),
-        )
+        older_than = _older_than(options["older_than"])
+        run_id = _run_id(options["run"])
+        actor = Actor.system("manage.py reconcile")
+        report = reconcile_sweep(older_than=older_than, run_id=run_id, limit=options["limit"], actor=actor)
+        self._print_sweep(report)
+        if options["decide"]:
+            self._decide(quiet_for=older_than, run_id=run_id, limit=options["limit"], actor=actor)
+
+    def _print_sweep(self, report: SweepReport) -> None:
+        """Each intent the sweep settled or failed to, a count per outcome, and what it held back."""
         for result in report.results:
             if result.outcome == ReconcileOutcome.SKIPPED:
                 continue
@@ -66,15 +61,33 @@ class Command(BaseCommand):
                 f"(younger than their tool's call timeout plus the margin, whatever --older-than says); "
                 f"not asked about before {timezone.localtime(report.held_until):%Y-%m-%d %H:%M:%S %Z}"
             )
-        if options["decide"]:
-            quiet_for = None if older_than is None else timedelta(seconds=older_than)
-            runs = dead_runs(quiet_for=quiet_for)
-            if run_id is not None:
-                runs = runs.filter(pk=run_id)
-            for run in runs[: options["limit"]]:
-                decision = run_decide(run=run, actor=Actor.system("manage.py reconcile"), quiet_for=quiet_for)
-                reason = f" {decision.reason}" if decision.reason else ""
-                detail = f": {decision.detail}" if decision.detail else ""
-                self.stdout.write(
-                    f"run {decision.run_id} ({run.ticket_id}): {decision.outcome}{reason}{detail}"
-                )
+
+    def _decide(
+        self, *, quiet_for: timedelta | None, run_id: uuid.UUID | None, limit: int, actor: Actor
+    ) -> None:
+        """Give each dead run whose calls are all settled its policy's outcome, and print it."""
+        runs = dead_runs(quiet_for=quiet_for)
+        if run_id is not None:
+            runs = runs.filter(pk=run_id)
+        for run in runs[:limit]:
+            decision = run_decide(run=run, actor=actor, quiet_for=quiet_for)
+            reason = f" {decision.reason}" if decision.reason else ""
+            detail = f": {decision.detail}" if decision.detail else ""
+            self.stdout.write(f"run {decision.run_id} ({run.ticket_id}): {decision.outcome}{reason}{detail}")
+
+
+def _older_than(seconds: float | None) -> timedelta | None:
+    if seconds is None:
+        return None
+    if seconds < 0:
+        raise CommandError("--older-than must be 0 or more seconds")
+    return timedelta(seconds=seconds)
+
+
+def _run_id(value: Any) -> uuid.UUID | None:
+    if value is None:
+        return None
+    try:
+        return uuid.UUID(str(value))
+    except ValueError as exc:
+        raise CommandError(f"--run must be a run id (a UUID); got {value!r}") from exc

@@ -8,18 +8,17 @@ entry (its grade, compensations.models.Reversibility) and its receipt (a deadlin
               deadline is partial when something is still undone at a cost)
     none      nothing undoes it
 
-People read `sentence`. The API carries the fields and the sentence (the handover's serializer
-is built from them: `__json_properties__`), and, for clients written before this value existed,
-`flag_or_sentence`: true, false, or the sentence."""
+A value, not words: the console says it (handover.words.reversibility_sentence), and the
+handover's API carries the fields beside that sentence. `condition` and `loss` are the catalogue
+entry's own words, which a tenant writes."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, Self
 
 from django.db import models
-from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from .models import Reversibility
@@ -37,29 +36,25 @@ class ReversibilityNow:
     """How far a performed step can be taken back now: yes, until a condition or deadline,
     partially (losing `loss`), or not at all."""
 
-    __json_properties__: ClassVar[tuple[str, ...]] = ("sentence",)
-
     kind: ReversibilityKind
     condition: str = ""  # until: the condition in words, "until collection"
     deadline: datetime | None = None  # until: the receipt's deadline; partial: the one that passed
     loss: str = ""  # partial: what is lost; until: what undoing after the deadline loses
 
     @classmethod
-    def yes(cls) -> ReversibilityNow:
+    def yes(cls) -> Self:
         return cls(ReversibilityKind.YES)
 
     @classmethod
-    def none(cls) -> ReversibilityNow:
+    def none(cls) -> Self:
         return cls(ReversibilityKind.NONE)
 
     @classmethod
-    def until(
-        cls, *, condition: str = "", deadline: datetime | None = None, loss: str = ""
-    ) -> ReversibilityNow:
+    def until(cls, *, condition: str = "", deadline: datetime | None = None, loss: str = "") -> Self:
         return cls(ReversibilityKind.UNTIL, condition=condition, deadline=deadline, loss=loss)
 
     @classmethod
-    def partial(cls, *, loss: str, deadline: datetime | None = None) -> ReversibilityNow:
+    def partial(cls, *, loss: str, deadline: datetime | None = None) -> Self:
         return cls(ReversibilityKind.PARTIAL, loss=loss, deadline=deadline)
 
     @property
@@ -76,34 +71,6 @@ class ReversibilityNow:
     def conditional(self) -> bool:
         """Reversible only partly or for a while: the words matter beside the undo."""
         return self.kind in (ReversibilityKind.UNTIL, ReversibilityKind.PARTIAL)
-
-    @property
-    def sentence(self) -> str:
-        """In words, as the run page and the confirmations say it."""
-        if self.kind == ReversibilityKind.YES:
-            return "yes"
-        if self.kind == ReversibilityKind.NONE:
-            return "no"
-        if self.kind == ReversibilityKind.PARTIAL:
-            if self.deadline is not None:
-                return f"partially: past its deadline, {self.loss} is lost"
-            return f"partially: {self.loss or 'not everything'} is lost"
-        if self.deadline is not None:
-            words = f"until {timezone.localtime(self.deadline):%a %d %b %H:%M}"
-            return f"{words}; after that {self.loss} is lost" if self.loss else words
-        return self.condition
-
-    @property
-    def flag_or_sentence(self) -> bool | str:
-        """The handover's `reversible` as it always was: true, false, or the sentence."""
-        if self.kind == ReversibilityKind.YES:
-            return True
-        if self.kind == ReversibilityKind.NONE:
-            return False
-        return self.sentence
-
-    def __str__(self) -> str:
-        return self.sentence
 
 
 def _deadline_of(entry: Any, receipt: dict[str, Any]) -> datetime | None:

@@ -14,12 +14,19 @@ from typing import Any
 from django.utils import timezone
 
 from compensations.mapping import MappingError, compensation_args
-from compensations.reversibility import ReversibilityNow
 from compensations.selectors import catalogue_entry_for
 from journal.models import Intent, IntentStatus, Run, RunStatus
 
 from .actions import resume_preview
-from .handover import HandoverRows, _warnings, handover_build, handover_rows, reversibility, undo_unbuildable
+from .handover import (
+    HandoverRows,
+    ReversibilityNow,
+    handover_build,
+    handover_rows,
+    reversibility,
+    undo_unbuildable,
+    warnings_for,
+)
 
 
 @dataclass(frozen=True)
@@ -56,7 +63,7 @@ def _step(rows: HandoverRows, step_id: str) -> Intent | None:
 def _high_value(args: dict[str, Any]) -> list[str]:
     """'high value: …' when the call moves at least settings.SEAM_HIGH_VALUE_AMOUNT."""
 
-    return _warnings(tool="", args=args, reversible=ReversibilityNow.yes())
+    return warnings_for(tool="", args=args, reversible=ReversibilityNow.yes())
 
 
 def _undo_words(intent: Intent) -> tuple[str, list[str]]:

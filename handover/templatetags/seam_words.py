@@ -31,4 +31,4 @@ def who(name: str) -> str:
 @register.filter
 def plain_class(error_class: str) -> str:
     """An error class (conflict, transient, …) in words."""
-    return words.ERROR_CLASS_WORDS.get(error_class, error_class)
+    return words.error_class_words(error_class)

@@ -1,5 +1,6 @@
 """How far a performed step can be taken back, read from its catalogue entry and receipt: a value
-with a kind for code and a sentence for people, the same words the handover always showed."""
+with a kind for code (compensations.reversibility), and the sentence the console says for people
+(handover.words), the same words the handover always showed."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pytest
 
 from compensations.models import CatalogueEntry, Reversibility
 from compensations.reversibility import ReversibilityKind, ReversibilityNow, reversibility_now
+from handover.handover import ReversibilityNow as HandoverReversibility
+from handover.words import reversibility_sentence
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
@@ -87,9 +90,10 @@ def test_reversibility_reads_the_grade_and_the_receipts_deadline(
     now = reversibility_now(entry, receipt, NOW)
 
     assert now.kind == kind
-    assert now.sentence == sentence
+    assert reversibility_sentence(now) == sentence
     # The handover's older `reversible`: true, false, or the sentence.
-    assert now.flag_or_sentence == (sentence if flag is None else flag)
+    said = HandoverReversibility.of(now)
+    assert (said.sentence, said.flag_or_sentence) == (sentence, sentence if flag is None else flag)
     assert now.can_undo is (kind != ReversibilityKind.NONE)
     assert now.loses is (kind == ReversibilityKind.PARTIAL)
 

@@ -3,7 +3,7 @@ taken back, what stops it now, and the inputs it needs. One function per run act
 it and given to its entry of the registry (handover.staff_actions), so no code chooses the words
 by the action's name. Each is called as `confirm(run, rows, step_id)` with the rows the page
 already loaded (one load per request); one that needs every step reads them again only when the
-page's were cut to their first items."""
+page's were cut to their first items. The words are handover.words'."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from compensations.mapping import MappingError, compensation_args
 from compensations.selectors import catalogue_entry_for
 from journal.models import Intent, IntentStatus, Run, RunStatus
 
+from . import words
 from .actions import resume_preview
 from .handover import (
     HandoverRows,
@@ -41,7 +42,7 @@ class Confirmation:
     step_id: str = ""
     needs_note: bool = False
     needs_message: bool = False
-    button: str = "Confirm"
+    button: str = field(default_factory=lambda: str(words.CONFIRM))
 
 
 # A run action's confirmation: `confirm(run, rows, step_id)`.
@@ -72,42 +73,38 @@ def _undo_words(intent: Intent) -> tuple[str, list[str]]:
     entry = catalogue_entry_for(tenant_id=intent.run.tenant_id, tool=intent.tool)
     reversible = reversibility(entry, intent, timezone.now())
     if entry is None or not reversible.can_undo:
-        notes = entry.staff_notes if entry and entry.staff_notes else "a person must put it right by hand"
-        return f"nothing undoes {intent.tool}: {notes}", [f"irreversible: {intent.tool}"]
+        notes = entry.staff_notes if entry and entry.staff_notes else str(words.PUT_RIGHT_BY_HAND)
+        return words.say(words.NOTHING_UNDOES, tool=intent.tool, notes=notes), [
+            words.say(words.IRREVERSIBLE_STEP, tool=intent.tool)
+        ]
     try:
         args = compensation_args(entry, intent.args, intent.receipt)
     except MappingError as exc:
-        return f"{entry.compensating_tool} cannot be built: {exc}", [str(exc)]
-    words = ", ".join(f"{k}={v}" for k, v in args.items())
+        return words.say(words.UNDO_CANNOT_BE_BUILT, undo_tool=entry.compensating_tool, error=exc), [str(exc)]
     warnings = [reversible.sentence] if reversible.loses else []
     warnings += _high_value(intent.args)
-    when = f" (reversible {reversible.sentence})" if reversible.conditional else ""
-    return f"send {entry.compensating_tool}({words}) to undo {intent.tool}{when}", warnings
+    effect = words.undo_call_words(
+        undo_tool=entry.compensating_tool, args=args, tool=intent.tool, reversible=reversible
+    )
+    return effect, warnings
 
 
 # --- one per run action -----------------------------------------------------------------------
 
 
 def assign_to_me(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
-    return Confirmation("Assign to me", ["you become the run's assignee"], button="Assign to me")
+    title, effect, button = words.ASSIGN_TO_ME
+    return Confirmation(str(title), [str(effect)], button=str(button))
 
 
 def assign_to_colleague(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
-    return Confirmation(
-        "Assign to a colleague",
-        ["the colleague you choose becomes the run's assignee; the audit says you assigned them"],
-        button="Assign",
-    )
+    title, effect, button = words.ASSIGN_TO_COLLEAGUE
+    return Confirmation(str(title), [str(effect)], button=str(button))
 
 
 def resume(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
     preview = resume_preview(run, whole_rows(run, rows))
-    effects = [
-        f"{s['action']} {s['tool']}"
-        + (f" ({s['detail']})" if s["detail"] else "")
-        + f" — key {s['key'][:16]}…: {s['why']}"
-        for s in preview.steps
-    ]
+    effects = [words.resume_step_words(s) for s in preview.steps]
     warnings = list(preview.warnings)
     for planned in preview.steps:
         if planned["action"] == "send":
@@ -115,8 +112,10 @@ def resume(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
             amount = (plan_entry.get("args") or {}).get("amount")
             if amount is not None:
                 high = _high_value(plan_entry.get("args") or {})
-                warnings.append(f"{'high value' if high else 'moves money'}: {planned['tool']} {amount}")
-    return Confirmation("Resume the run", effects, warnings, list(preview.blockers), button="Resume")
+                template = words.HIGH_VALUE_STEP if high else words.MOVES_MONEY
+                warnings.append(words.say(template, tool=planned["tool"], amount=amount))
+    title, button = words.RESUME_RUN
+    return Confirmation(str(title), effects, warnings, list(preview.blockers), button=str(button))
 
 
 def compensate_run(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
@@ -131,85 +130,78 @@ def compensate_run(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
         effect, more = _undo_words(performed_step)
         effects.append(effect)
         warnings += more
-    blockers = [] if steps else ["nothing this run did is left to undo"]
-    return Confirmation(
-        "Compensate the whole run, newest step first", effects, warnings, blockers, button="Compensate all"
-    )
+    blockers = [] if steps else [str(words.NOTHING_LEFT_TO_UNDO)]
+    title, button = words.COMPENSATE_RUN
+    return Confirmation(str(title), effects, warnings, blockers, button=str(button))
 
 
 def customer_told(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
-    return Confirmation(
-        "Record what the customer was told",
-        ["added to the customer-told list every later handover shows"],
-        needs_message=True,
-        button="Record",
-    )
+    title, effect, button = words.CUSTOMER_TOLD
+    return Confirmation(str(title), [str(effect)], needs_message=True, button=str(button))
 
 
 def resolve(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
     handover = handover_build(whole_rows(run, rows))
-    warnings = [f"not done: {n.tool}" for n in handover.not_done] + [
-        f"still uncertain: {u.tool}" for u in handover.uncertain
+    warnings = [words.say(words.NOT_DONE_WARNING, tool=n.tool) for n in handover.not_done] + [
+        words.say(words.STILL_UNCERTAIN_WARNING, tool=u.tool) for u in handover.uncertain
     ]
-    effect = (
-        "the run is ended as cancelled and leaves the queue"
-        if run.status == RunStatus.RUNNING
-        else "the escalation is closed and the run leaves the queue"
-    )
-    return Confirmation("Resolve", [effect], warnings, needs_note=True, button="Resolve")
+    effect = words.RESOLVE_CANCELS if run.status == RunStatus.RUNNING else words.RESOLVE_CLOSES
+    title, button = words.RESOLVE
+    return Confirmation(str(title), [str(effect)], warnings, needs_note=True, button=str(button))
 
 
 def compensate_step(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
     rows = whole_rows(run, rows)
     intent = _step(rows, step_id)
     if intent is None:
-        return Confirmation("Compensate a step", blockers=[f"no step {step_id!r}"])
+        return Confirmation(str(words.COMPENSATE_A_STEP), blockers=[words.no_step_words(step_id)])
     effect, warnings = _undo_words(intent)
-    step_words = f"{intent.tool} ({intent.step_id})"
-    blockers = [] if intent.status == IntentStatus.PERFORMED else [f"{step_words} is {intent.status}"]
+    step = words.step_named(intent.tool, intent.step_id)
+    blockers = (
+        []
+        if intent.status == IntentStatus.PERFORMED
+        else [words.say(words.STEP_IS, step=step, status=intent.status)]
+    )
     entry = rows.catalogue.get(intent.tool)
     unbuildable = undo_unbuildable(entry, intent) if entry and entry.compensating_tool else ""
     if unbuildable:
         # Sent anyway (the API, a page drawn before), it would end as a dead letter.
-        blockers.append(f"the undo cannot be built: {unbuildable}")
+        blockers.append(words.say(words.UNDO_BLOCKED, why=unbuildable))
+    title, button = words.COMPENSATE_STEP
     return Confirmation(
-        f"Compensate {intent.tool}", [effect], warnings, blockers, step_id=step_id, button="Compensate"
+        words.say(title, tool=intent.tool), [effect], warnings, blockers, step_id=step_id, button=str(button)
     )
 
 
 def retry_lookup(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
     intent = _step(whole_rows(run, rows), step_id)
     if intent is None:
-        return Confirmation("Retry the lookup", blockers=[f"no step {step_id!r}"])
+        return Confirmation(str(words.RETRY_LOOKUP), blockers=[words.no_step_words(step_id)])
+    title, effect, button = words.ASK_AGAIN
     return Confirmation(
-        f"Ask again whether {intent.tool} happened",
-        [f"the downstream is asked whether {intent.tool} happened; nothing is sent to it"],
+        words.say(title, tool=intent.tool),
+        [words.say(effect, tool=intent.tool)],
         step_id=step_id,
-        button="Ask again",
+        button=str(button),
     )
 
 
 def mark(*, performed: bool) -> Confirm:
     """The confirmation of a person's judgement of an uncertain step: it happened, or it did not."""
-    said = "performed" if performed else "not performed"
+    title, effect, button = words.MARK[performed]
 
     def confirm(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
         intent = _step(whole_rows(run, rows), step_id)
         if intent is None:
-            return Confirmation("Settle a step", blockers=[f"no step {step_id!r}"])
-        step_words = f"{intent.tool} ({intent.step_id})"
-        effect = (
-            f"{step_words} is recorded as performed: it counts as done, and can then be compensated"
-            if performed
-            else f"{step_words} is recorded as not performed: resuming will send it with its key"
-        )
+            return Confirmation(str(words.SETTLE_A_STEP), blockers=[words.no_step_words(step_id)])
+        step = words.step_named(intent.tool, intent.step_id)
         return Confirmation(
-            f"Mark {intent.tool} {said}",
-            [effect, "reconciliation will not ask about it again"],
-            ["this is your judgement, recorded with your name and note"],
+            words.say(title, tool=intent.tool),
+            [words.say(effect, step=step), str(words.NOT_ASKED_AGAIN)],
+            [str(words.YOUR_JUDGEMENT)],
             step_id=step_id,
             needs_note=True,
-            button=f"Mark {said}",
+            button=str(button),
         )
 
     return confirm

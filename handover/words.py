@@ -489,3 +489,100 @@ def timeline_text(said: EventFacts) -> str:
     elif said.detail and said.says in DETAIL_IN_PARENS:
         text += f" ({said.detail})"
     return text
+
+
+# --- the confirmations (handover.confirmations) -----------------------------------------------
+
+CONFIRM = _("Confirm")
+NOTHING_UNDOES = _("nothing undoes %(tool)s: %(notes)s")
+PUT_RIGHT_BY_HAND = _("a person must put it right by hand")
+IRREVERSIBLE_STEP = _("irreversible: %(tool)s")
+UNDO_CANNOT_BE_BUILT = _("%(undo_tool)s cannot be built: %(error)s")
+SEND_TO_UNDO = _("send %(undo_tool)s(%(args)s) to undo %(tool)s")
+REVERSIBLE_WHEN = _(" (reversible %(reversibility)s)")
+NO_STEP = _("no step %(step)s")
+STEP_NAMED = "%(tool)s (%(step_id)s)"
+STEP_IS = _("%(step)s is %(status)s")
+UNDO_BLOCKED = _("the undo cannot be built: %(why)s")
+MOVES_MONEY = _("moves money: %(tool)s %(amount)s")
+HIGH_VALUE_STEP = _("high value: %(tool)s %(amount)s")
+RESUME_STEP = _("%(action)s %(tool)s — key %(key)s…: %(why)s")
+RESUME_STEP_WITH_DETAIL = _("%(action)s %(tool)s (%(detail)s) — key %(key)s…: %(why)s")
+NOT_DONE_WARNING = _("not done: %(tool)s")
+STILL_UNCERTAIN_WARNING = _("still uncertain: %(tool)s")
+NOTHING_LEFT_TO_UNDO = _("nothing this run did is left to undo")
+YOUR_JUDGEMENT = _("this is your judgement, recorded with your name and note")
+NOT_ASKED_AGAIN = _("reconciliation will not ask about it again")
+
+# Each run action's title, what it does, and its button.
+ASSIGN_TO_ME = (_("Assign to me"), _("you become the run's assignee"), _("Assign to me"))
+ASSIGN_TO_COLLEAGUE = (
+    _("Assign to a colleague"),
+    _("the colleague you choose becomes the run's assignee; the audit says you assigned them"),
+    _("Assign"),
+)
+RESUME_RUN = (_("Resume the run"), _("Resume"))
+COMPENSATE_RUN = (_("Compensate the whole run, newest step first"), _("Compensate all"))
+CUSTOMER_TOLD = (
+    _("Record what the customer was told"),
+    _("added to the customer-told list every later handover shows"),
+    _("Record"),
+)
+RESOLVE = (_("Resolve"), _("Resolve"))
+RESOLVE_CANCELS = _("the run is ended as cancelled and leaves the queue")
+RESOLVE_CLOSES = _("the escalation is closed and the run leaves the queue")
+COMPENSATE_A_STEP = _("Compensate a step")
+COMPENSATE_STEP = (_("Compensate %(tool)s"), _("Compensate"))
+RETRY_LOOKUP = _("Retry the lookup")
+ASK_AGAIN = (
+    _("Ask again whether %(tool)s happened"),
+    _("the downstream is asked whether %(tool)s happened; nothing is sent to it"),
+    _("Ask again"),
+)
+SETTLE_A_STEP = _("Settle a step")
+MARK = {
+    True: (
+        _("Mark %(tool)s performed"),
+        _("%(step)s is recorded as performed: it counts as done, and can then be compensated"),
+        _("Mark performed"),
+    ),
+    False: (
+        _("Mark %(tool)s not performed"),
+        _("%(step)s is recorded as not performed: resuming will send it with its key"),
+        _("Mark not performed"),
+    ),
+}
+
+
+def step_named(tool: str, step_id: str) -> str:
+    """A step as a confirmation names it: its tool and its id."""
+    return say(STEP_NAMED, tool=tool, step_id=step_id)
+
+
+def no_step_words(step_id: str) -> str:
+    return say(NO_STEP, step=repr(step_id))
+
+
+def resume_step_words(step: Mapping[str, Any]) -> str:
+    """One step of a resume's preview: what it does with the step, and why."""
+    template = RESUME_STEP_WITH_DETAIL if step["detail"] else RESUME_STEP
+    return say(
+        template,
+        action=step["action"],
+        tool=step["tool"],
+        detail=step["detail"],
+        key=step["key"][:16],
+        why=step["why"],
+    )
+
+
+def undo_call_words(
+    *, undo_tool: str, args: Mapping[str, Any], tool: str, reversible: ReversibilityNow
+) -> str:
+    """The compensating call an undo will send, and how far the step can still be taken back."""
+    text = say(
+        SEND_TO_UNDO, undo_tool=undo_tool, args=", ".join(f"{k}={v}" for k, v in args.items()), tool=tool
+    )
+    if reversible.conditional:
+        text += say(REVERSIBLE_WHEN, reversibility=reversibility_sentence(reversible))
+    return text

@@ -206,26 +206,15 @@ def gunicorn_server(
     if not gunicorn.exists():
         raise ProcessFailed(f"{gunicorn} not found: install the project into the venv first")
     port = free_port()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": os.environ["DJANGO_SETTINGS_MODULE"],
-        "DATABASE_URL": database_url,
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "DJANGO_SECRET_KEY": secrets.token_urlsafe(64),
-        "DJANGO_SECURE_SSL_REDIRECT": "false",
-        "DJANGO_DEBUG": "false",
-        "DJANGO_LOG_LEVEL": "WARNING",
-        # Read by config/settings/test.py (its own default is 0, for the suite).
-        "DJANGO_CONN_MAX_AGE": str(conn_max_age),
-        # Read by config/gunicorn.conf.py.
-        "GUNICORN_BIND": f"127.0.0.1:{port}",
-        "GUNICORN_WORKERS": str(workers),
-        "GUNICORN_LOGLEVEL": "warning",
-        **({"GUNICORN_WORKER_CLASS": worker_class} if worker_class else {}),
-        **({"GUNICORN_THREADS": str(threads)} if threads else {}),
-        # Another settings module's (settings_environment), last so that it decides.
-        **(environment or {}),
-    }
+    env = _gunicorn_environment(
+        database_url=database_url,
+        port=port,
+        workers=workers,
+        conn_max_age=conn_max_age,
+        worker_class=worker_class,
+        threads=threads,
+        environment=environment,
+    )
     command = [str(gunicorn), "-c", str(GUNICORN_CONF), "config.wsgi:application"]
     described = f"{workers} {worker_class or 'configured'} workers x {threads or 'configured'} threads"
     with tempfile.TemporaryFile(mode="w+") as log:
@@ -245,14 +234,52 @@ def gunicorn_server(
                 _say("--- gunicorn log (tail) ---\n" + tail)
             raise
         finally:
-            if server.poll() is None:
-                server.terminate()  # the master stops its workers before it exits
-                try:
-                    server.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    os.killpg(server.pid, signal.SIGKILL)  # its own session: only what it started
-                    server.wait()
-            _say(f"stopped gunicorn (pid {server.pid})")
+            _stop_gunicorn(server)
+
+
+def _gunicorn_environment(
+    *,
+    database_url: str,
+    port: int,
+    workers: int,
+    conn_max_age: int,
+    worker_class: str | None,
+    threads: int | None,
+    environment: Mapping[str, str] | None,
+) -> dict[str, str]:
+    """The server's environment: the caller's, production-like settings, and what
+    config/gunicorn.conf.py reads; `environment` last, so that it decides."""
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": os.environ["DJANGO_SETTINGS_MODULE"],
+        "DATABASE_URL": database_url,
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DJANGO_SECRET_KEY": secrets.token_urlsafe(64),
+        "DJANGO_SECURE_SSL_REDIRECT": "false",
+        "DJANGO_DEBUG": "false",
+        "DJANGO_LOG_LEVEL": "WARNING",
+        # Read by config/settings/test.py (its own default is 0, for the suite).
+        "DJANGO_CONN_MAX_AGE": str(conn_max_age),
+        # Read by config/gunicorn.conf.py.
+        "GUNICORN_BIND": f"127.0.0.1:{port}",
+        "GUNICORN_WORKERS": str(workers),
+        "GUNICORN_LOGLEVEL": "warning",
+        **({"GUNICORN_WORKER_CLASS": worker_class} if worker_class else {}),
+        **({"GUNICORN_THREADS": str(threads)} if threads else {}),
+        # Another settings module's (settings_environment), last so that it decides.
+        **(environment or {}),
+    }
+
+
+def _stop_gunicorn(server: subprocess.Popen[bytes]) -> None:
+    if server.poll() is None:
+        server.terminate()  # the master stops its workers before it exits
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)  # its own session: only what it started
+            server.wait()
+    _say(f"stopped gunicorn (pid {server.pid})")
 
 
 @contextlib.contextmanager

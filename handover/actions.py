@@ -286,31 +286,40 @@ def resume_preview(run: Run, rows: HandoverRows | None = None) -> ResumePreview:
     query of its own, by the same rules the action applies."""
     rows = rows or handover_rows(run)
     by_key = {i.idempotency_key: i for i in rows.intents}
-    performed_tail = rows.tail_keys
-    steps, blockers, warnings = [], [], []
-    for step in plan_with_keys(run):
-        intent = by_key.get(step["key"])
-        status = (
-            IntentStatus.PERFORMED if step["key"] in performed_tail else intent.status if intent else None
-        )
-        verb, why = RESUME_VERBS.get(status, ("blocked", ""))
-        if verb == "blocked":
-            blocked_why: dict[str, str] = {
-                IntentStatus.FAILED: f"failed ({intent.error_class if intent else ''}); a person must decide",
-                IntentStatus.UNKNOWN: "outcome unknown; settle it first",
-                IntentStatus.INTENDED: "still being looked up; wait for reconciliation",
-            }
-            why = blocked_why.get(status or "", str(status))
-            blockers.append(f"{step['tool']}: {why}")
-        steps.append(
-            {
-                "tool": step["tool"],
-                "detail": step.get("detail", ""),
-                "key": step["key"],
-                "action": verb,
-                "why": why,
-            }
-        )
+    steps = [_step_preview(step, by_key.get(step["key"]), rows.tail_keys) for step in plan_with_keys(run)]
+    blockers = [f"{s['tool']}: {s['why']}" for s in steps if s["action"] == "blocked"]
+    blockers.extend(_run_blockers(run, rows))
+    if not any(s["action"] == "send" for s in steps) and not blockers:
+        blockers.append("every planned step is already performed")
+    warnings: list[str] = []
+    if run.deadline and run.deadline <= timezone.now():
+        warnings.append(f"the run's deadline passed at {timezone.localtime(run.deadline):%Y-%m-%d %H:%M}")
+    return ResumePreview(steps=steps, blockers=blockers, warnings=warnings)
+
+
+def _step_preview(step: dict[str, Any], intent: Intent | None, performed_tail: set[str]) -> dict[str, Any]:
+    """What resuming does with one planned step: skip it, send it, or stop (and why)."""
+    status = IntentStatus.PERFORMED if step["key"] in performed_tail else intent.status if intent else None
+    verb, why = RESUME_VERBS.get(status, ("blocked", ""))
+    if verb == "blocked":
+        blocked_why: dict[str, str] = {
+            IntentStatus.FAILED: f"failed ({intent.error_class if intent else ''}); a person must decide",
+            IntentStatus.UNKNOWN: "outcome unknown; settle it first",
+            IntentStatus.INTENDED: "still being looked up; wait for reconciliation",
+        }
+        why = blocked_why.get(status or "", str(status))
+    return {
+        "tool": step["tool"],
+        "detail": step.get("detail", ""),
+        "key": step["key"],
+        "action": verb,
+        "why": why,
+    }
+
+
+def _run_blockers(run: Run, rows: HandoverRows) -> list[str]:
+    """What in the run as a whole stops a resume: an undone step, a live agent, a closed run."""
+    blockers: list[str] = []
     undone = [
         i.tool
         for i in rows.intents
@@ -327,11 +336,7 @@ def resume_preview(run: Run, rows: HandoverRows | None = None) -> ResumePreview:
         blockers.append("the agent is still working this run")
     if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
         blockers.append(f"the run is {run.status}")
-    if not any(s["action"] == "send" for s in steps) and not blockers:
-        blockers.append("every planned step is already performed")
-    if run.deadline and run.deadline <= timezone.now():
-        warnings.append(f"the run's deadline passed at {timezone.localtime(run.deadline):%Y-%m-%d %H:%M}")
-    return ResumePreview(steps=steps, blockers=blockers, warnings=warnings)
+    return blockers
 
 
 def run_resume_request(ctx: StaffContext, *, run_id: Any, state: str) -> ResumePreview:

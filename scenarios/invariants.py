@@ -167,27 +167,50 @@ def check_recovered(run: Run) -> tuple[str, ...]:
       each performed compensation intent."""
 
     world = check_run(run)
-    violations = list(world.violations)
     intents = list(Intent.objects.filter(run=run).order_by("id"))
-    for intent in intents:
-        if intent.status == IntentStatus.INTENDED:
-            violations.append(f"{intent.step_id} is still intended after recovery")
+    return (
+        *world.violations,
+        *(
+            f"{i.step_id} is still intended after recovery"
+            for i in intents
+            if i.status == IntentStatus.INTENDED
+        ),
+        *_stray_events(run, intents),
+        *_settled_twice(run, intents),
+        *_completed_against_world(run, intents),
+    )
+
+
+def _stray_events(run: Run, intents: list[Intent]) -> list[str]:
+    """Events of this run that name an intent the run does not have."""
+    intent_ids = {intent.pk for intent in intents}
+    strays = JournalEvent.objects.filter(run=run, intent__isnull=False).exclude(intent_id__in=intent_ids)
+    return [
+        f"the {kind} event of intent {intent_id} names an intent this run does not have"
+        for kind, intent_id in strays.values_list("kind", "intent_id")
+    ]
+
+
+def _settled_twice(run: Run, intents: list[Intent]) -> list[str]:
+    """Intents with more settling events than admissions (the first, plus one per re-admission)."""
     events = Counter(
         (intent_id, kind)
         for intent_id, kind in JournalEvent.objects.filter(
             run=run, kind__in=(*SETTLE_EVENTS, JournalEvent.Kind.INTENT_READMITTED)
         ).values_list("intent_id", "kind")
     )
-    intent_ids = {intent.pk for intent in intents}
-    strays = JournalEvent.objects.filter(run=run, intent__isnull=False).exclude(intent_id__in=intent_ids)
-    for kind, intent_id in strays.values_list("kind", "intent_id"):
-        violations.append(f"the {kind} event of intent {intent_id} names an intent this run does not have")
+    violations = []
     for intent in intents:
         settled = sum(events[(intent.pk, kind)] for kind in SETTLE_EVENTS)
         allowed = 1 + events[(intent.pk, JournalEvent.Kind.INTENT_READMITTED)]
         if settled > allowed:
             violations.append(f"{intent.step_id} was settled {settled} times (admitted {allowed})")
+    return violations
 
+
+def _completed_against_world(run: Run, intents: list[Intent]) -> list[str]:
+    """The handover's `completed` against the effects in the world, and each performed undo's
+    effect existing exactly once."""
     effects = Counter(effect_identity(e) for e in _run_effects(intents, world_is_this_run=True))
     undo_ids = compensation_intent_ids(run=run)
     listed = {item.step_id for item in handover_for(run).completed}
@@ -198,13 +221,17 @@ def check_recovered(run: Run) -> tuple[str, ...]:
         for i in intents
         if i.pk not in undo_ids and i.status != IntentStatus.ALREADY_SO and effects[intent_identity(i)]
     }
-    for step_id in sorted(listed - existing):
-        violations.append(f"the handover lists {step_id} as completed but the world has no such effect")
-    for step_id in sorted(existing - listed):
-        violations.append(f"{step_id} happened in the world but the handover does not list it as completed")
+    violations = [
+        f"the handover lists {step_id} as completed but the world has no such effect"
+        for step_id in sorted(listed - existing)
+    ]
+    violations.extend(
+        f"{step_id} happened in the world but the handover does not list it as completed"
+        for step_id in sorted(existing - listed)
+    )
     for intent in intents:
         if intent.pk in undo_ids and intent.status == IntentStatus.PERFORMED:
             count = effects[intent_identity(intent)]
             if count != 1:
                 violations.append(f"undo {intent.step_id} exists {count} times in the world")
-    return tuple(violations)
+    return violations

@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from . import words
+
 
 @dataclass(frozen=True)
 class AuditChange:
@@ -22,9 +24,6 @@ class AuditChange:
         return self.before != self.after
 
 
-SAID_LIMIT = 160  # longer values are cut in the table; the raw states stay one click away
-
-
 def audit_changes(old: dict[str, Any], new: dict[str, Any]) -> list[AuditChange]:
     """An entry's before and after states field by field, in the order the action wrote them:
     the table shows these, not the raw JSON, so that a team lead sees "status: escalated →
@@ -33,8 +32,8 @@ def audit_changes(old: dict[str, Any], new: dict[str, Any]) -> list[AuditChange]
     return [
         AuditChange(
             field=name.replace("_", " "),
-            before=_said(old[name]) if name in old else None,
-            after=_said(new[name]) if name in new else None,
+            before=words.audit_value_words(old[name]) if name in old else None,
+            after=words.audit_value_words(new[name]) if name in new else None,
         )
         for name in fields
     ]
@@ -44,23 +43,3 @@ def state_json(state: dict[str, Any]) -> str:
     """An entry's stored state as JSON (null, not None), the way the CSV export and the page's
     raw disclosure show it."""
     return json.dumps(state, ensure_ascii=False, default=str)
-
-
-def _said(value: Any) -> str:
-    if value is None or value == "":
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, list):
-        if all(isinstance(item, dict) and {"action", "tool"} <= item.keys() for item in value):
-            # A resume's plan: what it sends and what it skips, step by step.
-            text = ", ".join(f"{item['action']} {item['tool']}" for item in value)
-        elif all(not isinstance(item, dict | list) for item in value):
-            text = ", ".join(str(item) for item in value)
-        else:
-            text = f"{len(value)} items"
-    elif isinstance(value, dict):
-        text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-    else:
-        text = str(value)
-    return text if len(text) <= SAID_LIMIT else text[: SAID_LIMIT - 1] + "…"

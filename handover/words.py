@@ -15,6 +15,7 @@ those through handover.templatetags.seam_words."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -586,3 +587,34 @@ def undo_call_words(
     if reversible.conditional:
         text += say(REVERSIBLE_WHEN, reversibility=reversibility_sentence(reversible))
     return text
+
+
+# --- the audit trail's states (handover.audit_reading) -----------------------------------------
+
+YES = _("yes")
+NO = _("no")
+NOTHING = "—"  # an empty or absent value
+ITEMS = _("%(count)s items")
+SAID_LIMIT = 160  # longer values are cut in the table; the raw states stay one click away
+
+
+def audit_value_words(value: Any) -> str:
+    """One field's value of an audited state as a person reads it: yes or no, a resume's plan
+    step by step, a list by its items, anything else as JSON or text, cut at SAID_LIMIT."""
+    if value is None or value == "":
+        return NOTHING
+    if isinstance(value, bool):
+        return str(YES if value else NO)
+    if isinstance(value, list):
+        if all(isinstance(item, dict) and {"action", "tool"} <= item.keys() for item in value):
+            # A resume's plan: what it sends and what it skips, step by step.
+            text = ", ".join(f"{item['action']} {item['tool']}" for item in value)
+        elif all(not isinstance(item, dict | list) for item in value):
+            text = ", ".join(str(item) for item in value)
+        else:
+            text = say(ITEMS, count=len(value))
+    elif isinstance(value, dict):
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    else:
+        text = str(value)
+    return text if len(text) <= SAID_LIMIT else text[: SAID_LIMIT - 1] + "…"

@@ -11,8 +11,9 @@ from django.test import Client
 from django.urls import reverse
 
 from handover import actions
-from handover.audit_reading import SAID_LIMIT, AuditChange, audit_changes
+from handover.audit_reading import AuditChange, audit_changes
 from handover.handover import run_state_token
+from handover.words import SAID_LIMIT
 from journal.services import Actor
 
 

@@ -36,29 +36,35 @@ def _check_text(text: str, where: str) -> None:
 def _normalise(value: Any, path: str, depth: int = 0) -> Any:
     if depth > MAX_DEPTH:
         raise NotCanonicalisable(f"{path or 'args'} is nested more than {MAX_DEPTH} levels deep")
-    if value is None or isinstance(value, bool):
+    if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, str):
         _check_text(value, path or "args")
         return value
-    if isinstance(value, int):
-        return value
     if isinstance(value, float):
-        if not math.isfinite(value):
-            raise NotCanonicalisable(f"{path or 'args'} is {value!r}; only finite numbers are allowed")
-        # JSON has one number type: 2 and 2.0 are the same argument and must give the same key.
-        return int(value) if value.is_integer() else value
+        return _normalise_number(value, path)
     if isinstance(value, dict):
-        out = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise NotCanonicalisable(f"{path or 'args'} has a non-string key {key!r}")
-            _check_text(key, f"a key of {path or 'args'}")
-            out[key] = _normalise(item, f"{path}.{key}" if path else key, depth + 1)
-        return out
+        return _normalise_object(value, path, depth)
     if isinstance(value, (list, tuple)):
         return [_normalise(item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value)]
     raise NotCanonicalisable(f"{path or 'args'} is a {type(value).__name__}; arguments must be JSON values")
+
+
+def _normalise_number(value: float, path: str) -> int | float:
+    if not math.isfinite(value):
+        raise NotCanonicalisable(f"{path or 'args'} is {value!r}; only finite numbers are allowed")
+    # JSON has one number type: 2 and 2.0 are the same argument and must give the same key.
+    return int(value) if value.is_integer() else value
+
+
+def _normalise_object(value: dict[Any, Any], path: str, depth: int) -> dict[str, Any]:
+    out = {}
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise NotCanonicalisable(f"{path or 'args'} has a non-string key {key!r}")
+        _check_text(key, f"a key of {path or 'args'}")
+        out[key] = _normalise(item, f"{path}.{key}" if path else key, depth + 1)
+    return out
 
 
 def canonical_args(args: dict[str, Any]) -> dict[str, Any]:

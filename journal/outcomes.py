@@ -130,6 +130,44 @@ def _already_so_draft(draft: OutcomeDraft, *, evidence_at: datetime, intended_at
     )
 
 
+def _clean_receipt(receipt: Any) -> tuple[dict[str, Any], str]:
+    """The receipt as stored, with its canonical JSON: a JSON object within MAX_RECEIPT_BYTES."""
+    if not receipt:
+        return {}, "{}"
+    if not isinstance(receipt, dict):
+        raise InvalidInput("receipt must be a JSON object", field="receipt")
+    try:
+        receipt = canonical_args(receipt)
+    except NotCanonicalisable as exc:
+        raise InvalidInput(f"receipt: {exc}", field="receipt") from exc
+    receipt_json = canonical_json(receipt)
+    if len(receipt_json.encode("utf-8")) > MAX_RECEIPT_BYTES:
+        raise InvalidInput(f"receipt is over {MAX_RECEIPT_BYTES} bytes", field="receipt")
+    return receipt, receipt_json
+
+
+def _clean_error_class(error_class: Any, *, ok: bool) -> str:
+    error_class = error_class or ""
+    if ok and error_class:
+        raise InvalidInput("error_class is only for failed calls (ok=false)", field="error_class")
+    if not ok and error_class not in ErrorClass.values:
+        raise InvalidInput(
+            f"error_class must be one of {', '.join(ErrorClass.values)} when ok is false",
+            field="error_class",
+        )
+    return str(error_class)
+
+
+def _status_of(*, ok: bool, error_class: str) -> str:
+    if ok:
+        return IntentStatus.PERFORMED
+    if error_class == ErrorClass.AMBIGUOUS:
+        # The tool answered with an error, and it may have acted all the same: evidence for
+        # whoever settles the row (reconciliation's lookup, else a person), not an outcome.
+        return IntentStatus.INTENDED
+    return IntentStatus.FAILED
+
+
 def outcome_draft(
     *,
     ok: Any,
@@ -146,34 +184,9 @@ def outcome_draft(
         raise InvalidInput("ok must be true or false", field="ok")
     summary = clean_text(summary, field="summary", limit=MAX_SUMMARY_CHARS)
     request_id = clean_text(request_id, field="request_id", limit=200)
-    if not receipt:
-        receipt, receipt_json = {}, "{}"
-    elif not isinstance(receipt, dict):
-        raise InvalidInput("receipt must be a JSON object", field="receipt")
-    else:
-        try:
-            receipt = canonical_args(receipt)
-        except NotCanonicalisable as exc:
-            raise InvalidInput(f"receipt: {exc}", field="receipt") from exc
-        receipt_json = canonical_json(receipt)
-        if len(receipt_json.encode("utf-8")) > MAX_RECEIPT_BYTES:
-            raise InvalidInput(f"receipt is over {MAX_RECEIPT_BYTES} bytes", field="receipt")
-    error_class = error_class or ""
-    if ok and error_class:
-        raise InvalidInput("error_class is only for failed calls (ok=false)", field="error_class")
-    if not ok and error_class not in ErrorClass.values:
-        raise InvalidInput(
-            f"error_class must be one of {', '.join(ErrorClass.values)} when ok is false",
-            field="error_class",
-        )
-    if ok:
-        status = IntentStatus.PERFORMED
-    elif error_class == ErrorClass.AMBIGUOUS:
-        # The tool answered with an error, and it may have acted all the same: evidence for
-        # whoever settles the row (reconciliation's lookup, else a person), not an outcome.
-        status = IntentStatus.INTENDED
-    else:
-        status = IntentStatus.FAILED
+    receipt, receipt_json = _clean_receipt(receipt)
+    error_class = _clean_error_class(error_class, ok=ok)
+    status = _status_of(ok=ok, error_class=error_class)
     evidence_at = _clean_evidence_at(evidence_at, ok=ok)
     draft = OutcomeDraft(
         status=status,

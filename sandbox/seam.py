@@ -59,6 +59,7 @@ def _write(
 
 
 def tools() -> list[ToolSpec]:
+    # One piece: a flat declaration, one entry per tool of the sandbox, read top to bottom.
     if not settings.SEAM_SANDBOX_URL:
         return []  # no sandbox to call
     base = settings.SEAM_SANDBOX_URL + API

@@ -13,7 +13,7 @@ One run measures, on databases of its own:
 2. rows settled per second by real `celery worker` processes (prefork, concurrency 1 each) with
    1, 2 and 4 workers, on Redis (database 12 unless SEAM_BENCH_REDIS_URL says otherwise, emptied
    before and after), against a downstream that answers at once: the `bench_refund` tool of
-   bench/stub_tools.py, registered in the workers only through SEAM_TOOL_MODULES. So what is
+   bench/stub_tools, installed in the workers only (SEAM_APPS=bench.stub_tools). So what is
    measured is Seam's cost per settled row (claim, read, settle + journal event, and the Celery
    task around the sweep), not the sandbox's: a real downstream's lookup latency adds to it per
    row and per worker. Each round seeds N stale rows of a dead run (SQL), starts the workers,
@@ -269,7 +269,7 @@ def measure_settle(world: World, *, rows: int, rounds: int, slow_ms: int) -> dic
 # --- 2. workers -------------------------------------------------------------------------------
 
 # N open `bench_refund` intents of one run, all of them ten minutes old: a run that died. The keys
-# are 64 hex characters like the journal's; bench/stub_tools.py's lookup answers from the key.
+# are 64 hex characters like the journal's; bench/stub_tools's lookup answers from the key.
 STUB_INSERT = """
 INSERT INTO journal_intent (run_id, step_id, turn, tool, args, occurrence, idempotency_key, status,
     error_class, outcome_summary, receipt, request_id, intended_at, settled_at, lookup_attempts,
@@ -322,7 +322,7 @@ def settle_span(run: Any) -> tuple[int, float]:
 def measure_workers(
     world: World, *, url: str, broker: str, counts: list[int], rows: int, rounds: int
 ) -> dict[str, Any]:
-    from django.test import override_settings
+    from django.test import modify_settings
 
     from config.celery import app
     from journal.services import Actor
@@ -333,7 +333,7 @@ def measure_workers(
         "DJANGO_SETTINGS_MODULE": "config.settings.test",
         "DATABASE_URL": url,
         "CELERY_BROKER_URL": broker,
-        "SEAM_TOOL_MODULES": "bench.stub_tools",
+        "SEAM_APPS": "bench.stub_tools",
         "DJANGO_CONN_MAX_AGE": "60",  # persistent connections, as production
         "DJANGO_DEBUG": "false",
         "PYTHONUNBUFFERED": "1",
@@ -356,7 +356,7 @@ def measure_workers(
 
     def in_process() -> None:
         run = stub_batch(world, rows)
-        with override_settings(SEAM_TOOL_MODULES=["bench.stub_tools"]):
+        with modify_settings(INSTALLED_APPS={"append": "bench.stub_tools"}):
             while True:
                 report = reconcile_sweep(run_id=run.pk, limit=500, actor=actor)
                 if not any(report.counts.values()):
@@ -425,7 +425,7 @@ def measure_workers(
                 "met": two_over_one >= TWO_WORKER_SCALING_TARGET,
             },
         ],
-        "connector": "bench/stub_tools.py bench_refund: every lookup answered at once, no I/O",
+        "connector": "bench/stub_tools bench_refund: every lookup answered at once, no I/O",
         "rows_per_round": rows,
         "rounds": rounds,
         "in_process_rows_per_s": medians["in_process"],
@@ -686,7 +686,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     try:
         with running_sandbox(url) as (sandbox, _process):
             progress(f"sandbox at {sandbox}")
-            with override_settings(SEAM_TOOL_MODULES=["sandbox.tools"], SEAM_SANDBOX_URL=sandbox):
+            with override_settings(SEAM_SANDBOX_URL=sandbox):
                 world = World(sandbox)
                 # The query first: its small-journal baseline wants a journal of 100 stale rows.
                 if "query" in args.parts:

@@ -126,7 +126,6 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 "DJANGO_SETTINGS_MODULE": "config.settings.test",
                 "DATABASE_URL": url,
                 "CELERY_BROKER_URL": broker,
-                "SEAM_TOOL_MODULES": "sandbox.tools",
                 "SEAM_SANDBOX_URL": sandbox,
                 "DJANGO_CONN_MAX_AGE": "60",
                 "DJANGO_DEBUG": "false",

@@ -1,5 +1,5 @@
-"""The contract between the journal and the tools above it, importable without Django so that the
-REST client (handover.client) and in-process callers share it: how a dispatch reports success
+"""The contract between the journal and the tools above it, importable without Django so that
+connectors and in-process callers share it: how a dispatch reports success
 (DispatchResult) and failure (ToolError and its class), and how the layer that knows a tool's
 argument schema refuses bad arguments before any intent is recorded (arguments_check_register).
 The journal names no tool: it asks whoever registered a check."""

@@ -1,8 +1,9 @@
-"""The console's words: every sentence a page, a confirmation or the handover's API says about a
-run is chosen here, from the codes the rules below return (handover.codes, the domain's enums
-and value objects). Nothing else in Seam builds an English sentence for a person; the domain
-(journal, reconciliation, compensations) answers in codes, and tests/handover/test_words.py holds
-it to that and checks that every code has its words here.
+"""The console's words: the sentences the handover (its lists, its next action, whether its
+reason still holds), the run's timeline, the staff actions' confirmations and the audit table say
+are chosen here, from the codes their rules return (handover.codes, the domain's enums and value
+objects). The domain (journal, reconciliation, compensations) answers in codes, and
+tests/handover/test_words.py holds it to that and checks that every code has its words here.
+(The templates' own labels, and the messages of a refused action, stay beside their page.)
 
 Each sentence is a template wrapped in Django's gettext_lazy, with named placeholders
 (`%(tool)s`) so a translation may reorder them; `say(template, **facts)` fills one in, in the

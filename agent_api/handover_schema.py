@@ -1,7 +1,7 @@
-"""The handover's serializer, built from its dataclasses (handover.handover) field by field, so
+"""The handover's serializer, built from its dataclasses (handover) field by field, so
 the object is described once: GET /api/v1/runs/{id}/handover/ answers with
 HandoverSerializer(handover).data, and /api/schema/ publishes the same serializer. The contract
-test (tests/handover/test_api_handover.py) validates real handovers, in each of their states,
+test (tests/agent_api/test_api_handover.py) validates real handovers, in each of their states,
 against the published schema.
 
 A field's type picks its DRF field: str, int, bool, datetime, UUID, a TextChoices enum (a
@@ -22,7 +22,7 @@ from django.db import models
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from handover.handover import FieldDoc, Handover
+from handover import FieldDoc, Handover
 
 
 @extend_schema_field(

@@ -187,7 +187,7 @@ class IntentSerializer(serializers.ModelSerializer):
         ]
 
     def to_representation(self, instance: Intent) -> dict[str, Any]:
-        # The same values as the generic rendering (tests/handover/test_api_journal.py compares
+        # The same values as the generic rendering (tests/agent_api/test_api_journal.py compares
         # them): text and JSON as stored, datetimes as DRF writes them.
         return {
             "step_id": instance.step_id,

@@ -23,8 +23,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from handover.forms import RunPageForm
-from handover.handover import HANDOVER_LIST_LIMIT, handover_for
+from console.forms import RunPageForm
+from handover import HANDOVER_LIST_LIMIT, handover_for
 from journal import selectors, services
 from journal.models import Intent, Run, RunStatus, Tenant
 
@@ -182,7 +182,7 @@ class RunDetailApi(APIView):
 
 
 class HandoverApi(APIView):
-    """The handover object of a run (handover.handover), exactly as the run page shows it: each
+    """The handover object of a run (handover), exactly as the run page shows it: each
     list cut to its first HANDOVER_LIST_LIMIT items unless `?all=1` (`totals` says how many)."""
 
     @extend_schema(

@@ -11,7 +11,7 @@ from journal.models import Run, Tenant
 
 class AuditAction(models.TextChoices):
     """Every action a person can take from the dashboard, and the lockout of a person's login
-    (handover.login_throttle)."""
+    (console.login_throttle)."""
 
     ASSIGN = "assign", "Assigned the run"
     COMPENSATE_STEP = "compensate_step", "Compensated one step"
@@ -31,7 +31,7 @@ class AuditAction(models.TextChoices):
 
 
 class AuditEntry(models.Model):
-    """One action a person took, written by handover.actions in the same transaction as the change
+    """One action a person took, written by console.actions in the same transaction as the change
     it records: who, when, what, on which run and step, the state before and after, their note
     and the request it came from. Append only (PostgreSQL triggers refuse UPDATE, DELETE and
     TRUNCATE), and chained: `hash`, an HMAC under a key kept outside the database, covers this

@@ -231,7 +231,7 @@ def tenancy_create(config: LoadConfig) -> Tenancy:
     from django.utils import timezone
 
     from compensations.defaults import catalogue_grant_roles
-    from handover.roles import roles_grant
+    from console.roles import roles_grant
     from journal import services
     from journal.models import AgentToken, Membership, Run, Tenant
     from journal.tool_errors import DispatchResult

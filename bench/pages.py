@@ -39,7 +39,7 @@ and awaiting a person with an open escalation, 0.5% running and stuck, 0.1% runn
 1% compensated, 0.2% cancelled), 8 to 12 intent rows per run (10,000,000 exactly, 64-hex
 idempotency keys, step ids `run:turn:tool`), two journal events per settled intent and one per
 open intent plus a run_created and an ending event per run (about 22 million), the escalation
-rows, and 100 escalated runs assigned to the bench user through handover.actions (so with audit
+rows, and 100 escalated runs assigned to the bench user through console.actions (so with audit
 rows). The queue then holds about 16,000 runs (10,000 awaiting a person, 6,000 running). The
 load is one transaction in a session with synchronous_commit off and replica mode (no foreign
 key or audit triggers: the rows are consistent by construction); the four tables' secondary
@@ -340,7 +340,7 @@ def bench_user(tenant: Any, username: str, group: str) -> Any:
     from django.contrib.auth.models import Group
 
     from compensations.defaults import catalogue_grant_roles
-    from handover.roles import roles_grant
+    from console.roles import roles_grant
     from journal.models import Membership
 
     roles_grant()
@@ -522,10 +522,10 @@ def seed_insights(tenant: Any) -> None:
 
 
 def assign_some(tenant: Any, user: Any) -> None:
-    """Assign some escalated runs to the bench user the way a person does (handover.actions), so
+    """Assign some escalated runs to the bench user the way a person does (console.actions), so
     the queue's assignee column and its last-audit-row subquery have real rows to find."""
-    from handover import actions
-    from handover.handover import run_state_token
+    from console import actions
+    from handover import run_state_token
     from journal.models import Run
 
     ctx = actions.StaffContext(user=user, tenant=tenant, request_id="bench-pages-seed")
@@ -722,7 +722,7 @@ def queue_plans(tenant: Any, user: Any, queue_statements: list[str]) -> dict[str
     from django.db import connection
     from django.utils import timezone
 
-    from handover import selectors
+    from console import selectors
 
     runs = selectors.queue_runs(
         tenant=tenant, user=user, filters=selectors.QueueFilters(), now=timezone.now()
@@ -766,7 +766,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
     from django.db import connection
 
-    from handover.handover import run_state_token
+    from handover import run_state_token
 
     seeding = seed(args.database, runs=args.runs, reseed=args.reseed)
     tenant, runs, intents = _tenant_and_counts()

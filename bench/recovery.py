@@ -9,7 +9,7 @@ unless SEAM_BENCH_REDIS_URL says otherwise, emptied before and after), measures 
    --child`) that is SIGKILLed between the payments provider's acceptance of its second write
    and the commit of that write's outcome: an intent is left open, the refund really happened;
 2. from the child's death (its exit, seen by this process), polling every 50 ms through the
-   queue's own selector (`handover.selectors.queue_runs`, what GET / reads): when the run first
+   queue's own selector (`console.selectors.queue_runs`, what GET / reads): when the run first
    appears in the queue as stuck (running, silent past SEAM_STALE_AFTER_SECONDS), and when its
    escalation appears (the sweep asked the sandbox about the open intent, settled it, and the
    task's policy escalated the run: `awaiting_person`).
@@ -82,7 +82,7 @@ def kill_a_run(env: dict[str, str]) -> tuple[Any, float, dt.datetime]:
 def wait_for_escalation(run: Any, *, died: float, timeout: float, fleet: Fleet) -> dict[str, Any]:
     from django.utils import timezone
 
-    from handover.selectors import QueueFilters, queue_runs
+    from console.selectors import QueueFilters, queue_runs
     from journal.models import Tenant
 
     tenant = Tenant.objects.get(slug=TENANT)

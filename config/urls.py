@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 urlpatterns = [
     # First: an agent's call resolves here without trying the console's patterns before it.
     path("api/v1/", include("agent_api.urls")),
-    path("", include("handover.urls")),
+    path("", include("console.urls")),
     path("", include("insights.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

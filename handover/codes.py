@@ -1,5 +1,5 @@
 """What the handover decides, as codes with the facts their sentences name: the rules
-(handover.handover) choose a code, handover.words says it. Nothing here is a sentence, so a rule
+(handover) choose a code, handover.words says it. Nothing here is a sentence, so a rule
 can change without touching the words and the words can be translated without touching a rule."""
 
 from __future__ import annotations

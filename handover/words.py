@@ -12,7 +12,7 @@ language active when it is said. Tools are named by their registered names with 
 
 Besides sentences, plain words for what the rows store in the engine's terms: error text without
 protocol codes or keys, a step id as the step it names, a process as what it does. The pages use
-those through handover.templatetags.seam_words."""
+those through console.templatetags.seam_words."""
 
 from __future__ import annotations
 
@@ -421,7 +421,7 @@ def next_action_text(advice: NextActionAdvice) -> str:
 
 
 class EventFacts(Protocol):
-    """What the timeline's words read of an event (handover.timeline.Said)."""
+    """What the timeline's words read of an event (console.timeline.Said)."""
 
     @property
     def says(self) -> TimelineSays: ...
@@ -493,7 +493,7 @@ def timeline_text(said: EventFacts) -> str:
     return text
 
 
-# --- the confirmations (handover.confirmations) -----------------------------------------------
+# --- the confirmations (console.confirmations) -----------------------------------------------
 
 CONFIRM = _("Confirm")
 NOTHING_UNDOES = _("nothing undoes %(tool)s: %(notes)s")
@@ -590,7 +590,7 @@ def undo_call_words(
     return text
 
 
-# --- the audit trail's states (handover.audit_reading) -----------------------------------------
+# --- the audit trail's states (console.audit_reading) -----------------------------------------
 
 YES = _("yes")
 NO = _("no")

@@ -17,9 +17,9 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from handover.csv_export import csv_streaming_response
-from handover.staff import request_tenant
-from handover.views import HtmxHttpRequest
+from console.csv_export import csv_streaming_response
+from console.staff import request_tenant
+from console.views import HtmxHttpRequest
 from journal.models import Tenant
 
 from . import selectors as insights

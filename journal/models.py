@@ -126,7 +126,7 @@ class Run(models.Model):
     reflections = models.PositiveIntegerField(default=0)
     escalations = models.PositiveIntegerField(default=0)
     # The staff member who took the run from the queue ("assign to me"); set only through
-    # handover.actions, with an audit row.
+    # console.actions, with an audit row.
     assignee = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.PROTECT,
@@ -146,7 +146,7 @@ class Run(models.Model):
             models.Index(fields=["tenant", "ticket_id"], name="run_tenant_ticket_idx"),
             models.Index(fields=["tenant", "order_id"], name="run_tenant_order_idx"),
             # The console's search: any part of a ticket or order id, in any case, over every run
-            # (handover.selectors.run_search). Trigram indexes on the upper-cased ids answer the
+            # (console.selectors.run_search). Trigram indexes on the upper-cased ids answer the
             # UPPER(...) LIKE UPPER('%…%') that `icontains` writes without reading every run.
             GinIndex(OpClass(Upper("ticket_id"), name="gin_trgm_ops"), name="run_ticket_trgm_idx"),
             GinIndex(OpClass(Upper("order_id"), name="gin_trgm_ops"), name="run_order_trgm_idx"),
@@ -157,7 +157,7 @@ class Run(models.Model):
             models.Index(
                 fields=["tenant", "last_heartbeat_at"], condition=Q(status="running"), name="run_running_idx"
             ),
-            # The staff queue (handover.selectors.queue_runs): runs awaiting a person or running,
+            # The staff queue (console.selectors.queue_runs): runs awaiting a person or running,
             # which holds the stuck ones. One index per order the queue offers, so its first page
             # is read in order and stops after 50 rows; the first also carries every column the
             # queue's counts and filters read, so they are index-only scans of the queue's own
@@ -351,7 +351,7 @@ class JournalEvent(models.Model):
         FANOUT_BRANCH_SETTLED = "fanout_branch_settled", "Fan-out branch settled"
         FANOUT_RETRY = "fanout_retry", "Fan-out retry sent or not attempted"
         FANOUT_SETTLED = "fanout_settled", "Fan-out outcome and merged decision"
-        # Written by people's actions (handover.actions), each alongside its audit row.
+        # Written by people's actions (console.actions), each alongside its audit row.
         LOOKUP_REQUESTED = "lookup_requested", "Lookup requested again"
         COMPENSATION_REQUESTED = "compensation_requested", "Compensation requested"
         RESUME_REQUESTED = "resume_requested", "Resumption requested"

@@ -12,7 +12,7 @@ tenant mixes in `TenantScopedAdmin` and says how to reach the tenant (`tenant_pa
   add or delete them.
 
 Superusers are not scoped. A staff user of no tenant sees no row. The mixin decides where rows
-may go; which models a person may use at all stays with Django's permissions (handover.roles).
+may go; which models a person may use at all stays with Django's permissions (console.roles).
 It lives here, beside Tenant and Membership, because the admins of every layer above use it."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Every web request gets an id: the caller's X-Request-ID (a load balancer's, an agent
 runtime's) or a new one. It is in every log record made while the request is served, in the
 response's X-Request-ID header (so gunicorn's access log and the caller see it), and in the
-audit rows the request writes (handover.views reads the same header)."""
+audit rows the request writes (console.views reads the same header)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from handover.handover import handover_for
+from handover import handover_for
 from journal.models import Intent, IntentStatus, JournalEvent, Run
 from journal.selectors import compensation_intent_ids
 from journal.tool_errors import ToolError

@@ -14,8 +14,8 @@ from rest_framework.test import APIClient
 
 from compensations.defaults import catalogue_grant_roles
 from config.celery import app as seam_celery_app
+from console.roles import roles_grant
 from devtools.processes import database_url, running_sandbox
-from handover.roles import roles_grant
 from journal.models import AgentToken, Run, Tenant
 from journal.services import Actor
 from sandbox.catalogue import catalogue_seed_defaults

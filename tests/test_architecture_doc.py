@@ -6,24 +6,17 @@ from __future__ import annotations
 
 import importlib
 import re
+import tomllib
 
 import pytest
+from django.apps import apps
 
 from devtools.processes import ROOT
 
 DOC = ROOT / "docs" / "architecture.md"
-PACKAGES = (
-    "journal",
-    "tools",
-    "reconciliation",
-    "compensations",
-    "fanout",
-    "handover",
-    "monitoring",
-    "observability",
-    "config",
-    "sandbox",
-    "scenarios",
+# Seam's packages, as the import contracts name them (pyproject.toml).
+PACKAGES = tuple(
+    tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["root_packages"]
 )
 # Names the page gives that are not Seam's code: Django's and a field of the handover's JSON.
 NOT_CODE = {"transaction.on_commit", "next_action.code"}
@@ -38,6 +31,15 @@ def _task_names() -> set[str]:
     for tasks in ROOT.glob("*/tasks.py"):
         names.update(re.findall(r'name="([a-z_]+\.[a-z_.]+)"', tasks.read_text()))
     return names
+
+
+def _permission_names() -> set[str]:
+    """The permissions the models declare, as Django names them: `app_label.codename`."""
+    return {
+        f"{model._meta.app_label}.{codename}"
+        for model in apps.get_models()
+        for codename, _ in model._meta.permissions
+    }
 
 
 def _resolves(dotted: str) -> bool:
@@ -75,6 +77,7 @@ def test_every_file_name_the_page_gives_is_a_file_of_the_product(name: str) -> N
     ],
 )
 def test_every_dotted_name_is_code_or_a_task(dotted: str) -> None:
-    assert _resolves(dotted) or dotted in _task_names(), (
-        f"docs/architecture.md names {dotted}, which is neither a module, an attribute nor a task"
+    assert _resolves(dotted) or dotted in _task_names() | _permission_names(), (
+        f"docs/architecture.md names {dotted}, which is neither a module, an attribute, a task nor "
+        "a permission"
     )

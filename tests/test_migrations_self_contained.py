@@ -104,8 +104,8 @@ def test_the_check_finds_an_import_inside_a_data_migrations_function() -> None:
 
 
 def test_a_validator_named_by_makemigrations_passes_and_a_call_of_it_does_not() -> None:
-    field = "models.CharField(max_length=9, validators=[handover.models.validate_ticket_url_template])"
-    named = f"import handover.models\nfrom django.db import models\nfield = {field}\n"
-    called = named + "handover.models.validate_ticket_url_template('x')\n"
+    field = "models.CharField(max_length=9, validators=[console.models.validate_ticket_url_template])"
+    named = f"import console.models\nfrom django.db import models\nfield = {field}\n"
+    called = named + "console.models.validate_ticket_url_template('x')\n"
     assert project_imports(named) == []
-    assert project_imports(called) == ["line 1: import handover.models"]
+    assert project_imports(called) == ["line 1: import console.models"]

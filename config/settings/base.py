@@ -46,7 +46,7 @@ INSTALLED_APPS = [
     "simple_history",
     "journal",
     "audit",
-    "handover",
+    "console",
     "agent_api",
     "insights",
     "reconciliation",
@@ -120,7 +120,7 @@ def database_from_env(default_url: str) -> dict[str, Any]:
     # database default of synchronous_commit=off loosen that for this application's sessions.
     options.setdefault("options", "-c synchronous_commit=on")
     # Django's own cursors bind client-side and never prepare; the journal's hot statements
-    # (handover/journal_sql.py) use server-binding cursors, and with a threshold psycopg
+    # (journal/sql.py) use server-binding cursors, and with a threshold psycopg
     # prepares them once per connection instead of parsing and planning every call.
     # (Behind a transaction-pooling PgBouncer older than 1.21, turn this off.)
     options.setdefault("prepare_threshold", 5)
@@ -146,7 +146,7 @@ AUTH_PASSWORD_VALIDATORS = [
 # Login throttling (django-axes): after SEAM_LOGIN_FAILURE_LIMIT wrong passwords for one username
 # from one address, that pair is refused (429, the lockout page) for SEAM_LOGIN_COOLOFF_MINUTES,
 # counted again from each further failure; the admin's login is covered too. The right password
-# does not help while locked out. handover.login_throttle writes a `login_locked_out` audit row.
+# does not help while locked out. console.login_throttle writes a `login_locked_out` audit row.
 # A superuser unlocks early in the admin (Axes → Access attempts) or with `manage.py axes_reset`.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
@@ -161,8 +161,8 @@ if AXES_FAILURE_LIMIT < 1 or SEAM_LOGIN_COOLOFF_MINUTES < 1:
 # one account's password past the limit.
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_CALLABLE = "handover.login_throttle.login_locked_out_response"
-AXES_USERNAME_CALLABLE = "handover.login_throttle.login_username"
+AXES_LOCKOUT_CALLABLE = "console.login_throttle.login_locked_out_response"
+AXES_USERNAME_CALLABLE = "console.login_throttle.login_username"
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "handover:run_list"
@@ -223,7 +223,7 @@ SEAM_COMPENSATION_PENDING_RETRY_SECONDS = _env_or_fail(
     env.int, "SEAM_COMPENSATION_PENDING_RETRY_SECONDS", default=30
 )
 
-# Escalation notifications (handover.notifications): links in emails and webhook posts point at
+# Escalation notifications (console.notifications): links in emails and webhook posts point at
 # SEAM_BASE_URL (where staff open the console), emails come from DEFAULT_FROM_EMAIL, and a
 # webhook that has not answered within SEAM_WEBHOOK_TIMEOUT_SECONDS counts as failed.
 SEAM_BASE_URL = env("SEAM_BASE_URL", default="http://127.0.0.1:8000")
@@ -272,7 +272,7 @@ SPECTACULAR_SETTINGS = {
         "RunStatusEnum": "journal.models.RunStatus",
         "IntentStatusEnum": "journal.models.IntentStatus",
         "CompensationStatusEnum": "compensations.models.CompensationStatus",
-        "NextActionCodeEnum": "handover.handover.NextActionCode",
+        "NextActionCodeEnum": "handover.NextActionCode",
         "ReversibilityKindEnum": "compensations.reversibility.ReversibilityKind",
     },
 }

@@ -4,7 +4,7 @@ import django.db.models.deletion
 from django.contrib.auth.management import create_permissions
 from django.db import migrations, models
 
-# What the admin role gains with per-tenant policies (handover.roles.ADMIN says the same): adding
+# What the admin role gains with per-tenant policies (console.roles.ADMIN says the same): adding
 # its tenant's own policy over a default, removing it again, and reading dead letters in the admin.
 GRANTED = [("reconciliation", "add_taskpolicy"), ("reconciliation", "delete_taskpolicy"), ("compensations", "view_deadletter")]
 

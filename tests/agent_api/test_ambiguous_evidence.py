@@ -20,8 +20,8 @@ from django.test import override_settings
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from handover.handover import handover_for, handover_rows
-from handover.timeline import timeline_of
+from console.timeline import timeline_of
+from handover import handover_for, handover_rows
 from journal.models import Intent, IntentStatus, JournalEvent, Run, Tenant
 from journal.services import Actor
 from reconciliation.services import reconcile_sweep

@@ -18,7 +18,7 @@ from rest_framework.test import APIClient
 
 from agent_api.handover_schema import HandoverSerializer
 from devtools.processes import database_url
-from handover.handover import handover_for
+from handover import handover_for
 from journal.models import AgentToken, Run
 from sandbox.catalogue import catalogue_seed_defaults
 from scenarios.management.commands.seed_demo import DEMO_REPLAYS

@@ -16,7 +16,7 @@ from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from audit.models import AuditAction, AuditEntry
-from handover.models import TenantSettings
+from console.models import TenantSettings
 from journal import services
 from journal.models import Run
 from journal.services import Actor

@@ -10,7 +10,7 @@ import pytest
 
 from compensations.models import CatalogueEntry, Reversibility
 from compensations.reversibility import ReversibilityKind, ReversibilityNow, reversibility_now
-from handover.handover import ReversibilityNow as HandoverReversibility
+from handover import ReversibilityNow as HandoverReversibility
 from handover.words import reversibility_sentence
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

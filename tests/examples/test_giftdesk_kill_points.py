@@ -21,7 +21,7 @@ from django.test import modify_settings
 
 from compensations.models import CatalogueEntry
 from examples.giftdesk.seam import TICKET_ID, flows
-from handover.handover import handover_for
+from handover import handover_for
 from journal.models import AgentToken, Intent, IntentStatus, Run, RunStatus, Tenant
 from journal.selectors import compensation_intent_ids
 from reconciliation.models import TaskPolicy

@@ -21,7 +21,7 @@ from rest_framework.test import APIClient
 from agent_api.handover_schema import HandoverSerializer
 from compensations.models import Compensation, CompensationStatus
 from compensations.services import compensation_execute
-from handover.handover import handover_for, run_state_token
+from handover import handover_for, run_state_token
 from journal import services
 from journal.channels import CustomerChannel
 from journal.models import AgentToken, CustomerMessage, IntentStatus, Run

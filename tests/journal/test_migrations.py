@@ -71,7 +71,7 @@ FanOut.objects.create(run=run, turn=2, name="stock", deadline_ms=2000, started_a
 # Chained as that release chained it (plain SHA-256), so that the re-keying migration finds the
 # chain intact and keys it.
 import importlib
-unkeyed = importlib.import_module("handover.migrations.0013_audit_chain_keyed_and_verifications")._sha256
+unkeyed = importlib.import_module("console.migrations.0013_audit_chain_keyed_and_verifications")._sha256
 entry = AuditEntry(
     seq=1, tenant=tenant, at=now, user=user, username="lead", action="assign", run=run, prev_hash="0" * 64,
 )

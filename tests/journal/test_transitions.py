@@ -296,7 +296,7 @@ def _callee(call: ast.Call) -> str:
 
 def _forwarders(tree: ast.AST) -> set[str]:
     """Functions of the module that pass their **keywords on to an update of a run or an intent
-    (handover.actions' `_bump`): called with a `status`, they write it by hand too."""
+    (console.actions' `_bump`): called with a `status`, they write it by hand too."""
     found = set()
     for function in ast.walk(tree):
         if not isinstance(function, ast.FunctionDef) or function.args.kwarg is None:

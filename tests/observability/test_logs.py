@@ -78,7 +78,7 @@ def test_a_request_id_is_echoed_or_made_and_carried_in_the_request_s_log_lines(
     json_lines: Callable[[], list[dict[str, Any]]],
 ) -> None:
     def view(request: HttpRequest) -> HttpResponse:
-        logging.getLogger("handover.views").info("page drawn")
+        logging.getLogger("console.views").info("page drawn")
         return HttpResponse("ok")
 
     middleware = RequestIdMiddleware(view)

@@ -16,7 +16,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from compensations.models import CatalogueEntry, Compensation, CompensationStatus, Reversibility
-from handover.handover import NextActionCode, handover_for
+from handover import NextActionCode, handover_for
 from journal import services as journal
 from journal.models import Escalation, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
 from reconciliation import decisions

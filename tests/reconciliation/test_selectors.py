@@ -12,8 +12,8 @@ from django.test import Client, override_settings
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
-from handover.handover import NextActionCode, handover_for, run_is_stuck
-from handover.selectors import QueueFilters, queue_reason_counts, queue_runs
+from console.selectors import QueueFilters, queue_reason_counts, queue_runs
+from handover import NextActionCode, handover_for, run_is_stuck
 from journal.models import Intent, IntentStatus, Run
 from journal.selectors import stale_intents, stuck_runs
 from reconciliation.decisions import dead_runs

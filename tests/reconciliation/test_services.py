@@ -20,8 +20,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from compensations.services import run_compensate
-from handover.handover import handover_for
-from handover.selectors import queue_reason_counts
+from console.selectors import queue_reason_counts
+from handover import handover_for
 from journal import services as journal
 from journal.models import Escalation, Intent, IntentStatus, JournalEvent, Run, RunStatus
 from journal.selectors import stale_intents

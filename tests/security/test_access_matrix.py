@@ -42,11 +42,11 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
 from compensations.models import CatalogueEntry, Compensation, CompensationStatus, DeadLetter, Reversibility
-from handover import staff_actions
-from handover.actions import ACT
-from handover.dead_letters import ASSIGN
-from handover.forms import RunActionForm
-from handover.models import NotificationRule
+from console import staff_actions
+from console.actions import ACT
+from console.dead_letters import ASSIGN
+from console.forms import RunActionForm
+from console.models import NotificationRule
 from journal import services
 from journal.models import AgentToken, Run, Tenant
 from journal.tenant_admin import TenantScopedAdmin
@@ -110,7 +110,7 @@ AGENT_WRITE = status(200, 201, 409)
 
 def action_names(kind: staff_actions.Kind, permission: str = "") -> Callable[[], tuple[str, ...]]:
     """The registered actions of a kind (of one permission, if given), read when the test runs:
-    an action added to handover.staff_actions is requested here without a line of this file."""
+    an action added to console.staff_actions is requested here without a line of this file."""
     return lambda: tuple(
         a.name for a in staff_actions.actions_of(kind) if not permission or a.permission == permission
     )

@@ -14,9 +14,9 @@ from django.urls import reverse
 
 from audit.models import AuditEntry
 from compensations.models import Compensation, CompensationStatus, DeadLetter
-from handover import staff_actions
-from handover.actions import ACT
-from handover.forms import DeadLetterTakeForm
+from console import staff_actions
+from console.actions import ACT
+from console.forms import DeadLetterTakeForm
 from journal import services
 from journal.models import AgentToken, CustomerMessage, Intent, JournalEvent, Run, Tenant
 from tests import factories
@@ -111,7 +111,7 @@ def dashboard_posts(run: Run, letter: DeadLetter, lead: Any) -> list[tuple[str, 
 def test_every_dashboard_post_without_the_csrf_token_is_refused_and_writes_nothing(
     run: Run, dead_letter: DeadLetter, lead: Any
 ) -> None:
-    from handover.handover import run_state_token
+    from handover import run_state_token
 
     client = csrf_client(lead)
     before = world_state()

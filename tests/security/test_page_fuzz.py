@@ -1,7 +1,7 @@
 """Fuzzing of the staff console (docs/reliability.md, "Bad input and access").
 
 The console's URLs are read from the resolver (every pattern whose view is a page of
-handover.views or handover.dead_letter_views, and the login page), so a page added later is
+console.views or console.dead_letter_views, and the login page), so a page added later is
 fuzzed without a line here. Path parameters are real objects of the personas' tenant: a run
 with an open and a performed step, and an open dead letter; `<slug:action>` is each registered
 action of its kind and one that does not exist. Each URL is sent, by GET and by POST, as each
@@ -33,8 +33,8 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from compensations.models import Compensation, CompensationStatus, DeadLetter
-from handover import forms, staff_actions
-from handover.handover import run_state_token
+from console import forms, staff_actions
+from handover import run_state_token
 from journal import services
 from journal.models import Run
 from tests import factories
@@ -84,7 +84,7 @@ def console_routes(
 
 
 def parameter_names(views: list[Any]) -> list[str]:
-    """Every parameter a staff page or action reads: the fields of every form of handover.forms
+    """Every parameter a staff page or action reads: the fields of every form of console.forms
     (the pages' parameters and the actions' forms) and of the views' own modules."""
     modules = [forms, *(sys.modules[view.__module__] for view in views)]
     names = set(LOOSE_PARAMETERS)

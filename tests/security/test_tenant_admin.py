@@ -17,8 +17,8 @@ from django.utils import timezone
 from compensations.models import CatalogueEntry, Compensation, CompensationStatus, DeadLetter, Reversibility
 from compensations.selectors import catalogue_entry_for, catalogue_for
 from compensations.services import compensation_request
-from handover.handover import handover_rows
-from handover.models import NotificationRule
+from console.models import NotificationRule
+from handover import handover_rows
 from journal import services
 from journal.models import Membership, Run, Tenant
 from reconciliation.decisions import run_decide

@@ -18,11 +18,11 @@ from django.urls import reverse
 
 from audit.chain import audit_record
 from audit.models import AuditEntry
-from handover import staff_actions
-from handover.actions import ACT, RunChanged, StaffContext, changes_since
-from handover.confirmations import Confirmation
-from handover.forms import NoteField, RunActionForm
-from handover.handover import run_state_token
+from console import staff_actions
+from console.actions import ACT, RunChanged, StaffContext, changes_since
+from console.confirmations import Confirmation
+from console.forms import NoteField, RunActionForm
+from handover import run_state_token
 from journal import services
 from journal.models import Run
 from tests.security import test_access_matrix as matrix

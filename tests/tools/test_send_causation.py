@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 
 from compensations.models import CatalogueEntry, Reversibility
 from compensations.services import compensation_request, run_compensate
-from handover.handover import handover_for
+from handover import handover_for
 from journal import services as journal
 from journal.models import Intent, IntentStatus, JournalEvent, Run, Tenant
 from tests.agent_api.test_agent_lane import RUN_BODY

@@ -9,7 +9,7 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
 from compensations.defaults import catalogue_grant_roles
-from handover.roles import roles_grant
+from console.roles import roles_grant
 from journal.models import Membership, Tenant
 
 DEMO_TENANTS = {"sundry": "Sundry Marketplace", "acme": "Acme Outdoor (another tenant)"}

@@ -1,0 +1,207 @@
+"""What each staff action's confirmation says before the click: its effects, what cannot be
+taken back, what stops it now, and the inputs it needs. One function per run action, named for
+it and given to its entry of the registry (console.staff_actions), so no code chooses the words
+by the action's name. Each is called as `confirm(run, rows, step_id)` with the rows the page
+already loaded (one load per request); one that needs every step reads them again only when the
+page's were cut to their first items. The words are handover.words'."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.utils import timezone
+
+from compensations.mapping import MappingError, compensation_args
+from compensations.selectors import catalogue_entry_for
+from handover import (
+    HandoverRows,
+    ReversibilityNow,
+    handover_build,
+    handover_rows,
+    reversibility,
+    undo_unbuildable,
+    warnings_for,
+    words,
+)
+from journal.models import Intent, IntentStatus, Run, RunStatus
+
+from .actions import resume_preview
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """What an action will do, in words, before the click: its effects, what cannot be taken
+    back, and the inputs it needs."""
+
+    title: str
+    effects: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    blockers: list[str] = field(default_factory=list)
+    step_id: str = ""
+    needs_note: bool = False
+    needs_message: bool = False
+    button: str = field(default_factory=lambda: str(words.CONFIRM))
+
+
+# A run action's confirmation: `confirm(run, rows, step_id)`.
+type Confirm = Callable[[Run, HandoverRows, str], Confirmation]
+
+
+def whole_rows(run: Run, rows: HandoverRows | None) -> HandoverRows:
+    """The page's rows, unless they were cut to its first items: a step past them, or every
+    step, is asked about here."""
+    if rows is None or not rows.complete:
+        return handover_rows(run)
+    return rows
+
+
+def _step(rows: HandoverRows, step_id: str) -> Intent | None:
+    return next((i for i in rows.intents if i.step_id == step_id), None) if step_id else None
+
+
+def _high_value(args: dict[str, Any]) -> list[str]:
+    """'high value: …' when the call moves at least settings.SEAM_HIGH_VALUE_AMOUNT."""
+
+    return warnings_for(tool="", args=args, reversible=ReversibilityNow.yes())
+
+
+def _undo_words(intent: Intent) -> tuple[str, list[str]]:
+    """The compensating call a step's undo will send, and its warnings."""
+
+    entry = catalogue_entry_for(tenant_id=intent.run.tenant_id, tool=intent.tool)
+    reversible = reversibility(entry, intent, timezone.now())
+    if entry is None or not reversible.can_undo:
+        notes = entry.staff_notes if entry and entry.staff_notes else str(words.PUT_RIGHT_BY_HAND)
+        return words.say(words.NOTHING_UNDOES, tool=intent.tool, notes=notes), [
+            words.say(words.IRREVERSIBLE_STEP, tool=intent.tool)
+        ]
+    try:
+        args = compensation_args(entry, intent.args, intent.receipt)
+    except MappingError as exc:
+        return words.say(words.UNDO_CANNOT_BE_BUILT, undo_tool=entry.compensating_tool, error=exc), [str(exc)]
+    warnings = [reversible.sentence] if reversible.loses else []
+    warnings += _high_value(intent.args)
+    effect = words.undo_call_words(
+        undo_tool=entry.compensating_tool, args=args, tool=intent.tool, reversible=reversible
+    )
+    return effect, warnings
+
+
+# --- one per run action -----------------------------------------------------------------------
+
+
+def assign_to_me(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
+    title, effect, button = words.ASSIGN_TO_ME
+    return Confirmation(str(title), [str(effect)], button=str(button))
+
+
+def assign_to_colleague(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
+    title, effect, button = words.ASSIGN_TO_COLLEAGUE
+    return Confirmation(str(title), [str(effect)], button=str(button))
+
+
+def resume(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
+    preview = resume_preview(run, whole_rows(run, rows))
+    effects = [words.resume_step_words(s) for s in preview.steps]
+    warnings = list(preview.warnings)
+    for planned in preview.steps:
+        if planned["action"] == "send":
+            plan_entry: dict[str, Any] = next((p for p in run.plan if p.get("tool") == planned["tool"]), {})
+            amount = (plan_entry.get("args") or {}).get("amount")
+            if amount is not None:
+                high = _high_value(plan_entry.get("args") or {})
+                template = words.HIGH_VALUE_STEP if high else words.MOVES_MONEY
+                warnings.append(words.say(template, tool=planned["tool"], amount=amount))
+    title, button = words.RESUME_RUN
+    return Confirmation(str(title), effects, warnings, list(preview.blockers), button=str(button))
+
+
+def compensate_run(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
+    rows = whole_rows(run, rows)
+    steps = [
+        i
+        for i in reversed(rows.intents)
+        if i.status == IntentStatus.PERFORMED and i.pk not in rows.compensation_intent_ids
+    ]
+    effects, warnings = [], []
+    for performed_step in steps:
+        effect, more = _undo_words(performed_step)
+        effects.append(effect)
+        warnings += more
+    blockers = [] if steps else [str(words.NOTHING_LEFT_TO_UNDO)]
+    title, button = words.COMPENSATE_RUN
+    return Confirmation(str(title), effects, warnings, blockers, button=str(button))
+
+
+def customer_told(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
+    title, effect, button = words.CUSTOMER_TOLD
+    return Confirmation(str(title), [str(effect)], needs_message=True, button=str(button))
+
+
+def resolve(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
+    handover = handover_build(whole_rows(run, rows))
+    warnings = [words.say(words.NOT_DONE_WARNING, tool=n.tool) for n in handover.not_done] + [
+        words.say(words.STILL_UNCERTAIN_WARNING, tool=u.tool) for u in handover.uncertain
+    ]
+    effect = words.RESOLVE_CANCELS if run.status == RunStatus.RUNNING else words.RESOLVE_CLOSES
+    title, button = words.RESOLVE
+    return Confirmation(str(title), [str(effect)], warnings, needs_note=True, button=str(button))
+
+
+def compensate_step(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
+    rows = whole_rows(run, rows)
+    intent = _step(rows, step_id)
+    if intent is None:
+        return Confirmation(str(words.COMPENSATE_A_STEP), blockers=[words.no_step_words(step_id)])
+    effect, warnings = _undo_words(intent)
+    step = words.step_named(intent.tool, intent.step_id)
+    blockers = (
+        []
+        if intent.status == IntentStatus.PERFORMED
+        else [words.say(words.STEP_IS, step=step, status=intent.status)]
+    )
+    entry = rows.catalogue.get(intent.tool)
+    unbuildable = undo_unbuildable(entry, intent) if entry and entry.compensating_tool else ""
+    if unbuildable:
+        # Sent anyway (the API, a page drawn before), it would end as a dead letter.
+        blockers.append(words.say(words.UNDO_BLOCKED, why=unbuildable))
+    title, button = words.COMPENSATE_STEP
+    return Confirmation(
+        words.say(title, tool=intent.tool), [effect], warnings, blockers, step_id=step_id, button=str(button)
+    )
+
+
+def retry_lookup(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
+    intent = _step(whole_rows(run, rows), step_id)
+    if intent is None:
+        return Confirmation(str(words.RETRY_LOOKUP), blockers=[words.no_step_words(step_id)])
+    title, effect, button = words.ASK_AGAIN
+    return Confirmation(
+        words.say(title, tool=intent.tool),
+        [words.say(effect, tool=intent.tool)],
+        step_id=step_id,
+        button=str(button),
+    )
+
+
+def mark(*, performed: bool) -> Confirm:
+    """The confirmation of a person's judgement of an uncertain step: it happened, or it did not."""
+    title, effect, button = words.MARK[performed]
+
+    def confirm(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
+        intent = _step(whole_rows(run, rows), step_id)
+        if intent is None:
+            return Confirmation(str(words.SETTLE_A_STEP), blockers=[words.no_step_words(step_id)])
+        step = words.step_named(intent.tool, intent.step_id)
+        return Confirmation(
+            words.say(title, tool=intent.tool),
+            [words.say(effect, step=step), str(words.NOT_ASKED_AGAIN)],
+            [str(words.YOUR_JUDGEMENT)],
+            step_id=step_id,
+            needs_note=True,
+            button=str(button),
+        )
+
+    return confirm

@@ -1,0 +1,306 @@
+"""Reads of the run journal, always scoped to one tenant. Each returns a queryset (or row) with
+its related rows already joined or prefetched, so a page or response runs a fixed number of
+queries however many runs or steps there are."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db.models import (
+    Case,
+    Count,
+    F,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
+from django.db.models.functions import Coalesce
+
+from audit.models import AuditEntry, AuditVerification
+from compensations.models import DeadLetter
+from journal.models import (
+    Escalation,
+    Intent,
+    IntentStatus,
+    JournalEvent,
+    Membership,
+    Run,
+    Tenant,
+)
+from journal.selectors import runs_with_counts as journal_runs_with_counts
+from journal.selectors import stuck_runs_q
+
+# --- the staff dashboard ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueueFilters:
+    task_type: str = ""
+    reason: str = ""
+    status: str = ""
+    assignee: str = ""  # "me", "none", or a username
+    q: str = ""  # any part of a ticket or order id, in any case: searches every run, ended too
+    sort: str = "deadline"  # "deadline" (nearest first, then oldest) or "oldest"
+
+    @property
+    def narrowed(self) -> bool:
+        """Whether these filters show less than the whole queue (the order does not)."""
+        return bool(self.task_type or self.reason or self.status or self.assignee or self.q.strip())
+
+
+def _queue_base(*, tenant: Tenant, now: datetime) -> QuerySet[Run]:
+    """Runs waiting for a person (escalated, not yet resolved) and runs that are stuck
+    (journal.selectors.stuck_runs: running, silent past the threshold of what they wait on).
+    Both sides imply the condition of the partial indexes run_queue_deadline_idx and
+    run_queue_oldest_idx (awaiting a person, or running), which hold the queue's rows only."""
+    return Run.objects.filter(tenant=tenant).filter(Q(awaiting_person=True) | stuck_runs_q(now=now))
+
+
+STUCK = "run_stuck"
+
+
+def search_q(text: str) -> Q:
+    """Runs whose ticket or order id contains `text`, in any case. `icontains` is
+    UPPER(col) LIKE UPPER('%text%') with `%` and `_` escaped, which the trigram indexes
+    run_ticket_trgm_idx and run_order_trgm_idx answer (journal.models.Run)."""
+    text = text.strip()
+    return Q(ticket_id__icontains=text) | Q(order_id__icontains=text)
+
+
+def queue_runs(*, tenant: Tenant, user: Any, filters: QueueFilters, now: datetime) -> QuerySet[Run]:
+    """The queue, or with a search (`filters.q`) every run of the tenant that matches, ended ones
+    included: a person looking for a ticket should find it whether or not it waits for them."""
+    if filters.q.strip():
+        runs = Run.objects.filter(tenant=tenant).filter(search_q(filters.q))
+    else:
+        runs = _queue_base(tenant=tenant, now=now)
+    if filters.task_type:
+        runs = runs.filter(task_type=filters.task_type)
+    if filters.reason == STUCK:
+        # In the queue every run not awaiting a person is stuck; a search must ask the rule.
+        runs = runs.filter(awaiting_person=False)
+        if filters.q.strip():
+            runs = runs.filter(stuck_runs_q(now=now))
+    elif filters.reason:
+        runs = runs.filter(outcome_reason=filters.reason, awaiting_person=True)
+    if filters.status:
+        runs = runs.filter(status=filters.status)
+    if filters.assignee == "me":
+        runs = runs.filter(assignee=user)
+    elif filters.assignee == "none":
+        runs = runs.filter(assignee__isnull=True)
+    elif filters.assignee:
+        runs = runs.filter(assignee__username=filters.assignee)
+    last_event = JournalEvent.objects.filter(run=OuterRef("pk")).order_by("-id").values("id")[:1]
+    last_audit = AuditEntry.objects.filter(run=OuterRef("pk")).order_by("-seq").values("seq")[:1]
+    # A scalar subquery, not Exists: PostgreSQL may answer an EXISTS in the select list with a
+    # hashed subplan that reads every intent of every run (a parallel scan of the whole journal,
+    # ~250 ms at 1M intents), whereas a scalar subquery is only ever run per row, for the page's
+    # 50 runs, through intent_step_per_run.
+    open_uncertain = (
+        Intent.objects.filter(run=OuterRef("pk"), status=IntentStatus.UNKNOWN)
+        .order_by()
+        .annotate(found=Value(True))
+        .values("found")[:1]
+    )
+    runs = runs.select_related("assignee").annotate(
+        last_event_id=Coalesce(Subquery(last_event), 0),
+        last_audit_seq=Coalesce(Subquery(last_audit), 0),
+        has_unknown=Coalesce(Subquery(open_uncertain), Value(False)),
+    )
+    # Each order is an index's own (run_queue_deadline_idx, run_queue_oldest_idx): the first page
+    # is read in order and stops at its last row, instead of sorting the whole queue.
+    if filters.sort == "oldest":
+        return runs.order_by("created_at", "id")
+    return runs.order_by(F("deadline").asc(nulls_last=True), "created_at", "id")
+
+
+@dataclass(frozen=True)
+class QueueCounts:
+    """How many runs wait for each reason (stuck runs under "run_stuck"), how many of all the
+    waiting runs are the person's own, and the task types among them (for the queue's filter)."""
+
+    by_reason: dict[str, int]
+    mine: int
+    task_types: list[str]
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_reason.values())
+
+
+def queue_counts(*, tenant: Tenant, user_id: int | None, now: datetime) -> QueueCounts:
+    """The queue's counts per reason, the person's own (`user_id`'s) and its task types, in one
+    query: grouped by reason and task type, an index-only scan of run_queue_deadline_idx, which
+    holds the queue's rows only and carries every column read here. Its cost follows the queue's
+    length, not the journal's size."""
+    rows = (
+        _queue_base(tenant=tenant, now=now)
+        .annotate(
+            queue_reason=Case(When(awaiting_person=True, then=F("outcome_reason")), default=Value(STUCK))
+        )
+        .values("queue_reason", "task_type")
+        .annotate(
+            n=Count("id"),
+            mine=Count("id", filter=Q(assignee_id=user_id)) if user_id is not None else Value(0),
+        )
+        .order_by("queue_reason", "task_type")
+    )
+    by_reason: dict[str, int] = {}
+    task_types: set[str] = set()
+    mine = 0
+    for row in rows:
+        reason = row["queue_reason"] or "unspecified"
+        by_reason[reason] = by_reason.get(reason, 0) + row["n"]
+        task_types.add(row["task_type"])
+        mine += row["mine"]
+    return QueueCounts(by_reason=by_reason, mine=mine, task_types=sorted(task_types))
+
+
+def queue_reason_counts(*, tenant: Tenant, now: datetime) -> dict[str, int]:
+    """How many runs wait for each reason (stuck runs under "run_stuck"), in one query."""
+    return queue_counts(tenant=tenant, user_id=None, now=now).by_reason
+
+
+def escalations_since(*, tenant: Tenant, since: datetime) -> int:
+    """Runs handed to a person after `since` and still waiting (the open queue's tab title),
+    read from the open escalations' partial index."""
+    return (
+        Escalation.objects.filter(resolved_at__isnull=True, created_at__gt=since, run__tenant=tenant)
+        .values("run_id")
+        .distinct()
+        .count()
+    )
+
+
+@dataclass(frozen=True)
+class AuditFilters:
+    person: str = ""
+    run: str = ""
+    action: str = ""
+    since: date | None = None
+    until: date | None = None
+
+
+def audit_entries(*, tenant: Tenant, filters: AuditFilters) -> QuerySet[AuditEntry]:
+    entries = AuditEntry.objects.filter(tenant=tenant).select_related("run")
+    if filters.person:
+        entries = entries.filter(username=filters.person)
+    if filters.run:
+        try:
+            entries = entries.filter(run_id=uuid.UUID(filters.run))
+        except ValueError:
+            entries = entries.filter(Q(run__ticket_id=filters.run) | Q(run__order_id=filters.run))
+    if filters.action:
+        entries = entries.filter(action=filters.action)
+    if filters.since:
+        entries = entries.filter(at__date__gte=filters.since)
+    if filters.until:
+        entries = entries.filter(at__date__lte=filters.until)
+    return entries.order_by("-at", "-seq")
+
+
+@dataclass(frozen=True)
+class VerificationShown:
+    """What the audit page says of the chain's checks: the newest finished one, and whether a
+    newer one is still waiting for the worker."""
+
+    last: AuditVerification | None
+    pending: AuditVerification | None
+
+
+# A check still unfinished this long after it was asked for was lost (the broker down when it was
+# queued, say): the page stops waiting for it and offers the button again.
+VERIFICATION_WAIT = timedelta(minutes=10)
+
+
+def audit_verification_shown(*, now: datetime) -> VerificationShown:
+    last = AuditVerification.objects.filter(finished_at__isnull=False).first()
+    pending = AuditVerification.objects.filter(
+        finished_at__isnull=True, requested_at__gt=now - VERIFICATION_WAIT
+    ).first()
+    if pending is not None and last is not None and last.requested_at > pending.requested_at:
+        pending = None
+    return VerificationShown(last=last, pending=pending)
+
+
+def dead_letters_for(*, tenant: Tenant, show: str = "open") -> QuerySet[DeadLetter]:
+
+    letters = DeadLetter.objects.filter(compensation__original__run__tenant=tenant).select_related(
+        "compensation__original__run", "compensation__intent", "owner", "resolved_by"
+    )
+    if show == "open":
+        letters = letters.filter(resolved_at__isnull=True)
+    elif show == "resolved":
+        letters = letters.filter(resolved_at__isnull=False)
+    return letters.order_by("-created_at", "-id")
+
+
+def dead_letter_history(*, tenant: Tenant, letter_ids: list[int]) -> dict[int, list[AuditEntry]]:
+    """The audit entries of each dead letter (take, assign, retry, resolve), in one query."""
+    history: dict[int, list[AuditEntry]] = {i: [] for i in letter_ids}
+    entries = AuditEntry.objects.filter(
+        tenant=tenant, action__startswith="dead_letter_", new_state__dead_letter__in=letter_ids
+    ).order_by("seq")
+    for entry in entries:
+        history.setdefault(int(entry.new_state["dead_letter"]), []).append(entry)
+    return history
+
+
+def tenant_staff(*, tenant: Tenant) -> QuerySet[Any]:
+
+    return get_user_model().objects.filter(membership__tenant=tenant, is_active=True).order_by("username")
+
+
+def assignable_staff(*, tenant: Tenant) -> QuerySet[Any]:
+    """The people of the tenant a run may be handed to: active, with a role that acts on runs
+    (console.actions.staff_member checks the same of whoever is posted)."""
+    acts = Q(
+        groups__permissions__codename="act_on_run", groups__permissions__content_type__app_label="handover"
+    )
+    acts |= Q(user_permissions__codename="act_on_run", user_permissions__content_type__app_label="handover")
+    return tenant_staff(tenant=tenant).filter(acts | Q(is_superuser=True)).distinct().order_by("username")
+
+
+def staff_tenant(*, user: Any) -> Tenant | None:
+    """The person's tenant with its console settings (console.models.TenantSettings) joined:
+    what journal.selectors.tenant_for_user reads, in the same one query."""
+    if not getattr(user, "is_authenticated", False):
+        return None
+    membership = (
+        Membership.objects.select_related("tenant", "tenant__console_settings").filter(user=user).first()
+    )
+    return membership.tenant if membership else None
+
+
+def run_get_for_page(*, tenant: Tenant, run_id: Any) -> Run | None:
+    try:
+        pk = uuid.UUID(str(run_id))
+    except ValueError:
+        return None
+    return (
+        Run.objects.select_related("tenant", "tenant__console_settings", "assignee")
+        .filter(tenant=tenant, pk=pk)
+        .first()
+    )
+
+
+# --- compensation intents ---------------------------------------------------------------------
+
+# An undo is recorded like any call; what marks it is its `intent_recorded` event, written with
+# `compensation: true` (journal.services.intent_record). Compensation intents are never listed
+# as the run's own work and never undone themselves.
+
+
+def runs_listed(*, tenant: Tenant, q: str = "") -> QuerySet[Run]:
+    """Every run of the tenant with its intent tallies, newest first; with `q`, those whose
+    ticket or order id contains it (search_q)."""
+    runs = journal_runs_with_counts(tenant=tenant)
+    return runs.filter(search_q(q)) if q.strip() else runs

@@ -1,0 +1,413 @@
+"""The handover's lists, derived from its rows: completed (with whether and how far each step
+can still be undone), not done, uncertain, already so, and what the customer was told. Their
+sentences come from handover.words."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+
+from compensations.mapping import MappingError, compensation_args
+from compensations.models import CompensationStatus
+from compensations.reversibility import may_undo, reversibility_now
+from journal.channels import CustomerChannel
+from journal.models import ActorKind, ErrorClass, Intent, IntentStatus, JournalEvent, RunStatus
+from tools.registry import find_tool
+
+from . import words
+from .codes import NotDoneWhy
+from .objects import (
+    UNDONE,
+    AlreadySoStep,
+    CompletedStep,
+    Contradiction,
+    ContradictionCode,
+    CustomerTold,
+    CustomerToldSource,
+    NotDoneStep,
+    ReversibilityNow,
+    StandingStep,
+    StepCompensation,
+    UncertainStep,
+)
+from .rows import HandoverRows, PerformedStep
+
+
+def _when(value: Any) -> str:
+    """A receipt's date or datetime as a person reads it; anything else as it is."""
+    # Only a value starting YYYY- is parsed: most receipt values are ids, and parsing each one
+    # cost a long run's page a third of its time.
+    if isinstance(value, str) and value[:4].isdigit() and value[4:5] == "-":
+        # A plain date first: Python's ISO parser would read "2026-12-01" as a naive midnight.
+        day = parse_date(value) if len(value) == 10 else None
+        if day is not None:
+            return day.strftime("%a %d %b")
+        moment = parse_datetime(value)
+        if moment is not None and timezone.is_aware(moment):
+            return timezone.localtime(moment).strftime("%a %d %b %H:%M")
+    return str(value)
+
+
+def receipt_detail(intent: Intent) -> str:
+    """The receipt in words: the tool's own sentence for it, else its fields."""
+    readable = {k: _when(v) if isinstance(v, str) else v for k, v in (intent.receipt or {}).items()}
+    spec = find_tool(intent.tool)  # not get_tool: an exception per unregistered step is slow
+    if spec is not None:
+        return spec.describe_receipt(readable)
+    return ", ".join(f"{k} {v}" for k, v in readable.items())
+
+
+def reversibility(entry: Any, intent: Intent | PerformedStep, now: datetime) -> ReversibilityNow:
+    """How far the performed step can still be taken back at `now` (compensations.reversibility),
+    with its words."""
+    return ReversibilityNow.of(reversibility_now(entry, intent.receipt, now))
+
+
+# --- the lists --------------------------------------------------------------------------------
+
+
+def _money(args: dict[str, Any]) -> Decimal:
+    try:
+        return Decimal(str(args.get("amount", "0")))
+    except InvalidOperation:
+        return Decimal(0)
+
+
+def warnings_for(*, tool: str, args: dict[str, Any], reversible: ReversibilityNow) -> list[str]:
+    """What a person must know before the click: money above the high-value threshold, and
+    effects nothing (or only part) can take back."""
+    warnings = []
+    amount = _money(args)
+    if amount >= Decimal(str(settings.SEAM_HIGH_VALUE_AMOUNT)):
+        warnings.append(words.high_value_words(amount, args.get("currency", "")))
+    if not reversible.can_undo:
+        warnings.append(words.say(words.IRREVERSIBLE, tool=tool))
+    elif reversible.loses:
+        warnings.append(reversible.sentence)
+    return warnings
+
+
+def _step_compensation(compensation: Any) -> StepCompensation | None:
+    if compensation is None:
+        return None
+    dead_letter = getattr(compensation, "dead_letter", None)
+    settled = ""
+    if dead_letter is not None and dead_letter.resolved_at is not None:
+        who = dead_letter.resolved_by.get_username() if dead_letter.resolved_by else ""
+        settled = words.settled_by_hand_words(who, dead_letter.resolution_note)
+    return StepCompensation(
+        id=compensation.pk,
+        status=CompensationStatus(compensation.status),
+        not_undone=compensation.not_undone,
+        dead_letter=dead_letter.pk if dead_letter is not None else None,
+        settled_by_hand=settled,
+        dead_letter_resolved=dead_letter is not None and dead_letter.resolved_at is not None,
+        undone_at=compensation.intent.settled_at
+        if compensation.status in UNDONE and compensation.intent is not None
+        else None,
+    )
+
+
+def undo_unbuildable(entry: Any, intent: Intent | PerformedStep) -> str:
+    """Why the compensating call cannot be built from this step (a step a person marked
+    performed has no receipt to take the downstream's identifiers from); '' when it can."""
+    try:
+        compensation_args(entry, intent.args or {}, intent.receipt or {})
+    except MappingError as exc:
+        return str(exc)
+    return ""
+
+
+def _settled_how(rows: HandoverRows) -> dict[int, tuple[str, str]]:
+    """intent id → how its performed outcome was learnt ("found", "marked") and by whom; the
+    call's own answer ("happened") is the default."""
+    how: dict[int, tuple[str, str]] = {}
+    for event in rows.events:
+        if event.intent_id is None or event.data.get("status") != IntentStatus.PERFORMED:
+            continue
+        if event.kind == JournalEvent.Kind.OUTCOME_RECORDED and event.data.get("judged_by"):
+            how[event.intent_id] = ("marked", str(event.data["judged_by"]))
+        elif event.kind == JournalEvent.Kind.INTENT_RECONCILED:
+            how[event.intent_id] = ("found", event.actor_name)
+    return how
+
+
+def completed_steps(
+    rows: HandoverRows, plan_detail: dict[str, str], now: datetime, limit: int | None = None
+) -> tuple[list[CompletedStep], list[CompletedStep | StandingStep]]:
+    """The completed steps as CompletedSteps (every one, or with `limit` the first `limit` and
+    every one an undo was asked for), and every step in order, those others as StandingSteps,
+    for the next action."""
+    completed: list[CompletedStep] = []
+    every: list[CompletedStep | StandingStep] = []
+    zone = timezone.get_current_timezone()  # once: looking it up per step is slow
+    settled_how = _settled_how(rows)
+    cannot_undo = ReversibilityNow.none()  # one value for every step nothing undoes
+    for intent in rows.steps:
+        if intent.status != IntentStatus.PERFORMED or intent.pk in rows.compensation_intent_ids:
+            continue
+        entry = rows.catalogue.get(intent.tool)
+        reversible = reversibility(entry, intent, now) if may_undo(entry) else cannot_undo
+        compensation = rows.compensations.get(intent.pk)
+        undo_tool = entry.compensating_tool if entry and reversible.can_undo else ""
+        if isinstance(intent, PerformedStep) or (
+            limit is not None and compensation is None and len(every) >= limit
+        ):
+            every.append(
+                StandingStep(
+                    step_id=intent.step_id,
+                    tool=intent.tool,
+                    undo_tool=undo_tool,
+                    undo_blocked=undo_unbuildable(entry, intent) if undo_tool else "",
+                    reversibility=reversible,
+                )
+            )
+            continue
+        detail = receipt_detail(intent)
+        if plan_detail.get(intent.idempotency_key) and not detail:
+            detail = plan_detail[intent.idempotency_key]
+        step = CompletedStep(
+            step_id=intent.step_id,
+            tool=intent.tool,
+            at=timezone.localtime(intent.settled_at or intent.intended_at, zone).strftime("%H:%M:%S"),
+            settled_at=intent.settled_at or intent.intended_at,
+            detail=detail,
+            reversibility=reversible,
+            receipt=intent.receipt,
+            undo_tool=undo_tool,
+            undo_blocked=undo_unbuildable(entry, intent) if undo_tool else "",
+            intended_at=intent.intended_at,
+            settled_how=settled_how.get(intent.pk, ("happened", ""))[0],
+            settled_by=settled_how.get(intent.pk, ("happened", ""))[1],
+            compensation=_step_compensation(compensation),
+            warnings=[]
+            if compensation is not None
+            else warnings_for(tool=intent.tool, args=intent.args, reversible=reversible),
+        )
+        completed.append(step)
+        every.append(step)
+    return completed, every
+
+
+# Why a planned step is not done, by the status of its intent (None: it has none).
+NOT_DONE_WHY: dict[str | None, NotDoneWhy] = {
+    None: NotDoneWhy.NEVER_ATTEMPTED,
+    IntentStatus.NOT_PERFORMED: NotDoneWhy.NOT_PERFORMED,
+    IntentStatus.FAILED: NotDoneWhy.FAILED,
+}
+
+
+def not_done_steps(rows: HandoverRows, planned: list[dict[str, Any]]) -> list[NotDoneStep]:
+    by_key = {i.idempotency_key: i for i in rows.intents}
+    performed_tail = rows.tail_keys
+    not_done = []
+    for step in planned:
+        if step["key"] in performed_tail:
+            continue
+        intent = by_key.get(step["key"])
+        status = intent.status if intent is not None else None
+        if status not in NOT_DONE_WHY:
+            continue  # performed, or in doubt (listed as uncertain)
+        why = words.not_done_words(
+            NOT_DONE_WHY[status],
+            error_class=intent.error_class if intent is not None else "",
+            summary=intent.outcome_summary if intent is not None else "",
+        )
+        not_done.append(
+            NotDoneStep(
+                tool=step["tool"],
+                detail=step.get("detail", ""),
+                args=step.get("args", {}),
+                idempotency_key=step["key"],
+                why=why,
+                step_id=intent.step_id if intent is not None else "",
+            )
+        )
+    return not_done
+
+
+def uncertain_steps(rows: HandoverRows, plan_detail: dict[str, str]) -> list[UncertainStep]:
+    """Rows whose outcome is unknown, and rows still open on a run nobody is running."""
+    run_alive = rows.run.status == RunStatus.RUNNING and not rows.stuck
+    uncertain = []
+    for intent in rows.intents:
+        if intent.status == IntentStatus.UNKNOWN or (
+            intent.status == IntentStatus.INTENDED and not run_alive
+        ):
+            uncertain.append(
+                UncertainStep(
+                    step_id=intent.step_id,
+                    tool=intent.tool,
+                    args=intent.args,
+                    detail=plan_detail.get(intent.idempotency_key, ""),
+                    idempotency_key=intent.idempotency_key,
+                    status=IntentStatus(intent.status),
+                    why=_uncertain_why(intent),
+                    lookup_attempts=intent.lookup_attempts,
+                    compensation=intent.pk in rows.compensation_intent_ids,
+                )
+            )
+    return uncertain
+
+
+def tool_error_words(intent: Intent) -> str:
+    """What the agent reported of a call whose tool answered with an error that may not mean
+    nothing happened (ok=false, error_class=ambiguous), or "" for any other row."""
+    if intent.status != IntentStatus.INTENDED or intent.error_class != ErrorClass.AMBIGUOUS:
+        return ""
+    return words.tool_error_words(intent.outcome_summary)
+
+
+def _uncertain_why(intent: Intent) -> str:
+    if intent.unknown_reason:
+        return intent.unknown_reason
+    if intent.status != IntentStatus.INTENDED:
+        return ""
+    return words.still_asking_words(tool_error_words(intent))
+
+
+def _contradiction(rows: HandoverRows, intent: Intent | PerformedStep) -> Contradiction | None:
+    """What contradicts a message reporting `intent`, if the rows prove something does: its undo
+    went through (wholly or partly), or the step turned out not to have happened. A step still in
+    doubt or with its undo under way proves nothing yet."""
+    if intent.status in (IntentStatus.NOT_PERFORMED, IntentStatus.FAILED):
+        return Contradiction(
+            code=ContradictionCode.NOT_PERFORMED,
+            step_id=intent.step_id,
+            tool=intent.tool,
+            undone_by="",
+            why=words.contradiction_words(
+                tool=intent.tool, status=intent.status, partly=False, undo_tool="", not_undone=""
+            ),
+        )
+    compensation = rows.compensations.get(intent.pk)
+    if intent.status != IntentStatus.PERFORMED or compensation is None or compensation.status not in UNDONE:
+        return None
+    undo = compensation.intent
+    partly = compensation.status == CompensationStatus.PARTIAL
+    why = words.contradiction_words(
+        tool=intent.tool,
+        status="",
+        partly=partly,
+        undo_tool=undo.tool if undo is not None else "",
+        not_undone=compensation.not_undone,
+    )
+    return Contradiction(
+        code=ContradictionCode.PARTLY_UNDONE if partly else ContradictionCode.UNDONE,
+        step_id=intent.step_id,
+        tool=intent.tool,
+        undone_by=undo.step_id if undo is not None else "",
+        why=why,
+    )
+
+
+def _contradicted(
+    rows: HandoverRows, by_step: dict[str, Intent | PerformedStep], about: list[str]
+) -> list[Contradiction]:
+    found = (_contradiction(rows, by_step[s]) for s in about if s in by_step)
+    return [c for c in found if c is not None]
+
+
+def _recorded_messages(rows: HandoverRows, by_step: dict[str, Intent | PerformedStep]) -> list[CustomerTold]:
+    """The messages the agent or a person recorded, each with who recorded it."""
+    told_event = {
+        e.data.get("message_id"): e for e in rows.events if e.kind == JournalEvent.Kind.CUSTOMER_TOLD
+    }
+    told = []
+    for message in rows.messages:
+        recorded = told_event.get(message.pk)
+        staff = recorded is not None and recorded.actor_kind == ActorKind.USER
+        about = list(message.about_steps or [])
+        told.append(
+            CustomerTold(
+                at=message.told_at,
+                channel=CustomerChannel(message.channel),
+                body=message.body,
+                source=CustomerToldSource.STAFF if staff else CustomerToldSource.AGENT,
+                told_by=recorded.actor_name if recorded is not None else "",
+                step_id="",
+                tool="",
+                about_steps=about,
+                contradicted_by=_contradicted(rows, by_step, about),
+            )
+        )
+    return told
+
+
+def _tool_messages(rows: HandoverRows, by_step: dict[str, Intent | PerformedStep]) -> list[CustomerTold]:
+    """The performed calls of tools declared customer-facing, each with the earlier performed
+    steps of the tools it declares it announces."""
+    steps = rows.steps
+    first_event: dict[int, JournalEvent] = {}
+    for event in rows.events:
+        if event.intent_id is not None:
+            first_event.setdefault(event.intent_id, event)
+    told = []
+    for intent in steps:
+        spec = find_tool(intent.tool)
+        facing = spec.customer_facing if spec is not None else None
+        if facing is None or intent.status != IntentStatus.PERFORMED:
+            continue
+        if intent.pk in rows.compensation_intent_ids:
+            continue
+        about = [
+            i.step_id
+            for i in steps
+            if i.tool in facing.announces
+            and i.status == IntentStatus.PERFORMED
+            and i.pk not in rows.compensation_intent_ids
+            and (i.settled_at or i.intended_at) <= intent.intended_at
+        ]
+        sent = first_event.get(intent.pk)
+        told.append(
+            CustomerTold(
+                at=intent.settled_at or intent.intended_at,
+                channel=CustomerChannel(facing.channel),
+                body=facing.describe(intent.args or {}, intent.receipt or {}),
+                source=CustomerToldSource.TOOL,
+                told_by=sent.actor_name if sent is not None else "",
+                step_id=intent.step_id,
+                tool=intent.tool,
+                about_steps=about,
+                contradicted_by=_contradicted(rows, by_step, about),
+            )
+        )
+    return told
+
+
+def customer_told_list(rows: HandoverRows) -> list[CustomerTold]:
+    """Everything the customer received: the messages the agent or a person recorded, and every
+    performed call of a tool declared customer-facing (in the run or in a resumption). A message
+    is flagged only through a link someone declared (the message's `about_steps`, the tool's
+    `announces`), never one guessed from its words."""
+    by_step = {i.step_id: i for i in rows.steps}
+    told = _recorded_messages(rows, by_step) + _tool_messages(rows, by_step)
+    return sorted(told, key=lambda t: t.at)
+
+
+def already_so_steps(rows: HandoverRows, plan_detail: dict[str, str]) -> list[AlreadySoStep]:
+    # Settled already_so by reconciliation's lookup, or by the send's own answer (its outcome).
+    settling = (JournalEvent.Kind.INTENT_RECONCILED, JournalEvent.Kind.OUTCOME_RECORDED)
+    evidence = {
+        e.intent_id: e.data.get("evidence") or {}
+        for e in rows.events
+        if e.kind in settling and e.data.get("status") == IntentStatus.ALREADY_SO
+    }
+    return [
+        AlreadySoStep(
+            step_id=intent.step_id,
+            tool=intent.tool,
+            args=intent.args,
+            detail=plan_detail.get(intent.idempotency_key, ""),
+            idempotency_key=intent.idempotency_key,
+            evidence_at=parse_datetime(str(evidence.get(intent.pk, {}).get("at") or "")),
+            why=intent.outcome_summary,
+        )
+        for intent in rows.intents
+        if intent.status == IntentStatus.ALREADY_SO
+    ]

@@ -17,12 +17,12 @@ from django.utils import timezone
 
 from bench.pages import seed_big_run
 from compensations.models import CatalogueEntry, Compensation, CompensationStatus
+from console import confirmations
 from console.actions import resume_preview
 from console.views import RUN_PAGE_LIST_LIMIT
 from handover import (
     RECENT_EVENTS,
     CompletedStep,
-    confirmations,
     handover_build,
     handover_cut,
     handover_rows,

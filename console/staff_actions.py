@@ -118,8 +118,8 @@ OfferRule = Callable[["StaffAction", Any], Iterable[Offer]]
 # Template (an action added in one place may carry its snippet with it).
 Snippet = str | Template
 SNIPPETS: dict[Kind, str] = {
-    Kind.RUN: "console/actions/run_fields.html",  # in the run page's confirmation dialog
-    Kind.DEAD_LETTER: "console/actions/letter_fields.html",  # inline, on each open letter
+    Kind.RUN: "handover/actions/run_fields.html",  # in the run page's confirmation dialog
+    Kind.DEAD_LETTER: "handover/actions/letter_fields.html",  # inline, on each open letter
 }
 
 

@@ -34,7 +34,7 @@ from journal.tool_errors import ToolError
 from tools import services as tools
 from tools.registry import UnknownTool
 
-from .models import PHASES, Strategy
+from .models import PHASES, Strategy, TaskPolicy
 from .selectors import policy_for
 
 # --- version upgrades -------------------------------------------------------------------------
@@ -164,12 +164,7 @@ def run_decide(*, run: Run, actor: journal.Actor, quiet_for: timedelta | None = 
     run = Run.objects.select_related("tenant").get(pk=run.pk)
     if run.status != RunStatus.RUNNING:
         return Decision(run_id=str(run.pk), outcome=DecisionOutcome.SKIPPED, detail=f"run is {run.status}")
-    # Claim the decision: a compare-and-swap on the heartbeat we saw. It also marks the run alive
-    # while we work on it, so a second sweeper (two beats, two workers) leaves it alone.
-    # Only a run that still looks dead is claimed: the first claimant's heartbeat makes it look
-    # alive to everyone else.
-    quiet = stale_after(None) if quiet_for is None else quiet_for
-    if not _heartbeat(run, expected=run.last_heartbeat_at, dead_since=timezone.now() - quiet):
+    if not _claim(run, quiet_for=quiet_for):
         return Decision(
             run_id=str(run.pk), outcome=DecisionOutcome.SKIPPED, detail="the run is alive or being decided"
         )
@@ -178,78 +173,106 @@ def run_decide(*, run: Run, actor: journal.Actor, quiet_for: timedelta | None = 
         return Decision(
             run_id=str(run.pk), outcome=DecisionOutcome.WAITING, detail="a call is still in doubt"
         )
-    unknown = [i for i in intents if i.status == IntentStatus.UNKNOWN]
-    if unknown:
+    handover = _why_not_resume(run, intents, actor=actor)
+    if handover is not None:
         return _escalate(
             run=run,
-            reason=OutcomeReason.UNKNOWN_OUTCOME,
-            detail=journal.unknown_outcome_detail(unknown),
+            reason=handover.reason,
+            detail=handover.detail,
             actor=actor,
+            compensate=handover.compensate,
+            always_escalate=handover.always_escalate,
         )
+    return run_resume(run=run, actor=actor)
+
+
+@dataclass(frozen=True)
+class _Handover:
+    """Why a dead run goes to a person rather than being resumed, and whether what it wrote is
+    undone first (the arguments of _escalate)."""
+
+    reason: str
+    detail: str
+    compensate: bool = False
+    always_escalate: bool = False
+
+
+def _claim(run: Run, *, quiet_for: timedelta | None) -> bool:
+    """Claim the decision: a compare-and-swap on the heartbeat we saw. It also marks the run
+    alive while we work on it, so a second sweeper (two beats, two workers) leaves it alone.
+    Only a run that still looks dead is claimed: the first claimant's heartbeat makes it look
+    alive to everyone else."""
+    quiet = stale_after(None) if quiet_for is None else quiet_for
+    return _heartbeat(run, expected=run.last_heartbeat_at, dead_since=timezone.now() - quiet)
+
+
+def _why_not_resume(run: Run, intents: list[Intent], *, actor: journal.Actor) -> _Handover | None:
+    """The first reason, in order, that the run may not be resumed unattended: an unknown
+    outcome, a plan past the limit, no policy, versions the running code cannot carry (checking
+    them applies any registered upgrade to the plan), then the policy's own rules; None: resume."""
+    unknown = [i for i in intents if i.status == IntentStatus.UNKNOWN]
+    if unknown:
+        return _Handover(OutcomeReason.UNKNOWN_OUTCOME, journal.unknown_outcome_detail(unknown))
     if len(run.plan) > settings.SEAM_MAX_PLAN_STEPS:
         # Recorded before the limit was lowered, or rewritten by an upgrade: too much for the
         # sweep to carry out unattended.
-        return _escalate(
-            run=run,
-            reason=OutcomeReason.POLICY,
-            detail=f"the plan has {len(run.plan)} steps, more than SEAM_MAX_PLAN_STEPS "
+        return _Handover(
+            OutcomeReason.POLICY,
+            f"the plan has {len(run.plan)} steps, more than SEAM_MAX_PLAN_STEPS "
             f"({settings.SEAM_MAX_PLAN_STEPS}): a person decides",
-            actor=actor,
         )
     policy = policy_for(tenant_id=run.tenant_id, task_type=run.task_type)
     if policy is None:
-        return _escalate(
-            run=run,
-            reason=OutcomeReason.POLICY,
-            detail=f"no recovery policy for task type {run.task_type}",
-            actor=actor,
-        )
+        return _Handover(OutcomeReason.POLICY, f"no recovery policy for task type {run.task_type}")
     problem = _version_problem(run, actor=actor)
     if problem:
-        return _escalate(run=run, reason=OutcomeReason.VERSION_MISMATCH, detail=problem, actor=actor)
+        return _Handover(OutcomeReason.VERSION_MISMATCH, problem)
+    return _policy_refusal(run, policy, intents)
+
+
+def _policy_refusal(run: Run, policy: TaskPolicy, intents: list[Intent]) -> _Handover | None:
+    """What the policy says against resuming, in order: the run's deadline passed, the policy
+    always compensates, the run is older than the policy resumes, or it entered the phase the
+    policy resumes until; None: the policy lets it resume."""
     now = timezone.now()
+    undo_first = policy.undo_before_escalating
     if run.deadline is not None and run.deadline < now:
-        return _escalate(
-            run=run,
-            reason=OutcomeReason.DEADLINE_PASSED,
-            detail=f"deadline {run.deadline:%Y-%m-%d %H:%M} passed",
-            actor=actor,
-            compensate=policy.undo_before_escalating,
+        return _Handover(
+            OutcomeReason.DEADLINE_PASSED,
+            f"deadline {run.deadline:%Y-%m-%d %H:%M} passed",
+            compensate=undo_first,
         )
     if policy.strategy == Strategy.COMPENSATE_AND_ESCALATE:
-        return _escalate(
-            run=run,
-            reason=OutcomeReason.POLICY,
-            detail=f"policy v{policy.version}: always compensate and escalate",
-            actor=actor,
+        return _Handover(
+            OutcomeReason.POLICY,
+            f"policy v{policy.version}: always compensate and escalate",
             compensate=True,
             always_escalate=True,
         )
     if now - run.created_at > policy.max_resume_age:
-        return _escalate(
-            run=run,
-            reason=OutcomeReason.POLICY,
-            detail=f"older than the policy's {policy.max_resume_age} for resuming",
-            actor=actor,
-            compensate=policy.undo_before_escalating,
+        return _Handover(
+            OutcomeReason.POLICY,
+            f"older than the policy's {policy.max_resume_age} for resuming",
+            compensate=undo_first,
         )
     if policy.strategy == Strategy.RESUME_UNTIL_PHASE:
-        limit = _phase_index(policy.phase)
-        performed = {i.idempotency_key for i in intents if i.status == IntentStatus.PERFORMED}
-        acted = [
-            s
-            for s in plan_with_keys(run)
-            if s["key"] in performed and _phase_index(s.get("phase", "")) >= limit
-        ]
+        acted = _acted_in_phase(run, intents, phase=policy.phase)
         if acted:
-            return _escalate(
-                run=run,
-                reason=OutcomeReason.RUN_DIED_MID_SEQUENCE,
-                detail=f"the run had entered the {policy.phase} phase ({', '.join(s['tool'] for s in acted)})",
-                actor=actor,
-                compensate=policy.undo_before_escalating,
+            return _Handover(
+                OutcomeReason.RUN_DIED_MID_SEQUENCE,
+                f"the run had entered the {policy.phase} phase ({', '.join(s['tool'] for s in acted)})",
+                compensate=undo_first,
             )
-    return run_resume(run=run, actor=actor)
+    return None
+
+
+def _acted_in_phase(run: Run, intents: list[Intent], *, phase: str) -> list[dict[str, Any]]:
+    """The planned steps the run performed in `phase` or a later one."""
+    limit = _phase_index(phase)
+    performed = {i.idempotency_key for i in intents if i.status == IntentStatus.PERFORMED}
+    return [
+        s for s in plan_with_keys(run) if s["key"] in performed and _phase_index(s.get("phase", "")) >= limit
+    ]
 
 
 def _heartbeat(run: Run, *, expected: Any, dead_since: Any = None) -> bool:
@@ -312,18 +335,18 @@ def run_resume(*, run: Run, actor: journal.Actor) -> Decision:
     sent = 0
     for step in plan_with_keys(run):
         intent = by_key.get(step["key"])
-        try:
-            if intent is not None and intent.status in (IntentStatus.PERFORMED, IntentStatus.ALREADY_SO):
-                continue
-            if sent >= settings.SEAM_STEPS_PER_PASS:
-                _heartbeat(run, expected=run.last_heartbeat_at)
-                return Decision(
-                    run_id=str(run.pk),
-                    outcome=DecisionOutcome.CONTINUING,
-                    detail=f"{sent} steps sent in this pass; the rest are queued",
-                )
-            sent += 1
+        if intent is not None and intent.status in (IntentStatus.PERFORMED, IntentStatus.ALREADY_SO):
+            continue
+        if sent >= settings.SEAM_STEPS_PER_PASS:
             _heartbeat(run, expected=run.last_heartbeat_at)
+            return Decision(
+                run_id=str(run.pk),
+                outcome=DecisionOutcome.CONTINUING,
+                detail=f"{sent} steps sent in this pass; the rest are queued",
+            )
+        sent += 1
+        _heartbeat(run, expected=run.last_heartbeat_at)
+        try:
             if intent is not None and intent.status == IntentStatus.FAILED:
                 return _escalate(
                     run=run,
@@ -336,28 +359,28 @@ def run_resume(*, run: Run, actor: journal.Actor) -> Decision:
                 continue
             _send_with_retries(partial(_perform_step, run=run, step=step, turn=next_turn, actor=actor))
             next_turn += 1
-        except ToolError as exc:
-            if exc.error_class == "ambiguous":
-                return Decision(
-                    run_id=str(run.pk),
-                    outcome=DecisionOutcome.WAITING,
-                    detail=f"{step['tool']} is in doubt again; reconciliation will settle it",
-                )
-            return _escalate(
-                run=run,
-                reason=OutcomeReason.RUN_DIED_MID_SEQUENCE,
-                detail=f"resuming {step['tool']} failed ({exc.error_class}): {exc.message}",
-                actor=actor,
-            )
-        except (UnknownTool, journal.JournalError) as exc:
-            return _escalate(
-                run=run,
-                reason=OutcomeReason.RUN_DIED_MID_SEQUENCE,
-                detail=f"resuming {step['tool']} is impossible: {exc}",
-                actor=actor,
-            )
+        except (ToolError, UnknownTool, journal.JournalError) as exc:
+            return _resume_stopped(run=run, tool=step["tool"], error=exc, actor=actor)
     journal.run_complete(run=run, actor=actor)
     return Decision(run_id=str(run.pk), outcome=DecisionOutcome.COMPLETED)
+
+
+def _resume_stopped(
+    *, run: Run, tool: str, error: ToolError | UnknownTool | journal.JournalError, actor: journal.Actor
+) -> Decision:
+    """What a resumption comes to when sending `tool` raised: an ambiguous answer waits for
+    reconciliation to settle the call; any other error hands the run to a person."""
+    if isinstance(error, ToolError) and error.error_class == "ambiguous":
+        return Decision(
+            run_id=str(run.pk),
+            outcome=DecisionOutcome.WAITING,
+            detail=f"{tool} is in doubt again; reconciliation will settle it",
+        )
+    if isinstance(error, ToolError):
+        detail = f"resuming {tool} failed ({error.error_class}): {error.message}"
+    else:
+        detail = f"resuming {tool} is impossible: {error}"
+    return _escalate(run=run, reason=OutcomeReason.RUN_DIED_MID_SEQUENCE, detail=detail, actor=actor)
 
 
 def dead_runs(*, quiet_for: timedelta | None = None) -> QuerySet[Run]:

@@ -68,6 +68,13 @@ ALLOWED: dict[tuple[str, str], str] = {
         "reconciliation/decisions.py",
         "run_resume",
     ): "a stored escalation detail, or a decision's for the command",
+    # run_decide's and run_resume's named steps (issue 31's function size): the same details.
+    ("reconciliation/decisions.py", "_why_not_resume"): "a stored escalation detail",
+    ("reconciliation/decisions.py", "_policy_refusal"): "a stored escalation detail",
+    (
+        "reconciliation/decisions.py",
+        "_resume_stopped",
+    ): "a stored escalation detail, or a decision's for the command",
     ("reconciliation/decisions.py", "_end"): "a decision's detail for the reconcile command",
     # A Celery task's return value, which nobody reads but the worker's log (ignore_result).
     ("reconciliation/tasks.py", "resume_run"): "a task's return value, for the worker's log",

@@ -35,20 +35,10 @@ class _Standing:
     @classmethod
     def of(cls, completed: Sequence[Step]) -> _Standing:
         standing = [c for c in completed if not c.undone and not c.settled_by_hand]
-        # What still stands splits into what can still be undone and what nothing undoes (its
-        # undo `not_possible`, or no compensating tool); a partial undo leaves its loss standing.
-        undoable = [c for c in standing if c.undo_tool and c.compensation is None]
-        # By identity: comparing the dataclasses by value made this quadratic (10,000 steps: minutes).
-        undoable_ids = {id(c) for c in undoable}
+        undoable, irreversible = _undoable_or_not(standing)
         undone = [c for c in completed if c.undone]
         return cls(
-            available=[
-                AvailableUndo(
-                    step_id=c.step_id, tool=c.tool, undo_tool=c.undo_tool, reversibility=c.reversibility
-                )
-                for c in completed
-                if c.undo_tool and not c.undo_blocked and c.compensation is None
-            ],
+            available=_available_undos(completed),
             failed_undo=[c for c in completed if c.undo_failed],
             undone=undone,
             pending_undo=[c for c in completed if c.undo_pending],
@@ -57,13 +47,34 @@ class _Standing:
             by_hand=[c for c in completed if c.settled_by_hand],
             standing=standing,
             undoable=undoable,
-            irreversible=[
-                c for c in standing if id(c) not in undoable_ids and not (c.undo_pending or c.undo_failed)
-            ],
+            irreversible=irreversible,
             partly=[
                 c for c in undone if c.compensation and c.compensation.status == CompensationStatus.PARTIAL
             ],
         )
+
+
+def _undoable_or_not(standing: list[Step]) -> tuple[list[Step], list[Step]]:
+    """What still stands, split into what can still be undone and what nothing undoes (its undo
+    `not_possible`, or no compensating tool); a partial undo leaves its loss standing. A step
+    whose undo is under way or failed is in neither."""
+    undoable = [c for c in standing if c.undo_tool and c.compensation is None]
+    # By identity: comparing the dataclasses by value made this quadratic (10,000 steps: minutes).
+    undoable_ids = {id(c) for c in undoable}
+    irreversible = [
+        c for c in standing if id(c) not in undoable_ids and not (c.undo_pending or c.undo_failed)
+    ]
+    return undoable, irreversible
+
+
+def _available_undos(completed: Sequence[Step]) -> list[AvailableUndo]:
+    """The undos a person may ask for now: a compensating tool, a call it can be built for, and
+    no undo asked for yet."""
+    return [
+        AvailableUndo(step_id=c.step_id, tool=c.tool, undo_tool=c.undo_tool, reversibility=c.reversibility)
+        for c in completed
+        if c.undo_tool and not c.undo_blocked and c.compensation is None
+    ]
 
 
 def _tools(steps: Sequence[Step]) -> tuple[str, ...]:

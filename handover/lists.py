@@ -4,9 +4,9 @@ sentences come from handover.words."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, tzinfo
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.utils import timezone
@@ -137,6 +137,24 @@ def _settled_how(rows: HandoverRows) -> dict[int, tuple[str, str]]:
     return how
 
 
+class _UndoNow(NamedTuple):
+    """Whether and how a performed step can still be undone, for either list: the reversibility
+    now, its compensating tool ('' when nothing undoes it now) and why that call cannot be built
+    ('' when it can)."""
+
+    reversible: ReversibilityNow
+    undo_tool: str
+    undo_blocked: str
+
+
+def _undo_now(
+    entry: Any, intent: Intent | PerformedStep, now: datetime, cannot_undo: ReversibilityNow
+) -> _UndoNow:
+    reversible = reversibility(entry, intent, now) if may_undo(entry) else cannot_undo
+    undo_tool = entry.compensating_tool if entry and reversible.can_undo else ""
+    return _UndoNow(reversible, undo_tool, undo_unbuildable(entry, intent) if undo_tool else "")
+
+
 def completed_steps(
     rows: HandoverRows, plan_detail: dict[str, str], now: datetime, limit: int | None = None
 ) -> tuple[list[CompletedStep], list[CompletedStep | StandingStep]]:
@@ -151,10 +169,8 @@ def completed_steps(
     for intent in rows.steps:
         if intent.status != IntentStatus.PERFORMED or intent.pk in rows.compensation_intent_ids:
             continue
-        entry = rows.catalogue.get(intent.tool)
-        reversible = reversibility(entry, intent, now) if may_undo(entry) else cannot_undo
+        undo = _undo_now(rows.catalogue.get(intent.tool), intent, now, cannot_undo)
         compensation = rows.compensations.get(intent.pk)
-        undo_tool = entry.compensating_tool if entry and reversible.can_undo else ""
         if isinstance(intent, PerformedStep) or (
             limit is not None and compensation is None and len(every) >= limit
         ):
@@ -162,36 +178,56 @@ def completed_steps(
                 StandingStep(
                     step_id=intent.step_id,
                     tool=intent.tool,
-                    undo_tool=undo_tool,
-                    undo_blocked=undo_unbuildable(entry, intent) if undo_tool else "",
-                    reversibility=reversible,
+                    undo_tool=undo.undo_tool,
+                    undo_blocked=undo.undo_blocked,
+                    reversibility=undo.reversible,
                 )
             )
             continue
-        detail = receipt_detail(intent)
-        if plan_detail.get(intent.idempotency_key) and not detail:
-            detail = plan_detail[intent.idempotency_key]
-        step = CompletedStep(
-            step_id=intent.step_id,
-            tool=intent.tool,
-            at=timezone.localtime(intent.settled_at or intent.intended_at, zone).strftime("%H:%M:%S"),
-            settled_at=intent.settled_at or intent.intended_at,
-            detail=detail,
-            reversibility=reversible,
-            receipt=intent.receipt,
-            undo_tool=undo_tool,
-            undo_blocked=undo_unbuildable(entry, intent) if undo_tool else "",
-            intended_at=intent.intended_at,
-            settled_how=settled_how.get(intent.pk, ("happened", ""))[0],
-            settled_by=settled_how.get(intent.pk, ("happened", ""))[1],
-            compensation=_step_compensation(compensation),
-            warnings=[]
-            if compensation is not None
-            else warnings_for(tool=intent.tool, args=intent.args, reversible=reversible),
+        step = _completed_step(
+            intent,
+            undo,
+            compensation=compensation,
+            plan_detail=plan_detail,
+            how=settled_how.get(intent.pk, ("happened", "")),
+            zone=zone,
         )
         completed.append(step)
         every.append(step)
     return completed, every
+
+
+def _completed_step(
+    intent: Intent,
+    undo: _UndoNow,
+    *,
+    compensation: Any,
+    plan_detail: dict[str, str],
+    how: tuple[str, str],
+    zone: tzinfo,
+) -> CompletedStep:
+    """A completed step as the handover shows it: when it settled, its receipt in words (else the
+    plan's words for it), how its outcome was learnt and by whom, and its undo; warnings only
+    while no undo was asked for."""
+    settled_at = intent.settled_at or intent.intended_at
+    return CompletedStep(
+        step_id=intent.step_id,
+        tool=intent.tool,
+        at=timezone.localtime(settled_at, zone).strftime("%H:%M:%S"),
+        settled_at=settled_at,
+        detail=receipt_detail(intent) or plan_detail.get(intent.idempotency_key, ""),
+        reversibility=undo.reversible,
+        receipt=intent.receipt,
+        undo_tool=undo.undo_tool,
+        undo_blocked=undo.undo_blocked,
+        intended_at=intent.intended_at,
+        settled_how=how[0],
+        settled_by=how[1],
+        compensation=_step_compensation(compensation),
+        warnings=[]
+        if compensation is not None
+        else warnings_for(tool=intent.tool, args=intent.args, reversible=undo.reversible),
+    )
 
 
 # Why a planned step is not done, by the status of its intent (None: it has none).
@@ -342,27 +378,16 @@ def _recorded_messages(rows: HandoverRows, by_step: dict[str, Intent | Performed
 def _tool_messages(rows: HandoverRows, by_step: dict[str, Intent | PerformedStep]) -> list[CustomerTold]:
     """The performed calls of tools declared customer-facing, each with the earlier performed
     steps of the tools it declares it announces."""
-    steps = rows.steps
-    first_event: dict[int, JournalEvent] = {}
-    for event in rows.events:
-        if event.intent_id is not None:
-            first_event.setdefault(event.intent_id, event)
+    first_event = _first_event_of_each_intent(rows)
     told = []
-    for intent in steps:
+    for intent in rows.steps:
         spec = find_tool(intent.tool)
         facing = spec.customer_facing if spec is not None else None
         if facing is None or intent.status != IntentStatus.PERFORMED:
             continue
         if intent.pk in rows.compensation_intent_ids:
             continue
-        about = [
-            i.step_id
-            for i in steps
-            if i.tool in facing.announces
-            and i.status == IntentStatus.PERFORMED
-            and i.pk not in rows.compensation_intent_ids
-            and (i.settled_at or i.intended_at) <= intent.intended_at
-        ]
+        about = _announced(rows, announces=facing.announces, before=intent.intended_at)
         sent = first_event.get(intent.pk)
         told.append(
             CustomerTold(
@@ -378,6 +403,28 @@ def _tool_messages(rows: HandoverRows, by_step: dict[str, Intent | PerformedStep
             )
         )
     return told
+
+
+def _first_event_of_each_intent(rows: HandoverRows) -> dict[int, JournalEvent]:
+    """intent id → the first event recorded of it: who sent the call."""
+    first_event: dict[int, JournalEvent] = {}
+    for event in rows.events:
+        if event.intent_id is not None:
+            first_event.setdefault(event.intent_id, event)
+    return first_event
+
+
+def _announced(rows: HandoverRows, *, announces: tuple[str, ...], before: datetime) -> list[str]:
+    """The step ids of the performed steps (not undos) of the tools in `announces` that had
+    settled by `before`: what a customer-facing call sent then tells the customer about."""
+    return [
+        i.step_id
+        for i in rows.steps
+        if i.tool in announces
+        and i.status == IntentStatus.PERFORMED
+        and i.pk not in rows.compensation_intent_ids
+        and (i.settled_at or i.intended_at) <= before
+    ]
 
 
 def customer_told_list(rows: HandoverRows) -> list[CustomerTold]:

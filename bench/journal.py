@@ -624,7 +624,7 @@ def truncate_bench_tables(database: str) -> None:
             cursor.execute("TRUNCATE " + ", ".join(connection.ops.quote_name(t) for t in tables) + " CASCADE")
         finally:
             cursor.execute("RESET session_replication_role")
-    progress(f"emptied the handover tables of {database}")
+    progress(f"emptied the journal tables of {database}")
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:

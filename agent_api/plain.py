@@ -25,6 +25,9 @@ from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 # A value's check: the value the serializer would give, or _NOT_PLAIN.
 _NOT_PLAIN = object()
+# An optional field without a default, absent from the body: absent from the data too, as DRF
+# leaves it (its get_default() raises SkipField).
+_ABSENT = object()
 Check = Callable[[Any], Any]
 
 
@@ -139,7 +142,10 @@ class _FieldRule:
         if self.name not in body:
             if self.required:
                 return _NOT_PLAIN
-            return self.field.get_default()  # a fresh value for a callable default (dict, list)
+            try:
+                return self.field.get_default()  # a fresh value for a callable default (dict, list)
+            except drf_fields.SkipField:
+                return _ABSENT
         value = body[self.name]
         if value is None:
             return None if self.allow_null else _NOT_PLAIN
@@ -170,5 +176,6 @@ class PlainBody:
             value = rule.value(body)
             if value is _NOT_PLAIN:
                 return None
-            data[rule.name] = value
+            if value is not _ABSENT:
+                data[rule.name] = value
         return data

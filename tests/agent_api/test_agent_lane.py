@@ -22,11 +22,15 @@ from rest_framework.test import APIClient
 from agent_api import views as api_views
 from agent_api.serializers import (
     MAX_DB_INT,
+    CancelSerializer,
+    CountSerializer,
+    CustomerMessageCreateSerializer,
     IntentCreateSerializer,
     OutcomeSerializer,
     plainly_valid,
 )
-from journal.models import ErrorClass, Intent, JournalEvent, Tenant
+from journal.models import CustomerMessage, ErrorClass, Intent, JournalEvent, Tenant
+from journal.services import COUNTERS
 from tests.agent_api.test_api_journal import new_agent_client
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -50,6 +54,7 @@ VALUE = st.one_of(
     st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
     st.lists(st.integers(), max_size=2),
     st.sampled_from(ErrorClass.values),
+    st.sampled_from([*CustomerMessage.Channel.values, *sorted(COUNTERS)]),
 )
 
 
@@ -66,6 +71,10 @@ def bodies(fields: list[str]) -> st.SearchStrategy[Any]:
     [
         (IntentCreateSerializer, ["tool", "args", "turn", "occurrence"]),
         (OutcomeSerializer, ["ok", "summary", "receipt", "error_class", "request_id", "evidence_at"]),
+        # Every write view validates through the same check (agent_api.serializers.validated).
+        (CustomerMessageCreateSerializer, ["channel", "body", "told_at", "about_steps"]),
+        (CancelSerializer, ["reason"]),
+        (CountSerializer, ["kind"]),
     ],
 )
 def test_a_plainly_valid_body_is_one_the_serializer_accepts_with_the_same_data(

@@ -11,7 +11,12 @@ from django.core.validators import RegexValidator
 from rest_framework import serializers
 
 from agent_api.plain import PlainBody
-from agent_api.serializers import IntentCreateSerializer, OutcomeSerializer, plainly_valid
+from agent_api.serializers import (
+    CustomerMessageCreateSerializer,
+    IntentCreateSerializer,
+    OutcomeSerializer,
+    plainly_valid,
+)
 
 
 class Toy(serializers.Serializer):
@@ -38,6 +43,19 @@ def test_defaults_are_fresh_for_each_body() -> None:
     assert first is not None
     first["tags"]["x"] = 1
     assert check({"name": "b"}) == {"name": "b", "count": 1, "tags": {}}
+
+
+class WithOptional(serializers.Serializer):
+    name = serializers.CharField(max_length=5)
+    nickname = serializers.CharField(max_length=5, required=False)
+
+
+def test_an_optional_field_without_a_default_is_left_out_as_drf_leaves_it() -> None:
+    body = {"name": "abc"}
+    drf = WithOptional(data=body)
+    assert drf.is_valid()
+    assert PlainBody(WithOptional)(body) == dict(drf.validated_data) == {"name": "abc"}
+    assert PlainBody(WithOptional)({"name": "abc", "nickname": "x"}) == {"name": "abc", "nickname": "x"}
 
 
 class WithValidator(serializers.Serializer):
@@ -76,3 +94,11 @@ def test_the_journal_bodies_agents_send_are_plain() -> None:
     refused = OutcomeSerializer(data={"ok": 1})
     assert not refused.is_valid()
     assert refused.errors["ok"] == ["must be true or false"]
+
+
+def test_a_customer_message_body_is_plain_with_the_serializers_data() -> None:
+    body = {"channel": "email", "body": "We have credited you 14.95. "}
+    drf = CustomerMessageCreateSerializer(data=body)
+    assert drf.is_valid(), drf.errors
+    assert plainly_valid(CustomerMessageCreateSerializer, body) == dict(drf.validated_data)
+    assert plainly_valid(CustomerMessageCreateSerializer, {**body, "about_steps": ["s-1"]}) is None  # a list

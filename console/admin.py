@@ -19,6 +19,7 @@ from journal.models import (
 )
 from journal.tenant_admin import TenantScopedAdmin, admin_tenant
 
+from .forms import NotificationRuleForm
 from .models import NotificationRule, TenantSettings
 from .roles import ROLE_PERMISSIONS
 
@@ -112,6 +113,7 @@ class NotificationRuleAdmin(TenantScopedAdmin):
     handover.*_notificationrule (console.roles); support staff and team leads do not see it. A
     tenant's admin sees and edits its own tenant's rules only."""
 
+    form = NotificationRuleForm
     list_display = ["tenant", "task_type", "emails", "webhook_url", "active"]
     list_filter = ["active", "tenant"]
     list_select_related = ["tenant"]

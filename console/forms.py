@@ -21,6 +21,7 @@ from journal.services import MAX_MESSAGE_CHARS
 
 from . import selectors
 from .actions import MAX_NOTE_CHARS
+from .models import NotificationRule
 
 # A step id is `run:turn:tool[:occurrence]`: printable ASCII, no spaces.
 STEP_ID = re.compile(r"[!-~]+")
@@ -443,3 +444,17 @@ class RunActFromForm(forms.Form):
 
 class DeadLettersForm(forms.Form):
     show = choice_parameter("show", [("open", "open"), ("resolved", "resolved"), ("all", "all")])
+
+
+class NotificationRuleForm(forms.ModelForm):
+    """The admin's form of a notification rule. The webhook is checked by the model's clean
+    (console.outbound), which every form of the model runs; this form says the rules up front."""
+
+    class Meta:
+        model = NotificationRule
+        fields = ["tenant", "task_type", "emails", "webhook_url", "active"]
+        help_texts = {
+            "webhook_url": "An https:// address reachable on the internet, e.g. a chat channel's "
+            "incoming webhook. Addresses inside the operator's network (loopback, private, "
+            "link-local, cloud metadata) are refused unless the operator allows them.",
+        }

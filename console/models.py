@@ -12,6 +12,8 @@ from django.db import models
 
 from journal.models import Tenant
 
+from .outbound import DestinationRefused, destination_check
+
 
 class StaffPermission(models.Model):
     """No rows: the holder of the console's own permissions, so that they are named handover.*
@@ -45,6 +47,17 @@ class NotificationRule(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tenant.slug}: {self.task_type or 'all task types'}"
+
+    def clean(self) -> None:
+        """The webhook only where a tenant may send (console.outbound): told to the admin on
+        saving, and checked again on every send, since a name may resolve elsewhere later."""
+        if not self.webhook_url.strip():
+            return
+        try:
+            destination_check(self.webhook_url)
+        except DestinationRefused as exc:
+            message = f"Seam does not send to this webhook: {exc}."
+            raise ValidationError({"webhook_url": ValidationError(message, code=exc.code)}) from exc
 
 
 TICKET_ID_PLACEHOLDER = "{ticket_id}"

@@ -8,7 +8,11 @@ that dies mid-send loses the notification rather than repeating it: the escalati
 dashboard's queue either way, and a lost message is preferable to a duplicate in a chat channel.
 A channel that fails transiently (no answer, a 5xx, an SMTP error) is retried by the task with
 the channels already delivered carried along, so only the failed ones are tried again (a
-webhook that took the POST but timed out before answering may hear twice)."""
+webhook that took the POST but timed out before answering may hear twice).
+
+A webhook is posted to only where a tenant may send (console.outbound: checked again at each
+send, after resolving its name), and its chat text is escaped for Slack's markup, since ticket
+ids and details come from agents."""
 
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ from django.urls import reverse
 
 from journal.models import Escalation, OutcomeReason, Run
 
+from . import outbound
 from .models import NotificationRule
 
 logger = logging.getLogger(__name__)
@@ -43,7 +48,8 @@ class NotifyReport:
     already_done: list[str] = field(default_factory=list)
     # Failed transiently: worth another attempt. Channel → why.
     failed: dict[str, str] = field(default_factory=dict)
-    # Refused for good (a 4xx from the webhook): not retried. Channel → why.
+    # Refused for good (a 4xx or a redirect from the webhook, or an address a tenant may not
+    # send to: console.outbound): not retried. Channel → why.
     refused: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -171,8 +177,10 @@ class _Message:
         )
 
     def payload(self) -> dict[str, Any]:
+        """The webhook's JSON. `text` is what a Slack-style channel shows, so it is escaped for
+        that markup; the other fields are data, as written, for a receiver that reads them."""
         return {
-            "text": f"{self.text}\n{self.run_url}",
+            "text": chat_escape(f"{self.text}\n{self.run_url}"),
             "run_url": self.run_url,
             "ticket_id": self.ticket_id,
             "order_id": self.order_id,
@@ -181,6 +189,20 @@ class _Message:
             "detail": self.detail,
             "escalation_id": self.escalation_id,
         }
+
+
+# Channel-wide mentions that Slack-compatible chats (Mattermost, Rocket.Chat) honour in plain
+# text; Slack itself only in the `<!channel>` form, which the escaping below makes inert.
+# (Not after a letter or dot: `ops@here.example` is an address.)
+_CHANNEL_MENTION = re.compile(r"(?<![\w.+-])@(channel|here|everyone|all)\b", re.IGNORECASE)
+
+
+def chat_escape(text: str) -> str:
+    """Text for a Slack-style message: `&`, `<` and `>` as Slack's escapes, so that what agents
+    wrote (`<!channel>`, `<https://evil.example|Open the run>`) shows as text instead of a
+    mention or a disguised link, and a word joiner after the `@` of a channel-wide mention."""
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _CHANNEL_MENTION.sub("@\u2060\\1", escaped)
 
 
 def _one_line(text: str) -> str:
@@ -216,18 +238,19 @@ def _send_email(message: _Message, addresses: list[str]) -> None:
 
 def _post_webhook(message: _Message, url: str) -> None:
     try:
-        response = requests.post(
-            url,
-            json=message.payload(),
-            timeout=settings.SEAM_WEBHOOK_TIMEOUT_SECONDS,
-            # A redirected POST would arrive as a GET: treat a redirect as a refusal instead.
-            allow_redirects=False,
-        )
+        answer = outbound.post_json(url, message.payload(), timeout=settings.SEAM_WEBHOOK_TIMEOUT_SECONDS)
+    except outbound.DestinationRefused as exc:
+        # Not where a tenant may send (console.outbound): asking again gets the same answer.
+        raise _Refused(f"destination refused: {exc}") from exc
+    except outbound.DestinationUnresolved as exc:
+        raise _Failed(f"NameResolutionError: {exc}") from exc
     except requests.RequestException as exc:
         # Only the kind of failure: requests' messages repeat the URL, and a chat webhook's URL
         # is its secret.
         raise _Failed(type(exc).__name__) from exc
-    if response.status_code >= 500:
-        raise _Failed(f"HTTP {response.status_code}")
-    if not 200 <= response.status_code < 300:
-        raise _Refused(f"HTTP {response.status_code}")
+    # A redirect is not followed (a redirected POST would arrive as a GET, and elsewhere than
+    # the address checked): it counts as a refusal, as any other answer outside 2xx and 5xx.
+    if answer.status >= 500:
+        raise _Failed(f"HTTP {answer.status}")
+    if not 200 <= answer.status < 300:
+        raise _Refused(f"HTTP {answer.status}")

@@ -2,6 +2,7 @@
 the environment (or a `.env` file beside manage.py) through django-environ; a malformed value
 stops start-up with a message naming the variable."""
 
+import ipaddress
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -229,6 +230,21 @@ SEAM_COMPENSATION_PENDING_RETRY_SECONDS = _env_or_fail(
 SEAM_BASE_URL = env("SEAM_BASE_URL", default="http://127.0.0.1:8000")
 DEFAULT_FROM_EMAIL = env("DJANGO_DEFAULT_FROM_EMAIL", default="seam@localhost")
 SEAM_WEBHOOK_TIMEOUT_SECONDS = _env_or_fail(env.float, "SEAM_WEBHOOK_TIMEOUT_SECONDS", default=5.0)
+
+# Where a tenant's webhook may point (console.outbound; docs/operations.md, "Where webhooks may
+# go"): https only, plain http too where SEAM_WEBHOOK_ALLOW_HTTP (or DEBUG) is set, and never a
+# loopback, private, link-local, multicast, reserved or cloud-metadata address unless its network
+# is in SEAM_WEBHOOK_ALLOWED_NETWORKS (CIDRs, e.g. an internal chat server's 10.20.0.0/16) or its
+# host name is in SEAM_WEBHOOK_ALLOWED_HOSTS. At most SEAM_WEBHOOK_MAX_RESPONSE_BYTES of an
+# answer are read.
+SEAM_WEBHOOK_ALLOW_HTTP = _env_or_fail(env.bool, "SEAM_WEBHOOK_ALLOW_HTTP", default=False)
+SEAM_WEBHOOK_ALLOWED_NETWORKS = _env_or_fail(
+    lambda name, **kw: [str(ipaddress.ip_network(n, strict=False)) for n in env.list(name, **kw)],
+    "SEAM_WEBHOOK_ALLOWED_NETWORKS",
+    default=[],
+)
+SEAM_WEBHOOK_ALLOWED_HOSTS = _env_or_fail(env.list, "SEAM_WEBHOOK_ALLOWED_HOSTS", default=[])
+SEAM_WEBHOOK_MAX_RESPONSE_BYTES = _env_or_fail(env.int, "SEAM_WEBHOOK_MAX_RESPONSE_BYTES", default=65536)
 
 # Agents send arguments up to the journal's own limit (journal.services.MAX_ARGS_BYTES);
 # the request as a whole may carry a plan of several such steps.

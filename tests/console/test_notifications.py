@@ -58,7 +58,15 @@ class Receiver:
 
 
 @pytest.fixture
-def webhook() -> Iterator[Receiver]:
+def local_webhooks_allowed(settings: Any) -> None:
+    """Let webhooks go to plain http on 127.0.0.1, where this file's receivers listen: the
+    operator's allow-list (console.outbound), which refuses loopback to everyone else."""
+    settings.SEAM_WEBHOOK_ALLOW_HTTP = True
+    settings.SEAM_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+
+
+@pytest.fixture
+def webhook(local_webhooks_allowed: None) -> Iterator[Receiver]:
     receiver = Receiver()
 
     class Handler(BaseHTTPRequestHandler):
@@ -287,7 +295,7 @@ def test_a_webhook_refusing_with_4xx_is_reported_without_retrying(
 @pytest.mark.django_db
 @override_settings(SEAM_WEBHOOK_TIMEOUT_SECONDS=1)
 def test_an_unreachable_webhook_counts_as_failed_without_naming_its_url(
-    make_run: Any, tenant: Tenant
+    make_run: Any, tenant: Tenant, local_webhooks_allowed: None
 ) -> None:
     run = make_run(task_type="returns")
     # Port 9 (discard) on localhost: nothing listens, the connection is refused.

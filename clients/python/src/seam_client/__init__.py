@@ -8,14 +8,18 @@
         run.perform("issue_refund", {"amount": "14.95"}, refund, turn=3)
     run.complete()
 
-`perform` commits the intent before the call, records the outcome after it, replays a settled
-intent without calling again, and never re-sends an open one (IntentInDoubt). AsyncSeamClient and
-AsyncRun offer the same names as coroutines."""
+`perform` commits the intent before the call, records the outcome after it, and replays a settled
+intent without calling again. An open one (the agent died between send and record) is sent again
+under its key only for a tool declared to honour it (`HonoursKey`), inside the key's lifetime;
+otherwise it is not sent: `perform` waits `wait_for_settle` seconds for Seam's reconciliation to
+settle it, or raises IntentInDoubt. AsyncSeamClient and AsyncRun offer the same names as
+coroutines."""
 
 from ._async import AsyncHeartbeat, AsyncRun, AsyncSeamClient
 from ._errors import (
     ErrorClass,
     IntentInDoubt,
+    IntentNotPerformed,
     OutcomeNotRecorded,
     SeamError,
     SeamRefused,
@@ -23,10 +27,12 @@ from ._errors import (
     ToolError,
 )
 from ._protocol import Request
+from ._resume import DEFAULT_KEY_LIFETIME, HonoursKey, KeyRefused
 from ._sync import Heartbeat, Run, SeamClient
 from ._types import AsyncCall, Call, Handover, Intent, Outcome
 
 __all__ = [
+    "DEFAULT_KEY_LIFETIME",
     "AsyncCall",
     "AsyncHeartbeat",
     "AsyncRun",
@@ -35,8 +41,11 @@ __all__ = [
     "ErrorClass",
     "Handover",
     "Heartbeat",
+    "HonoursKey",
     "Intent",
     "IntentInDoubt",
+    "IntentNotPerformed",
+    "KeyRefused",
     "Outcome",
     "OutcomeNotRecorded",
     "Request",

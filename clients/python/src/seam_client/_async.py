@@ -15,12 +15,14 @@ import httpx
 
 from . import _protocol as api
 from ._common import HeartbeatState, RunState, http_options, intent_of, next_page
-from ._errors import ErrorClass, OutcomeNotRecorded, SeamError, SeamRefused
+from ._errors import ErrorClass, IntentInDoubt, OutcomeNotRecorded, SeamError, SeamRefused
+from ._resume import HonoursKey, HonoursKeys, KeyRefused, SettleWait, declared_for, honours_keys, settle_bound
 from ._types import AsyncCall, Handover, Intent, Outcome
 
 
 class AsyncSeamClient:
-    """SeamClient for asyncio: one per process (it keeps its HTTP connections)."""
+    """SeamClient for asyncio: one per process (it keeps its HTTP connections). `honours_key`
+    and `wait_for_settle` as SeamClient's."""
 
     def __init__(
         self,
@@ -31,9 +33,13 @@ class AsyncSeamClient:
         *,
         backoff: float = 0.2,
         transport: httpx.AsyncBaseTransport | None = None,
+        honours_key: HonoursKeys = (),
+        wait_for_settle: float = 0.0,
     ) -> None:
         self.retries = retries
         self.backoff = backoff
+        self.honours_key = honours_keys(honours_key)
+        self.wait_for_settle = settle_bound(wait_for_settle)
         self._http = httpx.AsyncClient(**http_options(base_url, token, timeout), transport=transport)
 
     async def __aenter__(self) -> AsyncSeamClient:
@@ -174,19 +180,35 @@ class AsyncRun(RunState):
         turn: int,
         occurrence: int | None = None,
         call_id: str = "",
+        honours_key: HonoursKey | bool | None = None,
+        wait_for_settle: float | None = None,
     ) -> Intent:
         """Run.perform's rules; `call` may be a coroutine function or a plain one."""
         intent, after_lost_answer = await self._record_intent(tool, args, turn=turn, occurrence=occurrence)
-        if self.settled_already(intent, after_lost_answer=after_lost_answer):
+        if intent.settled:
             return intent
+        honours = declared_for(tool, honours_key, self.client.honours_key)
+        wait = self.client.wait_for_settle if wait_for_settle is None else settle_bound(wait_for_settle)
+        doubt = self.found_open(intent, after_lost_answer=after_lost_answer, honours=honours)
+        if doubt is not None:
+            return await self._settled_by_seam(intent, doubt, wait)
+        try:
+            return await self._send(intent, call, call_id=call_id, again=intent.replayed)
+        except KeyRefused as refused:
+            return await self._settled_by_seam(intent, refused, wait)
+
+    async def _send(self, intent: Intent, call: AsyncCall, *, call_id: str, again: bool) -> Intent:
         try:
             returned = call(dict(intent.args), intent.idempotency_key)
             result = (await returned if inspect.isawaitable(returned) else returned) or Outcome()
         except Exception as exc:
+            request, refused = self.failure_to_record(intent, exc, call_id=call_id, again=again)
             try:
-                await self.client.send(self.failure_outcome(intent, exc, call_id=call_id))
+                await self.client.send(request)
             except SeamError as lost:
-                self.failure_not_recorded(exc, lost)
+                self.failure_not_recorded(refused or exc, lost)
+            if refused is not None:
+                raise refused from exc
             raise
         try:
             answer = await self.client.send(self.success_outcome(intent, result, call_id=call_id))
@@ -195,6 +217,17 @@ class AsyncRun(RunState):
         except SeamError as exc:
             raise OutcomeNotRecorded(intent, result, exc) from exc
         return Intent.from_json(answer.body, replayed=False)
+
+    async def _settled_by_seam(self, intent: Intent, doubt: IntentInDoubt, wait: float) -> Intent:
+        if wait <= 0:
+            raise doubt
+        waiting = SettleWait(intent, doubt, timeout=wait)
+        with self.beats_held():
+            while True:
+                settled = waiting.verdict(await self.fetch())
+                if settled is not None:
+                    return settled
+                await asyncio.sleep(waiting.next_delay())
 
     async def tell_customer(
         self,
@@ -257,11 +290,14 @@ class AsyncHeartbeat(HeartbeatState):
 
     async def _loop(self) -> None:
         while not self._stop.is_set():
-            try:
-                await self.run.client.send(self.request(), retries=0)
-            except SeamError as exc:
-                self.failed(exc)
+            if self.run.beating_held:
+                self.held += 1
             else:
-                self.beats += 1
+                try:
+                    await self.run.client.send(self.request(), retries=0)
+                except SeamError as exc:
+                    self.failed(exc)
+                else:
+                    self.beats += 1
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), timeout=self.every)

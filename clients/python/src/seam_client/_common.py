@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from . import _protocol as api
+from . import _resume
 from ._errors import ErrorClass, IntentInDoubt, SeamError, ToolError
+from ._resume import HonoursKey, KeyRefused
 from ._types import CALL_ID_KEY, Intent, Outcome
 
 logger = logging.getLogger("seam_client")
@@ -80,6 +83,8 @@ class RunState:
         self.data: dict[str, Any] = data or {}
         self.created = created
         self.occurrences = Occurrences()
+        self._held = 0
+        self._held_lock = threading.Lock()
 
     def intent_request(
         self, tool: str, args: Mapping[str, Any], *, turn: int, occurrence: int | None
@@ -93,14 +98,40 @@ class RunState:
         return f"<{type(self).__name__} {self.id}>"
 
     @staticmethod
-    def settled_already(intent: Intent, *, after_lost_answer: bool) -> bool:
-        """perform's first decision. True: the intent is settled, return it, call nothing.
-        IntentInDoubt: it was found open (not written by this request), so it is not sent."""
-        if intent.settled:
-            return True
-        if intent.replayed:
-            raise IntentInDoubt(intent, own_retry=after_lost_answer)
-        return False
+    def found_open(
+        intent: Intent, *, after_lost_answer: bool, honours: HonoursKey | None
+    ) -> IntentInDoubt | None:
+        """perform's decision for an open intent. None: send the call, the first time (written by
+        this request) or again under its key (found open, its tool declared to honour the key,
+        inside the key's lifetime). Else why it is not sent (seam_client._resume)."""
+        if not intent.replayed:
+            return None
+        doubt = _resume.found_open(intent, after_lost_answer=after_lost_answer, honours=honours)
+        if doubt is None:
+            logger.info(
+                "%s (step %s) was found open; its tool honours its key, so it is sent again under %s",
+                intent.tool,
+                intent.step_id,
+                intent.idempotency_key,
+            )
+        return doubt
+
+    @contextmanager
+    def beats_held(self) -> Iterator[None]:
+        """While `perform` waits for Seam to settle a call, the run's heartbeat does not beat:
+        reconciliation settles only the calls of a run gone quiet, so a beating run would wait
+        for nothing."""
+        with self._held_lock:
+            self._held += 1
+        try:
+            yield
+        finally:
+            with self._held_lock:
+                self._held -= 1
+
+    @property
+    def beating_held(self) -> bool:
+        return self._held > 0
 
     def failure_outcome(self, intent: Intent, error: Exception, *, call_id: str = "") -> api.Request:
         """What a call's exception records. A ToolError: `failed` with its class, except
@@ -117,6 +148,14 @@ class RunState:
             error_class=exc.error_class,
             request_id=exc.request_id,
         )
+
+    def failure_to_record(
+        self, intent: Intent, error: Exception, *, call_id: str, again: bool
+    ) -> tuple[api.Request, KeyRefused | None]:
+        """What a call's exception records, and, for a call sent again whose key the downstream
+        refused, the KeyRefused to raise instead of it (seam_client._resume.refused_key)."""
+        recorded, refused = _resume.refused_key(intent, error, again=again)
+        return self.failure_outcome(intent, recorded, call_id=call_id), refused
 
     def success_outcome(self, intent: Intent, result: Outcome, *, call_id: str = "") -> api.Request:
         return api.outcome(
@@ -159,6 +198,7 @@ class HeartbeatState:
         self.beats = 0
         self.failures = 0
         self.last_error: SeamError | None = None
+        self.held = 0  # beats left out while `perform` waited for Seam to settle a call
 
     def request(self) -> api.Request:
         return api.heartbeat(self.run_id)

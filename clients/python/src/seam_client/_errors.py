@@ -83,17 +83,50 @@ class IntentInDoubt(SeamError):
     """`perform` found the intent recorded and open. Another process may be making the call, or
     died making it; or this client's own first request was committed and its answer lost
     (`own_retry`: the row was found by a retry after a lost answer). Either way the call is not
-    sent: Seam's reconciliation settles the row by asking the downstream system about its key."""
+    sent: Seam's reconciliation settles the row by asking the downstream system about its key.
 
-    def __init__(self, intent: Intent, *, own_retry: bool) -> None:
+    A tool declared to honour its key (`HonoursKey`) is sent again instead, inside the key's
+    lifetime; past it, this is raised. With `wait_for_settle`, `perform` first waits for
+    reconciliation and raises this when the wait ends unsettled (`waited`, in seconds), or when
+    the call was settled `unknown` or its run handed to a person (`person_decides`)."""
+
+    def __init__(
+        self,
+        intent: Intent,
+        *,
+        own_retry: bool,
+        why: str = "",
+        waited: float = 0.0,
+        person_decides: bool = False,
+    ) -> None:
         super().__init__(
             f"intent {intent.step_id} (key {intent.idempotency_key}) is recorded and has no outcome; "
-            "it is not sent again: reconciliation settles it by asking the downstream system",
+            + (why or "it is not sent again: reconciliation settles it by asking the downstream system"),
             error_class=ErrorClass.AMBIGUOUS,
             status=200,
         )
         self.intent = intent
         self.own_retry = own_retry
+        self.waited = waited
+        self.person_decides = person_decides
+
+
+class IntentNotPerformed(SeamError):
+    """While `perform` waited for it, reconciliation settled the call `not_performed`: the
+    downstream system says it never happened. Only Seam re-admits such a call, to send it under
+    the same key (its resumption of the run); the agent API offers an agent no re-admission, so
+    the client does not send it. The run's resumption, or a person, finishes it."""
+
+    def __init__(self, intent: Intent) -> None:
+        super().__init__(
+            f"{intent.tool or 'the call'} (intent {intent.step_id}, key {intent.idempotency_key}) was "
+            "settled not_performed by reconciliation: it never happened. Seam's agent API cannot "
+            "re-admit it for this client, so it is not sent; Seam's resumption of the run or a person "
+            "sends it under its key",
+            error_class=ErrorClass.CONFLICT,
+            status=200,
+        )
+        self.intent = intent
 
 
 class OutcomeNotRecorded(SeamUnavailable):

@@ -15,13 +15,20 @@ import httpx
 
 from . import _protocol as api
 from ._common import HeartbeatState, RunState, http_options, intent_of, next_page
-from ._errors import ErrorClass, OutcomeNotRecorded, SeamError, SeamRefused
+from ._errors import ErrorClass, IntentInDoubt, OutcomeNotRecorded, SeamError, SeamRefused
+from ._resume import HonoursKey, HonoursKeys, KeyRefused, SettleWait, declared_for, honours_keys, settle_bound
 from ._types import Call, Handover, Intent, Outcome
 
 
 class SeamClient:
     """Seam's REST API with an agent token. Every write is retried by the rules of
-    seam_client._protocol.Attempts; a refusal raises SeamRefused naming the fields."""
+    seam_client._protocol.Attempts; a refusal raises SeamRefused naming the fields.
+
+    `honours_key` declares, for every run's `perform`, the tools whose downstream honours their
+    idempotency key (tool names, or each tool's HonoursKey with its key lifetime): a call of one
+    found open is sent again under its key. `wait_for_settle` is how many seconds `perform` waits,
+    by default, for Seam to settle a call found open that is not sent again (0: it raises
+    IntentInDoubt at once)."""
 
     def __init__(
         self,
@@ -32,9 +39,13 @@ class SeamClient:
         *,
         backoff: float = 0.2,
         transport: httpx.BaseTransport | None = None,
+        honours_key: HonoursKeys = (),
+        wait_for_settle: float = 0.0,
     ) -> None:
         self.retries = retries
         self.backoff = backoff
+        self.honours_key = honours_keys(honours_key)
+        self.wait_for_settle = settle_bound(wait_for_settle)
         self._http = httpx.Client(**http_options(base_url, token, timeout), transport=transport)
 
     def __enter__(self) -> SeamClient:
@@ -183,6 +194,8 @@ class Run(RunState):
         turn: int,
         occurrence: int | None = None,
         call_id: str = "",
+        honours_key: HonoursKey | bool | None = None,
+        wait_for_settle: float | None = None,
     ) -> Intent:
         """Record the intent (committed), then `call(args, idempotency_key)`, then its outcome.
         The occurrence is derived as `record_intent` says: identical calls at different turns are
@@ -190,24 +203,50 @@ class Run(RunState):
         calls in the same order, finds the intents already recorded.
 
         A settled intent is returned as it is, `replayed`, and `call` is not made. An open one
-        (another process is on it or died on it, or this client's answer was lost) raises
-        IntentInDoubt and `call` is not made. A ToolError is recorded with its class and raised;
-        an `ambiguous` one, or any other exception, is recorded as evidence (its text) and leaves
-        the intent open for reconciliation. If the outcome cannot be recorded after the call,
-        OutcomeNotRecorded: do not call again.
+        (another process is on it or died on it, or this client's answer was lost) is:
+        - sent again under the same key when the tool honours its key (`honours_key`: a
+          HonoursKey, True for the default lifetime of a day, False for not; None: the client's
+          declaration) and the intent is younger than the key's lifetime; its answer is the
+          outcome. A conflict answered to it is recorded as evidence and raises KeyRefused;
+        - otherwise not sent: with `wait_for_settle` seconds (None: the client's), `perform` waits
+          while Seam's reconciliation settles it, printing its progress on stderr and holding the
+          run's heartbeat (a beating run is not reconciled). Settled performed (or already_so, or
+          failed): returned, `replayed`. Settled not_performed: IntentNotPerformed. Settled
+          unknown, or the run handed to a person: IntentInDoubt (`person_decides`). Still open at
+          the end of the wait, or with no wait: IntentInDoubt.
+
+        A ToolError is recorded with its class and raised; an `ambiguous` one, or any other
+        exception, is recorded as evidence (its text) and leaves the intent open for
+        reconciliation. If the outcome cannot be recorded after the call, OutcomeNotRecorded: do
+        not call again.
 
         `call_id`, the framework's own id of this tool call, is recorded with the outcome (the
         receipt's `_call_id`) and given back as `Intent.call_id`, never in `Intent.receipt`."""
         intent, after_lost_answer = self._record_intent(tool, args, turn=turn, occurrence=occurrence)
-        if self.settled_already(intent, after_lost_answer=after_lost_answer):
+        if intent.settled:
             return intent
+        honours = declared_for(tool, honours_key, self.client.honours_key)
+        wait = self.client.wait_for_settle if wait_for_settle is None else settle_bound(wait_for_settle)
+        doubt = self.found_open(intent, after_lost_answer=after_lost_answer, honours=honours)
+        if doubt is not None:
+            return self._settled_by_seam(intent, doubt, wait)
+        try:
+            return self._send(intent, call, call_id=call_id, again=intent.replayed)
+        except KeyRefused as refused:
+            return self._settled_by_seam(intent, refused, wait)
+
+    def _send(self, intent: Intent, call: Call, *, call_id: str, again: bool) -> Intent:
+        """Make the call under the intent's key and record what came of it."""
         try:
             result = call(dict(intent.args), intent.idempotency_key) or Outcome()
         except Exception as exc:
+            request, refused = self.failure_to_record(intent, exc, call_id=call_id, again=again)
             try:
-                self.client.send(self.failure_outcome(intent, exc, call_id=call_id))
+                self.client.send(request)
             except SeamError as lost:
-                self.failure_not_recorded(exc, lost)
+                self.failure_not_recorded(refused or exc, lost)
+            if refused is not None:
+                raise refused from exc
             raise
         try:
             return Intent.from_json(
@@ -217,6 +256,18 @@ class Run(RunState):
             raise  # settled meanwhile, differently (reconciliation, a person): Seam says so
         except SeamError as exc:
             raise OutcomeNotRecorded(intent, result, exc) from exc
+
+    def _settled_by_seam(self, intent: Intent, doubt: IntentInDoubt, wait: float) -> Intent:
+        """Wait, at most `wait` seconds, for Seam to settle an open call that is not sent."""
+        if wait <= 0:
+            raise doubt
+        waiting = SettleWait(intent, doubt, timeout=wait)
+        with self.beats_held():
+            while True:
+                settled = waiting.verdict(self.fetch())
+                if settled is not None:
+                    return settled
+                time.sleep(waiting.next_delay())
 
     def tell_customer(
         self,
@@ -289,10 +340,13 @@ class Heartbeat(HeartbeatState):
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            try:
-                self.run.client.send(self.request(), retries=0)
-            except SeamError as exc:
-                self.failed(exc)
+            if self.run.beating_held:
+                self.held += 1
             else:
-                self.beats += 1
+                try:
+                    self.run.client.send(self.request(), retries=0)
+                except SeamError as exc:
+                    self.failed(exc)
+                else:
+                    self.beats += 1
             self._stop.wait(self.every)

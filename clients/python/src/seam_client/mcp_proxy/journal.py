@@ -25,7 +25,6 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -35,6 +34,7 @@ from mcp.shared.exceptions import MCPError
 
 from .._common import canonical_json
 from .._errors import ErrorClass, IntentInDoubt, SeamError, ToolError
+from .._resume import within_key_lifetime as within_key_lifetime  # the proxy's name for the core rule
 from .._types import Intent, Outcome
 from ..adapters import SETTLED_WITHOUT_ERROR, error_answer, replay_text
 from .policy import ToolPolicy, capability_version
@@ -206,7 +206,13 @@ class SessionJournal:
         forwarded = ForwardedCall(upstream, name, policy)
         self.open_calls += 1
         try:
-            intent = await run.perform(name, arguments, forwarded.send, turn=self._turn_for(name, arguments))
+            intent = await run.perform(
+                name,
+                arguments,
+                forwarded.send,
+                turn=self._turn_for(name, arguments),
+                honours_key=policy.honours,
+            )
         except IntentInDoubt as exc:
             return await self._in_doubt(run, forwarded, exc.intent)
         except ToolError as exc:
@@ -224,11 +230,9 @@ class SessionJournal:
     async def _in_doubt(
         self, run: AsyncRun, forwarded: ForwardedCall, intent: Intent
     ) -> types.CallToolResult:
-        """A call whose intent is recorded open: sent again only to a server that honours its
-        key, and only while the server still keeps it (`key_lifetime`); found by the tool's
-        lookup if it has one; otherwise left to reconciliation."""
-        if forwarded.policy.honours_key and within_key_lifetime(intent, forwarded.policy.key_lifetime):
-            return await self._send_again(run, forwarded, intent)
+        """A call whose intent is recorded open and that `perform` did not send again (its server
+        does not honour its key, or no longer keeps it: `seam_client._resume`): found by the
+        tool's lookup if it has one; otherwise left to reconciliation."""
         if forwarded.policy.lookup:
             found = await self._look_up(run, forwarded, intent)
             if found is not None:
@@ -239,19 +243,6 @@ class SessionJournal:
             + ("sent again past the key's declared lifetime" if expired else "sent again")
             + ": Seam's reconciliation asks the server about it."
         )
-
-    async def _send_again(
-        self, run: AsyncRun, forwarded: ForwardedCall, intent: Intent
-    ) -> types.CallToolResult:
-        """The server deduplicates by key: the same key answers the first call's result."""
-        try:
-            outcome = await forwarded.send(dict(intent.args), intent.idempotency_key)
-        except ToolError as exc:
-            await self._record(run, intent, ok=False, summary=exc.message, error_class=exc.error_class)
-            return forwarded.answer_for(exc, run.id)
-        settled = await self._record(run, intent, ok=True, summary=outcome.summary, receipt=outcome.receipt)
-        assert forwarded.result is not None
-        return with_meta(forwarded.result, intent_meta(run, settled or intent))
 
     async def _look_up(
         self, run: AsyncRun, forwarded: ForwardedCall, intent: Intent
@@ -368,11 +359,3 @@ def with_meta(result: types.CallToolResult, meta: dict[str, Any]) -> types.CallT
     merged = dict(result.meta or {})
     merged.update(meta)
     return result.model_copy(update={"meta": merged})
-
-
-def within_key_lifetime(intent: Intent, lifetime: float) -> bool:
-    """Whether the server still keeps the intent's key: the intent was recorded less than
-    `lifetime` seconds ago. An intent whose time is not known is not."""
-    if intent.intended_at is None:
-        return False
-    return (datetime.now(UTC) - intent.intended_at).total_seconds() < lifetime

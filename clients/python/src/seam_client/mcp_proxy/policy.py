@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import mcp_types as types
 
+from .._resume import HonoursKey
 from .declarations import ToolDeclaration
 
 
@@ -53,6 +54,12 @@ class ToolPolicy:
             errors_mean_not_performed=declared.errors_mean_not_performed,
             lookup=declared.lookup,
         )
+
+    @property
+    def honours(self) -> HonoursKey | None:
+        """The declaration `perform` reads: a call found open is sent again under its key while
+        the server keeps it (seam_client._resume, the rule the client and adapters share)."""
+        return HonoursKey(self.key_lifetime) if self.honours_key else None
 
     @property
     def errors_are_refusals(self) -> bool:

@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.models import Group
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
 from journal.models import (
@@ -30,9 +30,19 @@ class TenantSettingsInline(admin.StackedInline):
 
 
 @admin.register(Tenant)
-class TenantAdmin(admin.ModelAdmin):
+class TenantAdmin(TenantScopedAdmin):
+    """Superusers manage tenants. Anyone else granted the tenant permissions sees their own
+    tenant alone: another tenant is a 404, as any row of it is."""
+
+    tenant_path = "pk"
     list_display = ["slug", "name", "created_at"]
     inlines = [TenantSettingsInline]
+
+    def own_filter(self, tenant: Tenant) -> Q:
+        return Q(pk=tenant.pk)
+
+    def row_tenant_id(self, obj: Any) -> int | None:
+        return int(obj.pk)
 
 
 @admin.register(TenantSettings)

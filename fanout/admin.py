@@ -1,5 +1,7 @@
 from django.contrib import admin
 
+from journal.tenant_admin import TenantScopedAdmin
+
 from .models import FanOut, FanOutBranch
 
 BRANCH_FIELDS = ["name", "attempt", "tool", "required", "status", "error_class", "latency_ms", "retry_note"]
@@ -17,8 +19,12 @@ class FanOutBranchInline(admin.TabularInline):
 
 
 @admin.register(FanOut)
-class FanOutAdmin(admin.ModelAdmin):
-    """Read-only: the record is written by fanout.services alone."""
+class FanOutAdmin(TenantScopedAdmin):
+    """Read-only: the record is written by fanout.services alone. Scoped to the caller's tenant,
+    as every row of a run is: a tenant's admin who is granted the view permission sees its own
+    tenant's fan-outs, and another tenant's is a 404."""
+
+    tenant_path = "run__tenant"
 
     list_display = ["name", "run", "outcome", "coverage", "deadline_ms", "started_at"]
     list_filter = ["outcome"]

@@ -13,16 +13,25 @@ tenant mixes in `TenantScopedAdmin` and says how to reach the tenant (`tenant_pa
 
 Superusers are not scoped. A staff user of no tenant sees no row. The mixin decides where rows
 may go; which models a person may use at all stays with Django's permissions (console.roles).
-It lives here, beside Tenant and Membership, because the admins of every layer above use it."""
+It lives here, beside Tenant and Membership, because the admins of every layer above use it.
+
+An id that is not one of the model's ids (a word, a NUL, a number past any integer) is a 404,
+as is a row of another tenant, in the history views too: never a 500, and never a 403 that
+would tell a tenant's admin the row exists elsewhere. `AdminBadInputMiddleware` answers 400 to
+what no admin page sends (a NUL anywhere, a selected row that is no id) before any admin, ours
+or a library's, builds a query from it (issue 33, item 4)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin
-from django.core.exceptions import PermissionDenied
-from django.db.models import Q, QuerySet
-from django.http import Http404, HttpRequest
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, ValidationError
+from django.db.models import Field, Q, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from simple_history.admin import SimpleHistoryAdmin
 
 from . import selectors
@@ -38,6 +47,55 @@ def _is_superuser(request: HttpRequest) -> bool:
     return bool(getattr(request.user, "is_superuser", False))
 
 
+def _id_of(field: Field[Any, Any], value: str) -> Any:
+    """The id `value` names in `field` (as a URL quotes it), or Http404: "abc" is no row's id."""
+    try:
+        return field.to_python(unquote(value))
+    except (ValidationError, ValueError, TypeError, OverflowError):
+        raise Http404("No row with that id.") from None
+
+
+def _has_nul(request: HttpRequest) -> bool:
+    """Whether a NUL is anywhere in the path, the query string or the form: PostgreSQL stores no
+    NUL in text, so a lookup with one fails as the query runs, after the admin's own checks."""
+    params = [request.GET, request.POST] if request.method == "POST" else [request.GET]
+    return "\x00" in request.path or any(
+        "\x00" in key or any("\x00" in value for value in values)
+        for each in params
+        for key, values in each.lists()
+    )
+
+
+class AdminBadInputMiddleware:
+    """400 for what no page of the Django admin sends: a NUL anywhere, or a row selected for an
+    action by something that is not an id of the model. Django's change list and actions let
+    both reach the database (a 500); this covers every registered admin, the libraries' too."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_view(
+        self, request: HttpRequest, view_func: Any, view_args: Any, view_kwargs: Any
+    ) -> HttpResponse | None:
+        match = request.resolver_match
+        if match is None or admin.site.name not in match.namespaces:
+            return None
+        if _has_nul(request):
+            return HttpResponseBadRequest("A NUL character is not valid input.")
+        model_admin = getattr(view_func, "model_admin", None)
+        if model_admin is not None and request.method == "POST":
+            pk = model_admin.model._meta.pk
+            try:
+                for value in request.POST.getlist(ACTION_CHECKBOX_NAME):
+                    _id_of(pk, value)
+            except Http404:
+                return HttpResponseBadRequest("A selected row is not an id.")
+        return None
+
+
 class TenantScopedAdmin(admin.ModelAdmin):
     # The lookup path from the model to its tenant: "tenant", "run__tenant", "membership__tenant".
     tenant_path: str = "tenant"
@@ -46,8 +104,13 @@ class TenantScopedAdmin(admin.ModelAdmin):
 
     # --- which rows ------------------------------------------------------------------------
 
+    def own_filter(self, tenant: Tenant) -> Q:
+        """The rows of `tenant`."""
+        return Q(**{self.tenant_path: tenant})
+
     def tenant_filter(self, tenant: Tenant) -> Q:
-        own = Q(**{self.tenant_path: tenant})
+        """The rows a person of `tenant` may see: its own, and the defaults where readable."""
+        own = self.own_filter(tenant)
         return own | Q(**{f"{self.tenant_path}__isnull": True}) if self.defaults_readable else own
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
@@ -131,16 +194,60 @@ class TenantScopedAdmin(admin.ModelAdmin):
 
 
 class TenantScopedHistoryAdmin(TenantScopedAdmin, SimpleHistoryAdmin):
-    """TenantScopedAdmin for a model with django-simple-history. Its "revert to this version"
-    view saves on POST after checking only that the caller may *view* the history, so a tenant's
-    admin could otherwise revert a default (or anything it may read): a POST there needs the
-    right to change the row."""
+    """TenantScopedAdmin for a model with django-simple-history, whose history views find the row
+    in its history, past `get_queryset`: an id that is no id is a 404 here (simple-history lets
+    it reach the database, a 500), and so is a row, or a version, of another tenant (it answered
+    403, which told a tenant's admin the id exists).
+
+    Its "revert to this version" view saves on POST after checking only that the caller may
+    *view* the history, so a tenant's admin could otherwise revert a default (or anything it may
+    read): a POST there needs the right to change the row."""
+
+    def _history(self) -> Any:
+        return getattr(self.model, self.model._meta.simple_history_manager_attribute)
+
+    def _history_visible(self, request: HttpRequest, obj: Any) -> bool:
+        if _is_superuser(request):
+            return True
+        try:
+            return self.is_own(request, obj) or self.is_default(obj)
+        except ObjectDoesNotExist:  # a version whose tenant is gone
+            return False
+
+    def _history_row(self, request: HttpRequest, object_id: str) -> Any:
+        """The row whose history is asked for (or its last version, if it was deleted), or 404
+        for an id that is no id, a row of no version, or a row the caller may not see."""
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied  # the model is refused whatever the id, as get_object does
+        pk = _id_of(self.model._meta.pk, object_id)
+        row = self.get_queryset(request).filter(pk=pk).first()
+        if row is None:
+            last = (
+                self._history().filter(**{self.model._meta.pk.attname: pk}).order_by("-history_date").first()
+            )
+            row = None if last is None else last.instance
+        if row is None or not self._history_visible(request, row):
+            raise Http404(f"No {self.model._meta.verbose_name} with that id.")
+        return row
+
+    def history_view(self, request: HttpRequest, object_id: str, extra_context: Any = None) -> Any:
+        self._history_row(request, object_id)
+        return super().history_view(request, object_id, extra_context)
 
     def history_form_view(
         self, request: HttpRequest, object_id: str, version_id: str, extra_context: Any = None
     ) -> Any:
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied
+        pk = _id_of(self.model._meta.pk, object_id)
+        history = self._history()
+        version = history.filter(
+            **{self.model._meta.pk.attname: pk, "history_id": _id_of(history.model._meta.pk, version_id)}
+        ).first()
+        if version is None or not self._history_visible(request, version.instance):
+            raise Http404(f"No version of a {self.model._meta.verbose_name} with that id.")
         if request.method == "POST" and not _is_superuser(request):
-            current = self.model._default_manager.filter(pk=object_id).first()
+            current = self.model._default_manager.filter(pk=pk).first()
             if current is None or not self.has_change_permission(request, current):
                 raise PermissionDenied("You may not change this row.")
         return super().history_form_view(request, object_id, version_id, extra_context)

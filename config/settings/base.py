@@ -83,6 +83,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
+    # The Django admin answers 400 to a NUL or a selected row that is no id (journal.tenant_admin).
+    "journal.tenant_admin.AdminBadInputMiddleware",
     # Last, as django-axes requires: it turns a lockout raised during authentication into the
     # lockout page (AXES_LOCKOUT_CALLABLE).
     "axes.middleware.AxesMiddleware",

@@ -35,3 +35,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(
             "responses by status: " + ", ".join(f"{code}: {n}" for code, n in fuzz["statuses"].items())
         )
+    if figures.ADMIN_FUZZ:
+        fuzz = figures.ADMIN_FUZZ
+        terminalreporter.section("Django admin fuzzing")
+        terminalreporter.write_line(f"{fuzz['models']} models' admins: {fuzz['requests']} requests")
+        terminalreporter.write_line(
+            "responses by status: " + ", ".join(f"{code}: {n}" for code, n in fuzz["statuses"].items())
+        )

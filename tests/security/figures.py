@@ -14,3 +14,5 @@ MATRIX: dict[str, int] = {}
 # The console's fuzzing (test_page_fuzz): URLs, routes, personas, parameters, hostile values,
 # requests made, and the responses by status.
 PAGE_FUZZ: dict[str, Any] = {}
+# The admin's fuzzing (test_page_fuzz): models, requests made, and the responses by status.
+ADMIN_FUZZ: dict[str, Any] = {}

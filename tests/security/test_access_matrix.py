@@ -414,8 +414,10 @@ def _sundry_row_pk(route: str) -> str | None:
     model_admin = admin_site._registry.get(model) if model is not None else None
     if not isinstance(model_admin, TenantScopedAdmin):
         return None
-    path = f"{model_admin.tenant_path}__slug"
-    row = model._default_manager.filter(**{path: "sundry"}).order_by("pk").first()
+    sundry = Tenant.objects.filter(slug="sundry").first()
+    if sundry is None:
+        return None
+    row = model._default_manager.filter(model_admin.own_filter(sundry)).order_by("pk").first()
     return str(row.pk) if row is not None else None
 
 

@@ -13,8 +13,10 @@ from rest_framework.exceptions import ParseError
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.parsers import JSONParser as DRFJSONParser
 
+from handover import why_words
 from journal import services
 from journal.models import CustomerMessage, ErrorClass, Intent, Run
+from journal.runs import Cancelled
 
 from .plain import PlainBody, boolean_check
 
@@ -223,6 +225,9 @@ class CustomerMessageSerializer(serializers.ModelSerializer):
 
 class RunSerializer(serializers.ModelSerializer):
     versions = serializers.SerializerMethodField()
+    outcome_detail = serializers.SerializerMethodField(
+        help_text="Why the run ended where it did, in words: outcome_why said plainly, or the reason given."
+    )
 
     class Meta:
         model = Run
@@ -241,6 +246,7 @@ class RunSerializer(serializers.ModelSerializer):
             "updated_at",
             "version",
             "outcome_reason",
+            "outcome_why",
             "outcome_detail",
             "ended_at",
             "retries",
@@ -252,6 +258,9 @@ class RunSerializer(serializers.ModelSerializer):
 
     def get_versions(self, run: Run) -> dict[str, str]:
         return run.versions
+
+    def get_outcome_detail(self, run: Run) -> str:
+        return why_words.run_why_words(run.outcome_why, run.outcome_detail)
 
 
 class RunDetailSerializer(RunSerializer):
@@ -270,7 +279,18 @@ class CancelledSerializer(serializers.Serializer):
     run = RunSerializer()
     completed = IntentSerializer(many=True)
     uncertain = IntentSerializer(many=True)
-    cleanup_scheduled = serializers.ListField(child=serializers.CharField())
+    cleanup_scheduled = serializers.SerializerMethodField(
+        help_text="What becomes of each call still in doubt, in words, with the key to ask about."
+    )
+    cleanup = serializers.SerializerMethodField(
+        help_text="The same, typed: {code, tool, step_id, key[, quiet_seconds]} (journal.why.CleanupCode)."
+    )
+
+    def get_cleanup_scheduled(self, cancelled: Cancelled) -> list[str]:
+        return [why_words.cleanup_words(c.as_json()) for c in cancelled.cleanup_scheduled]
+
+    def get_cleanup(self, cancelled: Cancelled) -> list[dict[str, Any]]:
+        return [c.as_json() for c in cancelled.cleanup_scheduled]
 
 
 class CountSerializer(serializers.Serializer):

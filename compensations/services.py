@@ -22,6 +22,7 @@ from journal.models import Intent, IntentStatus, JournalEvent, OutcomeReason, Ru
 from journal.selectors import compensation_intent_ids
 from journal.tool_errors import ToolError
 from journal.transitions import run_touch, run_transition
+from journal.why import RunWhy, why
 from observability import counters as metrics
 from observability.context import log_context
 from tools import services as tools
@@ -63,7 +64,9 @@ def compensation_request(*, original: Intent, actor: journal.Actor) -> Compensat
         return existing
     entry = catalogue_entry_for(tenant_id=original.run.tenant_id, tool=original.tool)
     if entry is None or entry.reversibility == Reversibility.NONE or not entry.compensating_tool:
-        why = entry.staff_notes if entry and entry.staff_notes else f"nothing undoes {original.tool}"
+        # The catalogue's own note on why, when it has one; blank: nothing undoes the tool, which
+        # the handover says in its words.
+        why = entry.staff_notes if entry and entry.staff_notes else ""
         with transaction.atomic():
             run_touch(run_id=original.run_id)
             return Compensation.objects.create(
@@ -159,7 +162,8 @@ def _execute(*, compensation: Compensation, actor: journal.Actor) -> Compensatio
             error=intent.outcome_summary,
             actor=actor,
         )
-    return _record_undone(compensation=compensation, run=run, partial=_not_undone(entry, original, intent))
+    partial, loss = _not_undone(entry, original, intent)
+    return _record_undone(compensation=compensation, run=run, partial=partial, loss=loss)
 
 
 def _after_tool_error(
@@ -187,18 +191,18 @@ def _after_tool_error(
     )
 
 
-def _record_undone(*, compensation: Compensation, run: Run, partial: str) -> Compensation:
-    """The compensating call was performed: the undo is done (or partial, saying what was not
-    undone), an open dead letter for it is answered, and the run's page moves."""
+def _record_undone(*, compensation: Compensation, run: Run, partial: bool, loss: str) -> Compensation:
+    """The compensating call was performed: the undo is done (or partial, with what was not
+    undone where the catalogue or the tool says), an open dead letter for it is answered (no
+    person resolved it, no note: the handover says a retry did), and the run's page moves."""
     with journal.durable():
         Compensation.objects.filter(pk=compensation.pk).update(
             status=CompensationStatus.PARTIAL if partial else CompensationStatus.DONE,
-            not_undone=partial,
+            not_undone=loss,
             last_error="",
         )
-        # A person's retry from the dead-letter queue worked: the letter is answered.
         DeadLetter.objects.filter(compensation=compensation, resolved_at__isnull=True).update(
-            resolved_at=timezone.now(), resolution_note=f"retry round {compensation.retry_round} succeeded"
+            resolved_at=timezone.now()
         )
         # The run's page shows the undo's status: its state token must move with it.
         run_touch(run_id=run.pk)
@@ -241,8 +245,9 @@ def _next_turn(run: Run) -> int:
     return (run.intents.aggregate(last=Max("turn"))["last"] or 0) + 1
 
 
-def _not_undone(entry: CatalogueEntry, original: Intent, undo: Intent) -> str:
-    """What the undo left standing ('' when it took everything back). The catalogue's grade says
+def _not_undone(entry: CatalogueEntry, original: Intent, undo: Intent) -> tuple[bool, str]:
+    """Whether the undo left something standing, and what, in the catalogue's and the tool's
+    words ('' when neither says: the handover says "not everything"). The catalogue's grade says
     so first: a `partial` entry always loses its `loss`, a `reversible_until` one does once its
     deadline has passed when the undo was sent. The compensating tool's own receipt may say so
     too (a provider that carried the undo out only at a cost), in its tool's words
@@ -250,9 +255,8 @@ def _not_undone(entry: CatalogueEntry, original: Intent, undo: Intent) -> str:
     graded = reversibility_now(entry, original.receipt, undo.intended_at)
     reported = tools.receipt_loss(tool=undo.tool, receipt=undo.receipt)
     if not (graded.loses or reported):
-        return ""
-    loss = entry.loss or "not everything was undone"
-    return f"{loss}: {reported}" if reported else loss
+        return False, ""
+    return True, ": ".join(part for part in (entry.loss, reported) if part)
 
 
 def _compensation_intent(run: Run, tool: str, args: dict[str, Any], occurrence: int) -> Intent | None:
@@ -284,7 +288,7 @@ def _dead_letter(
 ) -> Compensation:
     run = compensation.original.run
     now = timezone.now()
-    detail = f"compensating {compensation.original.tool} failed ({error_class}): {error}"
+    failed = why(RunWhy.UNDO_FAILED, tool=compensation.original.tool, error_class=error_class, error=error)
     with journal.durable():
         updated = (
             Compensation.objects.filter(pk=compensation.pk)
@@ -317,7 +321,7 @@ def _dead_letter(
         journal.run_hand_over(
             run=run,
             reason=OutcomeReason.COMPENSATION_FAILED,
-            detail=detail,
+            why=failed,
             actor=actor,
             from_statuses=(
                 RunStatus.RUNNING,
@@ -333,8 +337,10 @@ def _dead_letter(
 @dataclass
 class RunCompensation:
     undone: list[str] = field(default_factory=list)
-    partial: list[str] = field(default_factory=list)
-    not_undone: list[str] = field(default_factory=list)
+    # (tool, what still stands in the catalogue's or tool's words, or "")
+    partial: list[tuple[str, str]] = field(default_factory=list)
+    # (tool, the catalogue's note on why nothing undoes it, or "")
+    not_undone: list[tuple[str, str]] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)
     # Compensations requested but left for their own tasks (beyond SEAM_STEPS_PER_PASS): the
@@ -346,15 +352,15 @@ class RunCompensation:
         """Everything the run did was fully undone: nothing partial, impossible, failed or pending."""
         return not (self.partial or self.not_undone or self.failed or self.pending)
 
-    def summary(self) -> str:
-        parts = [
-            f"undone: {', '.join(self.undone) or 'nothing'}",
-            *([f"partly undone: {'; '.join(self.partial)}"] if self.partial else []),
-            *([f"could not undo: {'; '.join(self.not_undone)}"] if self.not_undone else []),
-            *([f"failed (dead-lettered): {', '.join(self.failed)}"] if self.failed else []),
-            *([f"in doubt: {', '.join(self.pending)}"] if self.pending else []),
-        ]
-        return "; ".join(parts)
+    def facts(self) -> dict[str, Any]:
+        """What undoing came to, as a run's Why carries it (`undo`) and handover.words says it."""
+        return {
+            "undone": list(self.undone),
+            "partial": [{"tool": tool, "loss": loss} for tool, loss in self.partial],
+            "not_undone": [{"tool": tool, "why": note} for tool, note in self.not_undone],
+            "failed": list(self.failed),
+            "pending": list(self.pending),
+        }
 
 
 def run_compensate(*, run: Run, actor: journal.Actor) -> RunCompensation:
@@ -373,7 +379,7 @@ def run_compensate(*, run: Run, actor: journal.Actor) -> RunCompensation:
     for step in steps:
         compensation = compensation_request(original=step, actor=actor)
         if compensation.status == CompensationStatus.NOT_POSSIBLE:
-            result.not_undone.append(f"{step.tool} ({compensation.not_undone})")
+            result.not_undone.append((step.tool, compensation.not_undone))
             continue
         if compensation.status not in FINISHED:
             if sent >= settings.SEAM_STEPS_PER_PASS:
@@ -389,7 +395,7 @@ def run_compensate(*, run: Run, actor: journal.Actor) -> RunCompensation:
         if done.status == CompensationStatus.DONE:
             result.undone.append(step.tool)
         elif done.status == CompensationStatus.PARTIAL:
-            result.partial.append(f"{step.tool} ({done.not_undone})")
+            result.partial.append((step.tool, done.not_undone))
         else:
             result.failed.append(step.tool)
     return result
@@ -403,7 +409,7 @@ def run_undo(*, run: Run, actor: journal.Actor) -> RunCompensation:
     if result.pending:
         return result  # the task tries again once the steps in doubt are settled
     now = timezone.now()
-    data = {"summary": result.summary(), "complete": result.complete}
+    data = {"undo": result.facts(), "complete": result.complete}
     with journal.durable():
         # Only an escalated run becomes `compensated`; any other still gets the event saying what
         # was undone.

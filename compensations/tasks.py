@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import random
 from datetime import timedelta
 
@@ -74,7 +76,7 @@ def compensate_run(self: Task, run_id: str, user_id: int) -> str:
         compensate_step.delay(compensation_id)
     if result.pending:
         raise self.retry(countdown=settings.SEAM_COMPENSATION_PENDING_RETRY_SECONDS)
-    return result.summary()
+    return json.dumps(result.facts())
 
 
 @shared_task(

@@ -48,6 +48,7 @@ from journal.models import (
     Tenant,
 )
 from journal.selectors import compensation_intent_ids, plan_with_keys
+from journal.why import CallVerdict, RunWhy, why
 from reconciliation.tasks import reconcile_intent, resume_run
 
 ACT = "handover.act_on_run"
@@ -392,7 +393,7 @@ def step_lookup_retry(ctx: StaffContext, *, run_id: Any, step_id: str, state: st
             raise ActionRefused(
                 f"{step_id} is {intent.status}; only an uncertain step is looked up", field="step_id"
             )
-        before = {"status": intent.status, "unknown_reason": intent.unknown_reason}
+        before = {"status": intent.status, "unknown_reason": intent.unknown_reason, "verdict": intent.verdict}
         _moved(
             run,
             transitions.intent_transition(
@@ -408,6 +409,7 @@ def step_lookup_retry(ctx: StaffContext, *, run_id: Any, step_id: str, state: st
                     "next_lookup_at": None,
                     "last_lookup_error": "",
                     "unknown_reason": "",
+                    "verdict": {},
                 },
             ),
             f"{step_id} was settled meanwhile",
@@ -457,7 +459,8 @@ def step_mark(
                 changes={
                     "settled_at": now,
                     "error_class": "",
-                    "outcome_summary": f"marked {status} by {who}: {note}",
+                    "outcome_summary": "",
+                    "verdict": why(CallVerdict.MARKED_BY_PERSON, status=status, by=who, note=note).as_json(),
                 },
                 at=now,
             ),
@@ -513,7 +516,10 @@ def run_resolve(ctx: StaffContext, *, run_id: Any, note: str, state: str) -> Run
                     event=JournalEvent.Kind.ESCALATION_RESOLVED,
                     data={"note": note},
                     changes={
-                        "outcome_detail": f"resolved by a person: {note}",
+                        "outcome_why": why(
+                            RunWhy.RESOLVED_BY_PERSON, by=ctx.user.get_username(), note=note
+                        ).as_json(),
+                        "outcome_detail": "",
                         "ended_at": now,
                         "awaiting_person": False,
                     },

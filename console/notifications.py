@@ -29,6 +29,7 @@ from django.core.mail import send_mail
 from django.db.models import Q, QuerySet
 from django.urls import reverse
 
+from handover import why_words
 from journal.models import Escalation, OutcomeReason, Run
 
 from . import outbound
@@ -129,6 +130,7 @@ class _Message:
     reason: str
     reason_label: str
     detail: str
+    why: dict[str, Any]
     tenant: str
     run_url: str
 
@@ -144,7 +146,8 @@ class _Message:
             task_type=run.task_type,
             reason=reason,
             reason_label=str(label),
-            detail=escalation.detail,
+            detail=why_words.run_why_words(escalation.why, escalation.detail),
+            why=dict(escalation.why),
             tenant=run.tenant.name,
             run_url=run_url(run),
         )
@@ -187,6 +190,7 @@ class _Message:
             "task_type": self.task_type,
             "reason": self.reason,
             "detail": self.detail,
+            "why": self.why,
             "escalation_id": self.escalation_id,
         }
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from handover import HandoverRows, words
+from handover import HandoverRows, why_words, words
 from handover.codes import TimelineSays
 from journal.models import IntentStatus, JournalEvent, OutcomeReason
 
@@ -80,7 +80,9 @@ def _settled(event: JournalEvent, data: dict[str, Any], call: str) -> Said:
     if says == TimelineSays.FAILED:
         detail = _reason(event, status)
     elif says == TimelineSays.UNKNOWN:
-        detail = str(data.get("reason") or "")
+        # A verdict's code and facts; an event written before verdicts existed has its words.
+        verdict = data.get("verdict")
+        detail = why_words.verdict_words(verdict) if verdict else str(data.get("reason") or "")
     else:
         detail = status if says == TimelineSays.SETTLED_OTHERWISE else ""
     return Said(says, outcome, call=call, how=how, who_marked=event.actor_name, detail=detail)

@@ -26,6 +26,7 @@ from django.utils import timezone
 from journal import services as journal
 from journal.models import JournalEvent, OutcomeReason, Run
 from journal.tool_errors import ToolError
+from journal.why import RunWhy, why
 from tools.services import tool_read
 
 from .merge import MERGES, Decision, Merge, Reading
@@ -448,16 +449,20 @@ def fanout_hand_over(*, result: FanOutResult, actor: journal.Actor) -> bool:
     was gathered, what is missing and why, and what the decision rests on (the handover's
     coverage). False when the run had already ended."""
     run = result.fanout.run
-    missing = "; ".join(f"{r.branch} ({r.why})" for r in result.missing) or "nothing"
-    detail = (
-        f"fan-out {result.fanout.name}: {result.outcome}, coverage {result.coverage}; "
-        f"missing: {missing}; {result.decision.rule}: {result.decision.summary}"
-    )[:4000]
+    incomplete = why(
+        RunWhy.FANOUT_INCOMPLETE,
+        name=result.fanout.name,
+        outcome=str(result.outcome),
+        coverage=str(result.coverage),
+        missing=[{"branch": r.branch, "why": r.why} for r in result.missing],
+        rule=result.decision.rule,
+        summary=result.decision.summary[:4000],
+    )
     with journal.durable():
         handed = journal.run_hand_over(
             run=run,
             reason=OutcomeReason.POLICY,
-            detail=detail,
+            why=incomplete,
             actor=actor,
             event_data={"fanout": result.fanout.pk},
         )

@@ -12,6 +12,7 @@ from django.utils import timezone
 from journal.models import Run, RunStatus
 from journal.selectors import plan_with_keys
 
+from . import why_words
 from .advice import next_action, reason_now
 from .lists import already_so_steps, completed_steps, customer_told_list, not_done_steps, uncertain_steps
 from .objects import HANDOVER_VERSION, Coverage, Handover
@@ -50,7 +51,8 @@ def handover_build(rows: HandoverRows, now: datetime | None = None, *, limit: in
         task_type=run.task_type,
         status=RunStatus(run.status),
         reason=reason,
-        reason_detail=run.outcome_detail,
+        reason_detail=why_words.run_why_words(run.outcome_why, run.outcome_detail),
+        reason_why=run.outcome_why,
         reason_holds=holds,
         reason_answered=answered,
         awaiting_person=run.awaiting_person,

@@ -19,7 +19,7 @@ from journal.channels import CustomerChannel
 from journal.models import ActorKind, ErrorClass, Intent, IntentStatus, JournalEvent, RunStatus
 from tools.registry import find_tool
 
-from . import words
+from . import why_words, words
 from .codes import NotDoneWhy
 from .objects import (
     UNDONE,
@@ -92,7 +92,7 @@ def warnings_for(*, tool: str, args: dict[str, Any], reversible: ReversibilityNo
     return warnings
 
 
-def _step_compensation(compensation: Any) -> StepCompensation | None:
+def _step_compensation(compensation: Any, *, tool: str) -> StepCompensation | None:
     if compensation is None:
         return None
     dead_letter = getattr(compensation, "dead_letter", None)
@@ -103,7 +103,9 @@ def _step_compensation(compensation: Any) -> StepCompensation | None:
     return StepCompensation(
         id=compensation.pk,
         status=CompensationStatus(compensation.status),
-        not_undone=compensation.not_undone,
+        not_undone=why_words.not_undone_words(
+            status=compensation.status, not_undone=compensation.not_undone, tool=tool
+        ),
         dead_letter=dead_letter.pk if dead_letter is not None else None,
         settled_by_hand=settled,
         dead_letter_resolved=dead_letter is not None and dead_letter.resolved_at is not None,
@@ -223,7 +225,7 @@ def _completed_step(
         intended_at=intent.intended_at,
         settled_how=how[0],
         settled_by=how[1],
-        compensation=_step_compensation(compensation),
+        compensation=_step_compensation(compensation, tool=intent.tool),
         warnings=[]
         if compensation is not None
         else warnings_for(tool=intent.tool, args=intent.args, reversible=undo.reversible),
@@ -300,8 +302,8 @@ def tool_error_words(intent: Intent) -> str:
 
 
 def _uncertain_why(intent: Intent) -> str:
-    if intent.unknown_reason:
-        return intent.unknown_reason
+    if intent.verdict or intent.unknown_reason:
+        return why_words.call_verdict_words(intent)
     if intent.status != IntentStatus.INTENDED:
         return ""
     return words.still_asking_words(tool_error_words(intent))
@@ -331,7 +333,9 @@ def _contradiction(rows: HandoverRows, intent: Intent | PerformedStep) -> Contra
         status="",
         partly=partly,
         undo_tool=undo.tool if undo is not None else "",
-        not_undone=compensation.not_undone,
+        not_undone=why_words.not_undone_words(
+            status=compensation.status, not_undone=compensation.not_undone, tool=intent.tool
+        ),
     )
     return Contradiction(
         code=ContradictionCode.PARTLY_UNDONE if partly else ContradictionCode.UNDONE,
@@ -453,7 +457,7 @@ def already_so_steps(rows: HandoverRows, plan_detail: dict[str, str]) -> list[Al
             detail=plan_detail.get(intent.idempotency_key, ""),
             idempotency_key=intent.idempotency_key,
             evidence_at=parse_datetime(str(evidence.get(intent.pk, {}).get("at") or "")),
-            why=intent.outcome_summary,
+            why=why_words.call_verdict_words(intent),
         )
         for intent in rows.intents
         if intent.status == IntentStatus.ALREADY_SO

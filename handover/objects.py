@@ -348,7 +348,17 @@ class Handover:
     reason: Annotated[
         str, described("Why the run needs a person (an outcome reason, or run_stuck); empty if it does not.")
     ]
-    reason_detail: str
+    reason_detail: Annotated[
+        str, described("Why a machine could not finish the run, in words (reason_why said plainly).")
+    ]
+    reason_why: Annotated[
+        dict[str, Any],
+        described(
+            "Why a machine could not finish the run, typed: {code, ...facts} (journal.why.RunWhy), "
+            "with `undo` when the run's writes were undone first. Empty for a run ended before "
+            "reasons were typed, whose reason_detail keeps its words."
+        ),
+    ]
     reason_holds: Annotated[
         bool,
         described(

@@ -12,7 +12,10 @@ language active when it is said. Tools are named by their registered names with 
 
 Besides sentences, plain words for what the rows store in the engine's terms: error text without
 protocol codes or keys, a step id as the step it names, a process as what it does. The pages use
-those through console.templatetags.seam_words."""
+those through console.templatetags.seam_words.
+
+The domain's reasons (journal.why: what settled a call, why a run went to a person, what becomes
+of a cancelled run's calls) are said in handover.why_words, with this module's helpers."""
 
 from __future__ import annotations
 

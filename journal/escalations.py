@@ -24,11 +24,19 @@ from .models import (
     RunStatus,
 )
 from .signals import escalation_opened
+from .why import RunWhy, Why, why
 
 
-def unknown_outcome_detail(unknown: list[Intent]) -> str:
-    """An unknown-outcome escalation's detail: each call in doubt, its key, and why."""
-    return "; ".join(f"{i.tool} (key {i.idempotency_key}): {i.unknown_reason}" for i in unknown)
+def unknown_calls_why(unknown: list[Intent]) -> Why:
+    """Why a run whose calls nobody could settle goes to a person: each call in doubt, its key,
+    and its own verdict (a row settled before verdicts existed has its words instead)."""
+    return why(
+        RunWhy.CALLS_UNKNOWN,
+        calls=[
+            {"tool": i.tool, "key": i.idempotency_key, "verdict": i.verdict, "reason": i.unknown_reason}
+            for i in unknown
+        ],
+    )
 
 
 def cancelled_in_doubt_hand_over(
@@ -43,7 +51,7 @@ def cancelled_in_doubt_hand_over(
     return run_hand_over(
         run=run,
         reason=OutcomeReason.UNKNOWN_OUTCOME,
-        detail=unknown_outcome_detail(unknown),
+        why=unknown_calls_why(unknown),
         actor=actor,
         status=RunStatus.CANCELLED,
         from_statuses=(RunStatus.CANCELLED,),
@@ -63,7 +71,7 @@ def run_hand_over(
     *,
     run: Run,
     reason: str,
-    detail: str,
+    why: Why,
     actor: Actor,
     status: str = RunStatus.ESCALATED,
     from_statuses: tuple[str, ...] = (RunStatus.RUNNING,),
@@ -74,7 +82,7 @@ def run_hand_over(
     (escalated, or compensated when everything was undone) and the reason, joins the queue
     (awaiting_person), gets an open Escalation (whose notifications go out after commit) and
     its journal event. None, changing nothing, when the run is not in one of `from_statuses`
-    (it already ended, or was cancelled)."""
+    (it already ended, or was cancelled). `why` is the typed reason (journal.why.RunWhy)."""
     if not connection.in_atomic_block:
         raise RuntimeError("run_hand_over must run inside the transaction that decided it")
     now = at or timezone.now()
@@ -86,10 +94,11 @@ def run_hand_over(
         event=JournalEvent.Kind.RUN_COMPENSATED
         if status == RunStatus.COMPENSATED
         else JournalEvent.Kind.RUN_ESCALATED,
-        data={"reason": reason, "detail": detail, **(event_data or {})},
+        data={"reason": reason, "why": why.as_json(), **(event_data or {})},
         changes={
             "outcome_reason": reason,
-            "outcome_detail": detail,
+            "outcome_why": why.as_json(),
+            "outcome_detail": "",
             "ended_at": now,
             "escalations": F("escalations") + 1,
             "awaiting_person": True,
@@ -98,6 +107,6 @@ def run_hand_over(
     )
     if not handed.moved:
         return None
-    escalation = Escalation.objects.create(run=run, reason=reason, detail=detail, created_at=now)
+    escalation = Escalation.objects.create(run=run, reason=reason, why=why.as_json(), created_at=now)
     escalation_opened.send(sender=Escalation, escalation=escalation)
     return escalation

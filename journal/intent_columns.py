@@ -16,6 +16,8 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any, Final
 
+from django.db.models import JSONField
+
 from .models import Intent, IntentStatus
 
 # What recording an intent binds, in the order INSERT_INTENT takes its parameters, each with
@@ -57,6 +59,12 @@ OPEN_OUTCOME: Final[MappingProxyType[str, Any]] = MappingProxyType(
         "request_id": "",
         "settled_at": None,
     }
+)
+
+# The row's JSON columns: Django's connection hands jsonb back as text, which a statement's
+# reader decodes.
+JSON_COLUMNS: Final[tuple[str, ...]] = tuple(
+    field.attname for field in Intent._meta.concrete_fields if isinstance(field, JSONField)
 )
 
 _NAMED = {"id", "run_id", *(name for name, _ in INTENT_BOUND), *(name for name, _ in OUTCOME_BOUND)}

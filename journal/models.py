@@ -13,7 +13,7 @@ import uuid
 from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.db import models
-from django.db.models import Q
+from django.db.models import JSONField, Q, Value
 from django.db.models.functions import Upper
 
 from .channels import CustomerChannel
@@ -116,6 +116,10 @@ class Run(models.Model):
     # How the run ended when it did not simply complete: set by reconciliation's decision or
     # by cancellation, with the detail a person needs.
     outcome_reason = models.CharField(max_length=40, choices=OutcomeReason.choices, blank=True)
+    # Why, as a code and its facts (journal.why.RunWhy), said in words by handover.words. Rows
+    # ended before the code existed keep their words in outcome_detail, and so does a reason the
+    # agent gave in its own words.
+    outcome_why = models.JSONField(default=dict, blank=True, db_default=Value({}, JSONField()))
     outcome_detail = models.TextField(blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
     # Retries, repairs, replans, reflections and escalations are counted apart, so "reasoned
@@ -266,6 +270,10 @@ class Intent(models.Model):
     unknown_reason = models.TextField(
         blank=True, default="", db_default="", help_text="Why reconciliation could not settle the row."
     )
+    # What settled the row when its runtime did not (journal.why.CallVerdict and its facts):
+    # reconciliation's lookup or a person. Rows settled before the code existed keep their words
+    # in outcome_summary and unknown_reason.
+    verdict = models.JSONField(default=dict, blank=True, db_default=Value({}, JSONField()))
 
     class Meta:
         ordering = ["intended_at", "id"]
@@ -420,6 +428,7 @@ class Escalation(models.Model):
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="escalation_records")
     reason = models.CharField(max_length=40, choices=OutcomeReason.choices)
+    why = models.JSONField(default=dict, blank=True, db_default=Value({}, JSONField()))
     detail = models.TextField(blank=True)
     created_at = models.DateTimeField()
     resolved_at = models.DateTimeField(null=True, blank=True)

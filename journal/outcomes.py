@@ -35,6 +35,7 @@ from .models import (
 from .orm_rows import intent_of_columns
 from .tool_errors import predates_intent
 from .validation import MAX_RECEIPT_BYTES, MAX_SUMMARY_CHARS, clean_text
+from .why import CallVerdict, why
 
 # One DEBUG line per intent and per outcome (with run_id and step_id from the log context);
 # an ambiguous dispatch is a WARNING.
@@ -61,6 +62,9 @@ class OutcomeDraft:
     # came about, and the record it answered with.
     evidence_at: datetime | None = None
     record: dict[str, Any] | None = None
+    # What settled the row when the outcome is not simply the tool's answer (journal.why); only
+    # an already_so send has one, written by the ORM route that already_so takes.
+    verdict: dict[str, Any] | None = None
 
     def columns_written(self, now: datetime) -> tuple[Any, ...]:
         """What the single-statement settles write (journal_sql.settled_columns)."""
@@ -74,12 +78,15 @@ class OutcomeDraft:
         )
 
     def as_columns(self) -> dict[str, Any]:
-        return {
+        columns = {
             "status": self.status,
             "error_class": self.error_class,
             "outcome_summary": self.summary,
             "receipt": self.receipt,
         }
+        if self.verdict:
+            columns["verdict"] = self.verdict
+        return columns
 
     @property
     def is_evidence(self) -> bool:
@@ -114,14 +121,15 @@ def _already_so_draft(draft: OutcomeDraft, *, evidence_at: datetime, intended_at
     """A success whose evidence predates the intent, as the row records it: `already_so`, not the
     run's work. The downstream's record goes to the event as evidence, never onto the row, where
     an undo would read it (as reconciliation's already_so)."""
-    said = f": {draft.summary}" if draft.summary else ""
     return OutcomeDraft(
         status=IntentStatus.ALREADY_SO,
         error_class="",
-        summary=(
-            f"already so before the intent: the downstream's answer dates from {evidence_at.isoformat()}, "
-            f"the intent from {intended_at.isoformat()}; not this run's work{said}"
-        ),
+        summary=draft.summary,
+        verdict=why(
+            CallVerdict.ANSWER_PREDATES_INTENT,
+            at=evidence_at.isoformat(),
+            intended_at=intended_at.isoformat(),
+        ).as_json(),
         receipt={},
         receipt_json="{}",
         request_id=draft.request_id,
@@ -373,7 +381,8 @@ def _evidence_write(intent_pk: int, draft: OutcomeDraft, *, actor: Actor) -> boo
 def outcome_already_recorded(intent_pk: int, draft: OutcomeDraft) -> Intent:
     """The row someone else settled: returned if it holds this same outcome, else Conflict."""
     fresh = Intent.objects.select_related("run").get(pk=intent_pk)
-    if _outcome_fields(fresh) != draft.as_columns():
+    said = draft.as_columns()
+    if _outcome_fields(fresh, said) != said:
         raise Conflict(
             f"intent {fresh.step_id} is already settled as {fresh.status}"
             f"{' (' + fresh.error_class + ')' if fresh.error_class else ''} with a different outcome",
@@ -382,13 +391,9 @@ def outcome_already_recorded(intent_pk: int, draft: OutcomeDraft) -> Intent:
     return fresh
 
 
-def _outcome_fields(intent: Intent) -> dict[str, Any]:
-    return {
-        "status": intent.status,
-        "error_class": intent.error_class,
-        "outcome_summary": intent.outcome_summary,
-        "receipt": intent.receipt,
-    }
+def _outcome_fields(intent: Intent, columns: dict[str, Any]) -> dict[str, Any]:
+    """The row's values of the outcome's columns."""
+    return {name: getattr(intent, name) for name in columns}
 
 
 def _settle_intent(intent_pk: int, run_id: Any, draft: OutcomeDraft, *, now: datetime, actor: Actor) -> bool:

@@ -31,6 +31,7 @@ from .models import (
 )
 from .selectors import stale_after
 from .validation import MAX_SUMMARY_CHARS, check_time, clean_plan, clean_text, clean_versions
+from .why import CleanupCode, Why, why
 
 # --- runs -------------------------------------------------------------------------------------
 
@@ -165,7 +166,8 @@ class Cancelled:
     run: Run
     completed: list[Intent]
     uncertain: list[Intent]
-    cleanup_scheduled: list[str]
+    # What becomes of each call still in doubt (CleanupCode), with the key to ask about.
+    cleanup_scheduled: list[Why]
 
 
 def run_cancel(*, run: Run, reason: str, actor: Actor) -> Cancelled:
@@ -207,13 +209,10 @@ def run_cancel(*, run: Run, reason: str, actor: Actor) -> Cancelled:
     )
 
 
-def _cleanup_of(intent: Intent) -> str:
-    """What will become of a cancelled run's call in doubt, in words, with the key to ask about."""
+def _cleanup_of(intent: Intent) -> Why:
+    """What will become of a cancelled run's call in doubt, with the key to ask about."""
+    facts = {"tool": intent.tool, "step_id": intent.step_id, "key": intent.idempotency_key}
     if intent.status == IntentStatus.UNKNOWN:
-        return f"settle {intent.tool} (step {intent.step_id}): its outcome is unknown; a person decides"
+        return why(CleanupCode.PERSON_DECIDES, **facts)
     quiet = int(stale_after(intent.tool).total_seconds())
-    return (
-        f"reconcile {intent.tool} (step {intent.step_id}): once the call has been quiet for {quiet} s, "
-        f"reconciliation asks the downstream about key {intent.idempotency_key}; "
-        "if it cannot say, the run goes to a person"
-    )
+    return why(CleanupCode.RECONCILE_WHEN_QUIET, quiet_seconds=quiet, **facts)

@@ -38,7 +38,7 @@ from .escalations import (
     cancelled_in_doubt_hand_over,
     escalations_resolve,
     run_hand_over,
-    unknown_outcome_detail,
+    unknown_calls_why,
 )
 from .events import Actor, Caller, event_record
 from .intents import (
@@ -126,5 +126,5 @@ __all__ = [
     "run_hand_over",
     "run_heartbeat",
     "step_id_for",
-    "unknown_outcome_detail",
+    "unknown_calls_why",
 ]

@@ -434,8 +434,9 @@ def _step_as_caller(
     if row is None:
         return None
     values = dict(zip(intent_columns.ANSWERED_FOR_CALLER, row, strict=True))
-    if isinstance(values["args"], str):  # Django's connection loads jsonb as text
-        values["args"] = json.loads(values["args"])
+    for name in intent_columns.JSON_COLUMNS:
+        if isinstance(values.get(name), str):  # Django's connection loads jsonb as text
+            values[name] = json.loads(values[name])
     return values
 
 

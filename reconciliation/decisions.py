@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from enum import StrEnum
 from functools import partial
 from typing import Any
 
@@ -31,6 +32,7 @@ from journal import transitions
 from journal.models import Intent, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
 from journal.selectors import plan_with_keys, stale_after, stuck_runs
 from journal.tool_errors import ToolError
+from journal.why import RunWhy, Why, why
 from tools import services as tools
 from tools.registry import UnknownTool
 
@@ -77,19 +79,29 @@ class DecisionOutcome(models.TextChoices):
     SKIPPED = "skipped", "Skipped: alive, ended, or decided by another sweeper"
 
 
+class DecisionNote(StrEnum):
+    """Why a decision changed nothing, or what it left for later, for the reconcile command and
+    the worker's log (a decision that hands the run over has the run's own Why)."""
+
+    RUN_ENDED = "run_ended"  # facts: status
+    ALIVE_OR_CLAIMED = "alive_or_claimed"
+    CALL_IN_DOUBT = "call_in_doubt"  # facts: tool (when a resumed call is in doubt again)
+    STEPS_QUEUED = "steps_queued"  # facts: sent
+
+
 @dataclass(frozen=True)
 class Decision:
     run_id: str
     outcome: DecisionOutcome
     reason: str = ""
-    detail: str = ""
+    why: Why | None = None
 
 
 def _escalate(
     *,
     run: Run,
     reason: str,
-    detail: str,
+    why: Why,
     actor: journal.Actor,
     compensate: bool = False,
     always_escalate: bool = False,
@@ -103,39 +115,40 @@ def _escalate(
         for compensation_id in undone.queued:
             # Beyond this pass's share (SEAM_STEPS_PER_PASS), each undo is a task of its own.
             compensate_step.delay(compensation_id)
-        detail = f"{detail}; {undone.summary()}"
+        why = why.with_facts(undo=undone.facts())
         if not always_escalate and undone.complete:
-            return _end(run=run, status=RunStatus.COMPENSATED, reason=reason, detail=detail, actor=actor)
-    return _end(run=run, status=RunStatus.ESCALATED, reason=reason, detail=detail, actor=actor)
+            return _end(run=run, status=RunStatus.COMPENSATED, reason=reason, why=why, actor=actor)
+    return _end(run=run, status=RunStatus.ESCALATED, reason=reason, why=why, actor=actor)
 
 
-def _end(*, run: Run, status: str, reason: str, detail: str, actor: journal.Actor) -> Decision:
+def _end(*, run: Run, status: str, reason: str, why: Why, actor: journal.Actor) -> Decision:
     with journal.durable():
-        handed = journal.run_hand_over(run=run, status=status, reason=reason, detail=detail, actor=actor)
+        handed = journal.run_hand_over(run=run, status=status, reason=reason, why=why, actor=actor)
     if handed is None:
-        return Decision(run_id=str(run.pk), outcome=DecisionOutcome.SKIPPED, detail="the run already ended")
+        return _skipped(run, DecisionNote.RUN_ENDED)
     outcome = DecisionOutcome.COMPENSATED if status == RunStatus.COMPENSATED else DecisionOutcome.ESCALATED
-    return Decision(run_id=str(run.pk), outcome=outcome, reason=reason, detail=detail)
+    return Decision(run_id=str(run.pk), outcome=outcome, reason=reason, why=why)
+
+
+def _skipped(run: Run, note: str, **facts: Any) -> Decision:
+    return Decision(run_id=str(run.pk), outcome=DecisionOutcome.SKIPPED, why=Why(note, facts))
 
 
 def _phase_index(phase: str) -> int:
     return PHASES.index(phase) if phase in PHASES else len(PHASES)
 
 
-def _version_problem(run: Run, *, actor: journal.Actor) -> str:
-    """'' when the run may be resumed by the running code (applying registered upgrades to its
-    plan, which bumps the run's version), else a sentence naming the mismatch."""
+def _version_problem(run: Run, *, actor: journal.Actor) -> Why | None:
+    """None when the run may be resumed by the running code (applying registered upgrades to its
+    plan, which bumps the run's version), else the mismatch."""
     running = running_versions(run.task_type)
     if running is None and not settings.SEAM_RUNNING_VERSIONS:
         # Nothing to compare the run's versions with: resuming could carry out a plan the
         # deployment's code no longer makes. A person decides; declaring the running versions
-        # lets reconciliation resume runs whose versions match.
-        return (
-            "no running versions are declared (SEAM_RUNNING_VERSIONS), so the versions this run "
-            "was recorded under cannot be compared with the running code"
-        )
+        # (SEAM_RUNNING_VERSIONS) lets reconciliation resume runs whose versions match.
+        return why(RunWhy.VERSIONS_UNDECLARED)
     if running is None:
-        return f"the running code has no flow for task type {run.task_type}"
+        return why(RunWhy.NO_FLOW, task_type=run.task_type)
     recorded = run.versions
     plan = list(run.plan)
     upgraded = []
@@ -144,14 +157,14 @@ def _version_problem(run: Run, *, actor: journal.Actor) -> str:
             continue
         upgrade = UPGRADES.get((run.task_type, field, recorded[field], running[field]))
         if upgrade is None:
-            return f"{field} version {recorded[field]} was recorded; the running code has {running[field]}"
+            return why(RunWhy.VERSION_CHANGED, field=field, recorded=recorded[field], running=running[field])
         plan = upgrade(plan)
         upgraded.append({"field": field, "recorded": recorded[field], "running": running[field]})
     if plan != run.plan:
         rewritten = transitions.run_plan_rewrite(run=run, plan=plan, actor=actor, data={"upgrades": upgraded})
         if not rewritten.moved:
-            return "the run stopped running while its plan was being upgraded"
-    return ""
+            return why(RunWhy.UPGRADE_INTERRUPTED)
+    return None
 
 
 # --- the decision -----------------------------------------------------------------------------
@@ -163,22 +176,20 @@ def run_decide(*, run: Run, actor: journal.Actor, quiet_for: timedelta | None = 
     age, or when the policy says compensate; otherwise resumes it to completion."""
     run = Run.objects.select_related("tenant").get(pk=run.pk)
     if run.status != RunStatus.RUNNING:
-        return Decision(run_id=str(run.pk), outcome=DecisionOutcome.SKIPPED, detail=f"run is {run.status}")
+        return _skipped(run, DecisionNote.RUN_ENDED, status=run.status)
     if not _claim(run, quiet_for=quiet_for):
-        return Decision(
-            run_id=str(run.pk), outcome=DecisionOutcome.SKIPPED, detail="the run is alive or being decided"
-        )
+        return _skipped(run, DecisionNote.ALIVE_OR_CLAIMED)
     intents = list(run.intents.all())
     if any(i.status == IntentStatus.INTENDED for i in intents):
         return Decision(
-            run_id=str(run.pk), outcome=DecisionOutcome.WAITING, detail="a call is still in doubt"
+            run_id=str(run.pk), outcome=DecisionOutcome.WAITING, why=why(DecisionNote.CALL_IN_DOUBT)
         )
     handover = _why_not_resume(run, intents, actor=actor)
     if handover is not None:
         return _escalate(
             run=run,
             reason=handover.reason,
-            detail=handover.detail,
+            why=handover.why,
             actor=actor,
             compensate=handover.compensate,
             always_escalate=handover.always_escalate,
@@ -192,7 +203,7 @@ class _Handover:
     undone first (the arguments of _escalate)."""
 
     reason: str
-    detail: str
+    why: Why
     compensate: bool = False
     always_escalate: bool = False
 
@@ -212,20 +223,19 @@ def _why_not_resume(run: Run, intents: list[Intent], *, actor: journal.Actor) ->
     them applies any registered upgrade to the plan), then the policy's own rules; None: resume."""
     unknown = [i for i in intents if i.status == IntentStatus.UNKNOWN]
     if unknown:
-        return _Handover(OutcomeReason.UNKNOWN_OUTCOME, journal.unknown_outcome_detail(unknown))
+        return _Handover(OutcomeReason.UNKNOWN_OUTCOME, journal.unknown_calls_why(unknown))
     if len(run.plan) > settings.SEAM_MAX_PLAN_STEPS:
         # Recorded before the limit was lowered, or rewritten by an upgrade: too much for the
         # sweep to carry out unattended.
         return _Handover(
             OutcomeReason.POLICY,
-            f"the plan has {len(run.plan)} steps, more than SEAM_MAX_PLAN_STEPS "
-            f"({settings.SEAM_MAX_PLAN_STEPS}): a person decides",
+            why(RunWhy.PLAN_TOO_LONG, steps=len(run.plan), limit=settings.SEAM_MAX_PLAN_STEPS),
         )
     policy = policy_for(tenant_id=run.tenant_id, task_type=run.task_type)
     if policy is None:
-        return _Handover(OutcomeReason.POLICY, f"no recovery policy for task type {run.task_type}")
+        return _Handover(OutcomeReason.POLICY, why(RunWhy.NO_POLICY, task_type=run.task_type))
     problem = _version_problem(run, actor=actor)
-    if problem:
+    if problem is not None:
         return _Handover(OutcomeReason.VERSION_MISMATCH, problem)
     return _policy_refusal(run, policy, intents)
 
@@ -239,20 +249,20 @@ def _policy_refusal(run: Run, policy: TaskPolicy, intents: list[Intent]) -> _Han
     if run.deadline is not None and run.deadline < now:
         return _Handover(
             OutcomeReason.DEADLINE_PASSED,
-            f"deadline {run.deadline:%Y-%m-%d %H:%M} passed",
+            why(RunWhy.DEADLINE_PASSED, deadline=run.deadline.isoformat()),
             compensate=undo_first,
         )
     if policy.strategy == Strategy.COMPENSATE_AND_ESCALATE:
         return _Handover(
             OutcomeReason.POLICY,
-            f"policy v{policy.version}: always compensate and escalate",
+            why(RunWhy.POLICY_ALWAYS_COMPENSATES, policy_version=policy.version),
             compensate=True,
             always_escalate=True,
         )
     if now - run.created_at > policy.max_resume_age:
         return _Handover(
             OutcomeReason.POLICY,
-            f"older than the policy's {policy.max_resume_age} for resuming",
+            why(RunWhy.TOO_OLD_TO_RESUME, max_age_seconds=int(policy.max_resume_age.total_seconds())),
             compensate=undo_first,
         )
     if policy.strategy == Strategy.RESUME_UNTIL_PHASE:
@@ -260,7 +270,7 @@ def _policy_refusal(run: Run, policy: TaskPolicy, intents: list[Intent]) -> _Han
         if acted:
             return _Handover(
                 OutcomeReason.RUN_DIED_MID_SEQUENCE,
-                f"the run had entered the {policy.phase} phase ({', '.join(s['tool'] for s in acted)})",
+                why(RunWhy.ENTERED_PHASE, phase=policy.phase, tools=[s["tool"] for s in acted]),
                 compensate=undo_first,
             )
     return None
@@ -342,7 +352,7 @@ def run_resume(*, run: Run, actor: journal.Actor) -> Decision:
             return Decision(
                 run_id=str(run.pk),
                 outcome=DecisionOutcome.CONTINUING,
-                detail=f"{sent} steps sent in this pass; the rest are queued",
+                why=why(DecisionNote.STEPS_QUEUED, sent=sent),
             )
         sent += 1
         _heartbeat(run, expected=run.last_heartbeat_at)
@@ -351,7 +361,12 @@ def run_resume(*, run: Run, actor: journal.Actor) -> Decision:
                 return _escalate(
                     run=run,
                     reason=OutcomeReason.RUN_DIED_MID_SEQUENCE,
-                    detail=f"{step['tool']} failed ({intent.error_class}): {intent.outcome_summary}",
+                    why=why(
+                        RunWhy.STEP_FAILED,
+                        tool=step["tool"],
+                        error_class=intent.error_class,
+                        message=intent.outcome_summary,
+                    ),
                     actor=actor,
                 )
             if intent is not None and intent.status == IntentStatus.NOT_PERFORMED:
@@ -374,13 +389,13 @@ def _resume_stopped(
         return Decision(
             run_id=str(run.pk),
             outcome=DecisionOutcome.WAITING,
-            detail=f"{tool} is in doubt again; reconciliation will settle it",
+            why=why(DecisionNote.CALL_IN_DOUBT, tool=tool),
         )
     if isinstance(error, ToolError):
-        detail = f"resuming {tool} failed ({error.error_class}): {error.message}"
+        stopped = why(RunWhy.RESUME_FAILED, tool=tool, error_class=error.error_class, message=error.message)
     else:
-        detail = f"resuming {tool} is impossible: {error}"
-    return _escalate(run=run, reason=OutcomeReason.RUN_DIED_MID_SEQUENCE, detail=detail, actor=actor)
+        stopped = why(RunWhy.RESUME_IMPOSSIBLE, tool=tool, error=str(error))
+    return _escalate(run=run, reason=OutcomeReason.RUN_DIED_MID_SEQUENCE, why=stopped, actor=actor)
 
 
 def dead_runs(*, quiet_for: timedelta | None = None) -> QuerySet[Run]:

@@ -46,6 +46,7 @@ from journal.services import (
 )
 from journal.tool_errors import ToolError
 from journal.transitions import IntentMove, intents_transition
+from journal.why import CallVerdict, Why, why
 from observability import counters as metrics
 from observability.context import log_context
 from tools import services as tools
@@ -71,9 +72,18 @@ class ReconcileOutcome(StrEnum):
 
 @dataclass(frozen=True)
 class Reconciled:
+    """One row's result. `detail` is a code for the log and the reconcile command: the verdict's
+    code, or why the row was skipped (SKIP_*), with the failing lookup's error where one was."""
+
     intent_id: int
     outcome: ReconcileOutcome
     detail: str = ""
+
+
+SKIP_SETTLED_MEANWHILE = "settled_meanwhile"
+SKIP_LEASE_LAPSED = "lease_lapsed"
+SKIP_NOT_SETTLED = "database_refused"
+SKIP_NOT_DUE = "not_open_or_due"
 
 
 # --- the three steps --------------------------------------------------------------------------
@@ -124,21 +134,19 @@ def _settling(
     intent: Intent,
     outcome: ReconcileOutcome,
     status: str,
-    summary: str,
+    verdict: Why,
     now: datetime,
     receipt: dict[str, Any] | None = None,
-    unknown_reason: str = "",
     also: dict[str, Any] | None = None,
     evidence: dict[str, Any] | None = None,
-    detail: str = "",
 ) -> Verdict:
-    """The verdict that settles the open row in `status`, with its reconciled event."""
-    unknown_reason = unknown_reason[:MAX_REASON_CHARS]
-    data: dict[str, Any] = {"status": status, "how": "lookup", "tool": intent.tool}
+    """The verdict that settles the open row in `status`, with its reconciled event. The row's
+    `verdict` says what settled it, as a code and its facts (journal.why), and replaces the
+    agent's words of an ambiguous answer, which the verdict's facts keep where they matter."""
+    settled_why = _bounded(verdict.as_json())
+    data: dict[str, Any] = {"status": status, "how": "lookup", "tool": intent.tool, "verdict": settled_why}
     if receipt:
         data["receipt"] = receipt
-    if unknown_reason:
-        data["reason"] = unknown_reason
     if evidence:
         data["evidence"] = evidence
     return Verdict(
@@ -147,9 +155,9 @@ def _settling(
         target=status,
         event=JournalEvent.Kind.INTENT_RECONCILED,
         changes={
-            "outcome_summary": summary[:MAX_REASON_CHARS],
+            "outcome_summary": "",
             "receipt": receipt or {},
-            "unknown_reason": unknown_reason,
+            "verdict": settled_why,
             "settled_at": now,
             "next_lookup_at": None,
             # The agent's evidence (an ambiguous error) is answered by this verdict; an unknown
@@ -160,8 +168,13 @@ def _settling(
             **(also or {}),
         },
         data=data,
-        detail=detail,
+        detail=str(verdict.code),
     )
+
+
+def _bounded(facts: dict[str, Any]) -> dict[str, Any]:
+    """The facts with each text cut to MAX_REASON_CHARS: a downstream's error can be a page."""
+    return {k: v[:MAX_REASON_CHARS] if isinstance(v, str) else v for k, v in facts.items()}
 
 
 def _backoff(attempts: int) -> timedelta:
@@ -180,16 +193,13 @@ def _lookup_failed(*, intent: Intent, error: str, now: datetime) -> Verdict:
     budget = int(settings.SEAM_LOOKUP_MAX_ATTEMPTS)
     bookkeeping = {"lookup_attempts": F("lookup_attempts") + 1, "last_lookup_error": error[:MAX_REASON_CHARS]}
     if attempts >= budget:
-        reason = f"the downstream could not be asked after {attempts} attempts; last error: {error}"
         return _settling(
             intent=intent,
             outcome=ReconcileOutcome.UNKNOWN,
             status=IntentStatus.UNKNOWN,
-            summary="settled by reconciliation: lookup budget spent, outcome unknown",
+            verdict=why(CallVerdict.LOOKUP_BUDGET_SPENT, attempts=attempts, last_error=error),
             now=now,
-            unknown_reason=reason,
             also=bookkeeping,
-            detail=reason,
         )
     retry_at = now + _backoff(attempts)
     return Verdict(
@@ -199,7 +209,7 @@ def _lookup_failed(*, intent: Intent, error: str, now: datetime) -> Verdict:
         event=JournalEvent.Kind.LOOKUP_FAILED,
         changes={**bookkeeping, "next_lookup_at": retry_at},
         data={"attempt": attempts, "error": error[:MAX_REASON_CHARS], "retry_at": retry_at.isoformat()},
-        detail=f"attempt {attempts} of {budget} failed ({error}); next at {retry_at.isoformat()}",
+        detail=f"attempt {attempts}/{budget}: {error}",
     )
 
 
@@ -215,13 +225,15 @@ def _ask(intent: Intent) -> Verdict:
         query = tools.lookup_query(intent)
         answer = caused_by_intent(tools.intent_lookup(intent=intent), query)
     except UnknownTool as exc:
-        return _unknown(intent, reason=_no_lookup_reason(intent, exc))
+        return _unknown(intent, verdict=_no_lookup(intent, exc))
     except ToolError as exc:
         if exc.error_class in RETRYABLE_LOOKUP_ERRORS:
             return _lookup_failed(
                 intent=intent, error=f"{exc.error_class}: {exc.message}", now=timezone.now()
             )
-        return _unknown(intent, reason=f"the lookup failed ({exc.error_class}): {exc.message}")
+        return _unknown(
+            intent, verdict=why(CallVerdict.LOOKUP_REFUSED, error_class=exc.error_class, message=exc.message)
+        )
     except (requests.RequestException, OSError) as exc:
         return _lookup_failed(
             intent=intent, error=f"connection failure: {type(exc).__name__}", now=timezone.now()
@@ -229,7 +241,7 @@ def _ask(intent: Intent) -> Verdict:
     except Exception as exc:
         # A connector bug must not stall the sweep for every other row, nor be retried forever:
         # it is counted against the same budget and ends `unknown` with the evidence.
-        return _lookup_failed(intent=intent, error=f"the connector raised {exc!r}"[:500], now=timezone.now())
+        return _lookup_failed(intent=intent, error=repr(exc)[:500], now=timezone.now())
     return _settled_by(intent, answer)
 
 
@@ -241,58 +253,53 @@ def _settled_by(intent: Intent, answer: LookupResult) -> Verdict:
             intent=intent,
             outcome=ReconcileOutcome.PERFORMED,
             status=IntentStatus.PERFORMED,
-            summary="settled by reconciliation: the downstream's lookup found the call performed",
+            verdict=why(CallVerdict.FOUND_PERFORMED),
             now=now,
             receipt=answer.receipt,
         )
     if isinstance(answer, AlreadySo):
-        when = answer.evidence_at.isoformat() if answer.evidence_at else "an unstated time"
+        when = answer.evidence_at.isoformat() if answer.evidence_at else ""
         return _settling(
             intent=intent,
             outcome=ReconcileOutcome.ALREADY_SO,
             status=IntentStatus.ALREADY_SO,
-            summary=(
-                f"settled by reconciliation: already so before the intent (evidence from {when}); "
-                f"not this run's work{': ' + answer.detail if answer.detail else ''}"
-            ),
+            verdict=why(CallVerdict.FOUND_ALREADY_SO, at=when, detail=answer.detail),
             now=now,
             # The record is someone else's, not this call's receipt: kept in the event as
             # evidence, never on the row where an undo would read it.
             evidence={"at": when, "record": answer.receipt, "detail": answer.detail},
-            detail=answer.detail,
         )
     if isinstance(answer, NotPerformed):
         return _settling(
             intent=intent,
             outcome=ReconcileOutcome.NOT_PERFORMED,
             status=IntentStatus.NOT_PERFORMED,
-            summary="settled by reconciliation: the downstream has no record of this key",
+            verdict=why(CallVerdict.FOUND_NOT_PERFORMED),
             now=now,
         )
     assert isinstance(answer, Unknown)
-    return _unknown(intent, reason=f"the downstream cannot say: {answer.reason}")
+    return _unknown(intent, verdict=why(CallVerdict.DOWNSTREAM_CANNOT_SAY, answer=answer.reason))
 
 
-def _no_lookup_reason(intent: Intent, exc: UnknownTool) -> str:
+def _no_lookup(intent: Intent, exc: UnknownTool) -> Why:
     """Why a row nobody can be asked about goes to a person: with the tool's own error text when
     the agent reported that the tool answered with an error and may have acted (ambiguous)."""
-    if intent.error_class == ErrorClass.AMBIGUOUS:
-        text = intent.outcome_summary.strip() or "no text"
-        return (
-            f"the tool answered with an error ({text}) and may have acted; there is no lookup to ask ({exc})"
-        )
-    return f"no connector can be asked: {exc}"
+    said = intent.outcome_summary.strip() if intent.error_class == ErrorClass.AMBIGUOUS else ""
+    return why(
+        CallVerdict.NO_LOOKUP,
+        tool_said=said,
+        ambiguous=intent.error_class == ErrorClass.AMBIGUOUS,
+        error=str(exc),
+    )
 
 
-def _unknown(intent: Intent, *, reason: str) -> Verdict:
+def _unknown(intent: Intent, *, verdict: Why) -> Verdict:
     return _settling(
         intent=intent,
         outcome=ReconcileOutcome.UNKNOWN,
         status=IntentStatus.UNKNOWN,
-        summary="settled by reconciliation: outcome unknown, a person must decide",
+        verdict=verdict,
         now=timezone.now(),
-        unknown_reason=reason,
-        detail=reason[:MAX_REASON_CHARS],
     )
 
 
@@ -323,7 +330,9 @@ def _settle(verdicts: Sequence[Verdict], actor: Actor) -> list[Reconciled]:
     return [
         Reconciled(intent_id=v.intent.pk, outcome=v.outcome, detail=v.detail)
         if done
-        else Reconciled(intent_id=v.intent.pk, outcome=ReconcileOutcome.SKIPPED, detail="settled meanwhile")
+        else Reconciled(
+            intent_id=v.intent.pk, outcome=ReconcileOutcome.SKIPPED, detail=SKIP_SETTLED_MEANWHILE
+        )
         for v, done in zip(verdicts, moved, strict=True)
     ]
 
@@ -341,7 +350,7 @@ def _settle_each(verdicts: Sequence[Verdict], actor: Actor) -> list[Reconciled]:
                 Reconciled(
                     intent_id=verdict.intent.pk,
                     outcome=ReconcileOutcome.SKIPPED,
-                    detail=f"could not be settled: {exc}"[:MAX_REASON_CHARS],
+                    detail=f"{SKIP_NOT_SETTLED}: {exc}"[:MAX_REASON_CHARS],
                 )
             )
     return results
@@ -367,9 +376,7 @@ def _reconcile_claimed(claimed: Sequence[Intent], lease_end: datetime, actor: Ac
         logger.exception("a batch of %d rows could not be settled at once; settling each", len(verdicts))
         settled = _settle_each(verdicts, actor)
     by_id = {r.intent_id: r for r in settled} | {
-        pk: Reconciled(
-            intent_id=pk, outcome=ReconcileOutcome.SKIPPED, detail="its lease lapsed before its turn"
-        )
+        pk: Reconciled(intent_id=pk, outcome=ReconcileOutcome.SKIPPED, detail=SKIP_LEASE_LAPSED)
         for pk in lapsed
     }
     results = []
@@ -404,7 +411,7 @@ def intents_reconcile(*, intent_ids: Sequence[int], actor: Actor) -> list[Reconc
                 metrics.reconcile_outcome(ReconcileOutcome.SKIPPED)
             results.append(
                 by_id.get(pk)
-                or Reconciled(intent_id=pk, outcome=ReconcileOutcome.SKIPPED, detail="not open or not due")
+                or Reconciled(intent_id=pk, outcome=ReconcileOutcome.SKIPPED, detail=SKIP_NOT_DUE)
             )
     return results
 

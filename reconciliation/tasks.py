@@ -62,7 +62,7 @@ def resume_run(run_id: str, user_id: int | None) -> str:
 
     run = Run.objects.select_related("tenant").get(pk=run_id)
     if run.status != RunStatus.RUNNING:
-        return f"skipped: the run is {run.status}"
+        return f"skipped: {run.status}"
     actor = (
         Actor.system(SWEEP_ACTOR) if user_id is None else Actor.user(get_user_model().objects.get(pk=user_id))
     )

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from django import template
 
-from handover import words
+from handover import why_words, words
+from journal.models import Intent
 
 register = template.Library()
 
@@ -32,3 +33,10 @@ def who(name: str) -> str:
 def plain_class(error_class: str) -> str:
     """An error class (conflict, transient, …) in words."""
     return words.error_class_words(error_class)
+
+
+@register.filter
+def call_said(intent: Intent) -> str:
+    """What the run's record says of a call: what settled it when its runtime did not (a
+    lookup, a person), else what the tool said."""
+    return why_words.call_verdict_words(intent)

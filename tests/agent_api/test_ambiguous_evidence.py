@@ -24,6 +24,7 @@ from console.timeline import timeline_of
 from handover import handover_for, handover_rows
 from journal.models import Intent, IntentStatus, JournalEvent, Run, Tenant
 from journal.services import Actor
+from journal.why import CallVerdict
 from reconciliation.services import reconcile_sweep
 from tests.agent_api.test_agent_lane import RUN_BODY
 from tests.agent_api.test_api_journal import new_agent_client
@@ -163,7 +164,10 @@ def test_the_handover_and_reconciliation_show_the_tools_error_text(tenant: Tenan
     assert report.counts["unknown"] == 1
     row = Intent.objects.get(step_id=step)
     assert row.status == IntentStatus.UNKNOWN
-    assert row.unknown_reason.startswith(f"the tool answered with an error ({ERROR_TEXT}) and may have acted")
-    assert "there is no lookup to ask" in row.unknown_reason
+    assert (row.verdict["code"], row.verdict["ambiguous"], row.verdict["tool_said"]) == (
+        CallVerdict.NO_LOOKUP,
+        True,
+        ERROR_TEXT,
+    )
     [uncertain] = handover_for(Run.objects.select_related("tenant").get(pk=run_id)).uncertain
     assert ERROR_TEXT in uncertain.why

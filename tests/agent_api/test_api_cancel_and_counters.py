@@ -37,8 +37,16 @@ def test_cancelling_stops_new_intents_and_states_what_happened(
     assert [i["step_id"] for i in body["uncertain"]] == [in_flight.intent.step_id]
     # Nothing completed is undone; the call in flight is reconciled once quiet, by its key.
     [cleanup] = body["cleanup_scheduled"]
-    assert cleanup.startswith(f"reconcile offer_replacement (step {in_flight.intent.step_id}): ")
+    assert cleanup.startswith(
+        f"reconcile step {in_flight.intent.turn}, offer replacement: once the call has been quiet"
+    )
     assert in_flight.intent.idempotency_key in cleanup
+    [typed] = body["cleanup"]
+    assert (typed["code"], typed["step_id"], typed["key"]) == (
+        "reconcile_when_quiet",
+        in_flight.intent.step_id,
+        in_flight.intent.idempotency_key,
+    )
     refused = agent_client.post(
         f"/api/v1/runs/{run.pk}/intents/", {"tool": "issue_refund", "args": {}, "turn": 3}, format="json"
     )

@@ -211,7 +211,8 @@ def test_marking_an_uncertain_step_needs_a_note_and_records_the_judgement(
         state=handover.state,
     )
     intent = run.intents.get(step_id=step_id)
-    assert intent.status == IntentStatus.PERFORMED and "payments portal shows R-1" in intent.outcome_summary
+    assert intent.status == IntentStatus.PERFORMED
+    assert intent.verdict["note"] == "payments portal shows R-1"
     entry = AuditEntry.objects.get(run=run)
     assert (entry.action, entry.old_state, entry.new_state) == (
         AuditAction.MARK_PERFORMED,

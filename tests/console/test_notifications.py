@@ -28,8 +28,10 @@ from console.models import NotificationRule
 from console.notifications import escalation_notify
 from console.roles import roles_grant
 from console.tasks import escalation_notify_schedule
+from handover.why_words import run_why_words
 from journal import services as journal
 from journal.models import Escalation, OutcomeReason, Run, RunStatus, Tenant
+from journal.why import RunWhy, Why
 from reconciliation import decisions
 from sandbox.catalogue import catalogue_seed_defaults
 from tests import factories
@@ -101,13 +103,15 @@ def webhook(local_webhooks_allowed: None) -> Iterator[Receiver]:
 # --- helpers ------------------------------------------------------------------------------------
 
 
-def _escalate(run: Run, reason: str = OutcomeReason.RUN_DIED_MID_SEQUENCE, detail: str = "") -> Escalation:
+def _escalate(
+    run: Run, reason: str = OutcomeReason.RUN_DIED_MID_SEQUENCE, why: Why | None = None
+) -> Escalation:
     """Escalate the run the way reconciliation's decision does."""
     decision = decisions._end(
         run=run,
         status=RunStatus.ESCALATED,
         reason=reason,
-        detail=detail or "the run had entered the refund phase (issue_refund)",
+        why=why or Why(RunWhy.ENTERED_PHASE, {"phase": "refund", "tools": ["issue_refund"]}),
         actor=SYSTEM,
     )
     assert decision.outcome == RunStatus.ESCALATED
@@ -150,7 +154,13 @@ def test_an_escalation_emails_the_rules_addresses_with_a_link_to_the_run(
 ) -> None:
     run = make_run(ticket_id="T-40912", order_id="SU-90317", task_type="returns")
     rule = _rule(tenant, task_type="returns", emails="lead@sundry.example, ops@sundry.example ,")
-    escalation = _escalate(run, detail="resuming issue_refund failed (permanent): card expired")
+    escalation = _escalate(
+        run,
+        why=Why(
+            RunWhy.RESUME_FAILED,
+            {"tool": "issue_refund", "error_class": "permanent", "message": "card expired"},
+        ),
+    )
 
     report = escalation_notify(escalation.pk)
 
@@ -165,7 +175,7 @@ def test_an_escalation_emails_the_rules_addresses_with_a_link_to_the_run(
         "SU-90317",
         "returns",
         "run_died_mid_sequence",
-        "resuming issue_refund failed (permanent): card expired",
+        "resuming issue refund failed (permanent): card expired",
         _run_link(run),
     ):
         assert expected in email.body
@@ -179,7 +189,7 @@ def test_the_webhook_receives_the_escalation_as_json(
     run = make_run(ticket_id="T-40912", order_id="SU-90317", task_type="returns")
     rule = _rule(tenant, task_type="returns", webhook_url=webhook.url)
     escalation = _escalate(
-        run, reason=OutcomeReason.POLICY, detail="no recovery policy for task type returns"
+        run, reason=OutcomeReason.POLICY, why=Why(RunWhy.NO_POLICY, {"task_type": "returns"})
     )
 
     report = escalation_notify(escalation.pk)
@@ -197,7 +207,8 @@ def test_the_webhook_receives_the_escalation_as_json(
         "order_id": "SU-90317",
         "task_type": "returns",
         "reason": "policy",
-        "detail": "no recovery policy for task type returns",
+        "detail": "no recovery policy covers task type returns, so no machine may decide whether to resume it",
+        "why": {"code": "no_policy", "task_type": "returns"},
         "escalation_id": escalation.pk,
     }
     assert "T-40912" in payload["text"] and _run_link(run) in payload["text"]
@@ -374,7 +385,7 @@ def test_escalating_a_dead_run_through_reconciliation_notifies_once_after_commit
     assert queued == [{"in_transaction": False, "escalation_visible": True}]
     [email] = mail.outbox
     assert email.subject == f"[Seam] {run.ticket_id} escalated: policy"
-    assert str(escalation.detail) in email.body
+    assert run_why_words(escalation.why) in email.body
 
 
 @pytest.mark.django_db(transaction=True)

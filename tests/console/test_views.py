@@ -11,6 +11,7 @@ from django.urls import reverse
 from journal import services
 from journal.models import Run, RunStatus
 from journal.services import Actor
+from journal.why import RunWhy, why
 from tests import factories
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -118,7 +119,10 @@ def test_an_escalated_run_page_names_its_reason_in_words_and_asks_for_a_person(
     _performed(run, "start_return", 1, agent_actor)
     with transaction.atomic():
         services.run_hand_over(
-            run=run, reason=OutcomeReason.RUN_DIED_MID_SEQUENCE, detail="died", actor=Actor.system("sweep")
+            run=run,
+            reason=OutcomeReason.RUN_DIED_MID_SEQUENCE,
+            why=why(RunWhy.ENTERED_PHASE, phase="act", tools=["start_return"]),
+            actor=Actor.system("sweep"),
         )
 
     body = _logged_in(support_user).get(reverse("handover:run_detail", args=[run.pk])).content.decode()
@@ -128,7 +132,10 @@ def test_an_escalated_run_page_names_its_reason_in_words_and_asks_for_a_person(
     )
     assert '<section class="next-action" data-code="resume">' in body
     assert "Resume the run to" in body
-    assert '<dt>Why</dt><dd class="why-now">died</dd>' in body
+    assert (
+        '<dt>Why</dt><dd class="why-now">the run had entered the act phase (start return), '
+        "past which its policy lets a person decide</dd>" in body
+    )
 
     # Resumed by a person and finished: why it once stopped is history (the timeline keeps it).
     Run.objects.filter(pk=run.pk).update(status=RunStatus.COMPLETED, outcome_reason="", awaiting_person=False)
@@ -158,7 +165,7 @@ def _escalated_with_a_step_in_doubt(make_run: Any, agent_actor: Actor) -> Run:
         services.run_hand_over(
             run=run,
             reason=OutcomeReason.UNKNOWN_OUTCOME,
-            detail="refund unknown",
+            why=services.unknown_calls_why([Intent.objects.get(pk=in_doubt.intent.pk)]),
             actor=Actor.system("sweep"),
         )
     return run

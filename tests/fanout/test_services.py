@@ -14,6 +14,7 @@ from fanout.merge import Decision
 from fanout.models import BranchStatus, FanOut, FanOutBranch, Outcome
 from fanout.selectors import run_coverage, tool_latency_p95
 from fanout.services import fanout_hand_over, fanout_run
+from handover import handover_for
 from journal.models import Escalation, JournalEvent, OutcomeReason, Run, RunStatus
 from journal.services import Actor
 from sandbox.models import Effect
@@ -210,8 +211,8 @@ def test_a_missing_required_branch_degrades_to_a_person(sandbox: Sandbox, shorta
 
     run = Run.objects.get(pk=shortage_run.pk)
     assert (run.status, run.outcome_reason) == (RunStatus.ESCALATED, OutcomeReason.POLICY)
-    assert "required_missing, coverage 3/4" in run.outcome_detail
-    assert "entitlement SU-88410 (transient: HTTP 503" in run.outcome_detail
+    assert (run.outcome_why["outcome"], run.outcome_why["coverage"]) == ("required_missing", "3/4")
+    assert "entitlement SU-88410 (transient: HTTP 503" in handover_for(run).reason_detail
     [escalation] = Escalation.objects.filter(run=run)
     assert escalation.reason == OutcomeReason.POLICY
     [escalated] = events(run, JournalEvent.Kind.RUN_ESCALATED)
@@ -267,7 +268,7 @@ def test_a_conflict_the_rules_cannot_settle_escalates_with_both_sides(
     assert fanout_hand_over(result=result, actor=ACTOR) is True
 
     run = Run.objects.get(pk=shortage_run.pk)
-    assert run.status == RunStatus.ESCALATED and "the rules cannot settle it" in run.outcome_detail
+    assert run.status == RunStatus.ESCALATED and "the rules cannot settle it" in run.outcome_why["summary"]
     [settled] = events(run, JournalEvent.Kind.FANOUT_SETTLED)
     assert settled["conflict"] is True and settled["proceed"] is False
     coverage = run_coverage(run)

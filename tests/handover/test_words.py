@@ -1,12 +1,13 @@
 """Codes below, words above: the journal, reconciliation and compensations answer in codes, and
-one module of the console (handover/words.py) says every code in words, each a template Django's
-translation machinery can translate."""
+the console's words (handover/words.py, and handover/why_words.py for journal.why's reasons)
+say every code, each a template Django's translation machinery can translate."""
 
 from __future__ import annotations
 
 import ast
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,10 @@ from django.db import models
 from django.utils.functional import Promise
 
 from compensations.reversibility import ReversibilityKind
-from handover import words
+from handover import why_words, words
 from handover.codes import NextActionCode, NotDoneWhy, ReasonAnswer, TimelineSays
 from journal.models import ErrorClass, RunStatus
+from journal.why import CallVerdict, CleanupCode, RunWhy
 
 ROOT = Path(__file__).resolve().parents[2]
 DOMAIN = ("journal", "reconciliation", "compensations")
@@ -50,34 +52,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("compensations/admin.py", "*"): "the admin's filter label",
     # The transition table documents each move beside its code; nothing shows these words.
     ("journal/transitions.py", "<module>"): "the transition table's documentation of each move",
-    # Stored outcome and escalation details: what the downstream or reconciliation found, kept
-    # on the row as evidence at the time it was found (Intent.outcome_summary, unknown_reason,
-    # Run.outcome_detail, Compensation.not_undone). Turning these into codes needs a code
-    # column beside each (a migration of the journal's tables): issue 31, left for its own change.
-    ("reconciliation/services.py", "*"): "stored evidence of a lookup (outcome_summary, unknown_reason)",
-    ("compensations/services.py", "*"): "stored evidence of an undo (outcome_detail, not_undone)",
-    # The escalation detail reconciliation's decision stores on the run (Run.outcome_detail,
-    # the handover's reason_detail, which the API publishes as it is), and the detail of a
-    # decision that changed nothing, which the reconcile command prints. Same follow-up.
-    ("reconciliation/decisions.py", "_version_problem"): "a stored escalation detail",
-    (
-        "reconciliation/decisions.py",
-        "run_decide",
-    ): "a stored escalation detail, or a decision's for the command",
-    (
-        "reconciliation/decisions.py",
-        "run_resume",
-    ): "a stored escalation detail, or a decision's for the command",
-    # run_decide's and run_resume's named steps (issue 31's function size): the same details.
-    ("reconciliation/decisions.py", "_why_not_resume"): "a stored escalation detail",
-    ("reconciliation/decisions.py", "_policy_refusal"): "a stored escalation detail",
-    (
-        "reconciliation/decisions.py",
-        "_resume_stopped",
-    ): "a stored escalation detail, or a decision's for the command",
-    ("reconciliation/decisions.py", "_end"): "a decision's detail for the reconcile command",
-    # A Celery task's return value, which nobody reads but the worker's log (ignore_result).
-    ("reconciliation/tasks.py", "resume_run"): "a task's return value, for the worker's log",
     # A declaration that differs from its stored row, said by seam_seed and a system check;
     # a catalogue entry's problems, said by `manage.py check`: for the developer.
     ("compensations/defaults.py", "words"): "a developer's message from seam_seed and a system check",
@@ -85,9 +59,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("compensations/checks.py", "_argument_problems"): "a system check's message",
     # The message of the error a durable write raises inside an open transaction: a developer's.
     ("journal/durability.py", "<module>"): "an exception's message, kept in a constant",
-    ("journal/outcomes.py", "_already_so_draft"): "stored evidence of an outcome (outcome_summary)",
-    # What a cancelled run leaves to do, published by the cancel answer of the API as it is.
-    ("journal/runs.py", "_cleanup_of"): "the API's cancel answer (cleanup), a published value",
 }
 
 
@@ -246,11 +217,16 @@ def test_every_allowance_is_still_needed() -> None:
         (ReversibilityKind, words.REVERSIBILITY_WORDS),
         (ErrorClass, words.ERROR_CLASS_WORDS),
         (ErrorClass, words.ERROR_CLASS_REASONS),
+        (CallVerdict, why_words.VERDICT_WORDS),
+        (RunWhy, why_words.RUN_WHY_WORDS),
+        (CleanupCode, why_words.CLEANUP_WORDS),
     ],
     ids=lambda v: getattr(v, "__name__", ""),
 )
-def test_every_code_has_its_words(codes: type[models.TextChoices], said: dict[str, object]) -> None:
-    assert set(said) == set(codes.values)
+def test_every_code_has_its_words(
+    codes: type[models.TextChoices] | type[StrEnum], said: dict[str, object]
+) -> None:
+    assert set(said) == {str(code) for code in codes}
 
 
 def test_every_ended_run_status_has_its_words() -> None:
@@ -259,7 +235,7 @@ def test_every_ended_run_status_has_its_words() -> None:
 
 def _templates() -> list[tuple[str, object]]:
     found = []
-    for name, value in vars(words).items():
+    for name, value in [*vars(words).items(), *vars(why_words).items()]:
         if name.startswith("_"):
             continue
         if isinstance(value, Promise):

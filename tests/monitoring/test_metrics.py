@@ -19,6 +19,7 @@ from journal import services as journal
 from journal.models import Intent, IntentStatus, OutcomeReason, Run
 from journal.selectors import stuck_runs
 from journal.tool_errors import DispatchResult
+from journal.why import RunWhy, why
 from monitoring import metrics
 from observability import counters
 from reconciliation.services import ReconcileOutcome, intent_reconcile
@@ -85,7 +86,10 @@ def test_the_gauges_count_stuck_runs_awaiting_runs_and_dead_letters(make_run: Ca
     escalated = make_run(ticket_id="T-escalated")
     with transaction.atomic():
         journal.run_hand_over(
-            run=escalated, reason=OutcomeReason.POLICY, detail="a person decides", actor=SWEEPER
+            run=escalated,
+            reason=OutcomeReason.POLICY,
+            why=why(RunWhy.NO_POLICY, task_type="returns"),
+            actor=SWEEPER,
         )
     done = make_run(ticket_id="T-undo")
     _dead_letter(_performed(done, turn=1), resolved=False)
@@ -168,7 +172,9 @@ def test_a_scrape_is_a_fixed_number_of_statements_however_many_rows(
         journal.intent_record(run=run, tool="issue_refund", args={"amount": "1"}, turn=1, actor=AGENT)
         _go_quiet(run, ago=timedelta(minutes=10))
         with transaction.atomic():
-            journal.run_hand_over(run=run, reason=OutcomeReason.POLICY, detail="x", actor=SWEEPER)
+            journal.run_hand_over(
+                run=run, reason=OutcomeReason.POLICY, why=why(RunWhy.NO_POLICY, task_type="x"), actor=SWEEPER
+            )
     with django_assert_max_num_queries(9):
         _scrape(client)
 

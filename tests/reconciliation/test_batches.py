@@ -17,7 +17,7 @@ from django.utils import timezone
 from journal import services as journal
 from journal.models import Intent, IntentStatus, JournalEvent, Run
 from reconciliation import services as reconciliation
-from reconciliation.services import ReconcileOutcome, intents_reconcile, reconcile_sweep
+from reconciliation.services import SKIP_LEASE_LAPSED, ReconcileOutcome, intents_reconcile, reconcile_sweep
 from tools.connectors import NotPerformed, Performed
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -125,7 +125,7 @@ def test_a_row_whose_lease_lapsed_before_its_turn_is_left_to_the_next_sweep(
     outcomes = [r.outcome for r in results]
     assert outcomes[:2] == [ReconcileOutcome.NOT_PERFORMED] * 2
     assert outcomes[2:] == [ReconcileOutcome.SKIPPED] * 3
-    assert {r.detail for r in results[2:]} == {"its lease lapsed before its turn"}
+    assert {r.detail for r in results[2:]} == {SKIP_LEASE_LAPSED}
     assert (
         Intent.objects.filter(pk__in=[i.pk for i in intents[2:]], status=IntentStatus.INTENDED).count() == 3
     )

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from journal import services as journal
 from journal.models import Escalation, IntentStatus, OutcomeReason, Run, RunStatus
+from journal.why import RunWhy
 from reconciliation import decisions, tasks
 from scenarios.policies import policies_seed_defaults
 from tests import factories
@@ -61,7 +62,7 @@ def test_a_plan_beyond_the_limit_goes_to_a_person_with_nothing_sent(
     assert decision.outcome == decisions.DecisionOutcome.ESCALATED
     run.refresh_from_db()
     assert (run.status, run.outcome_reason) == (RunStatus.ESCALATED, OutcomeReason.POLICY)
-    assert "SEAM_MAX_PLAN_STEPS" in run.outcome_detail
+    assert run.outcome_why == {"code": RunWhy.PLAN_TOO_LONG, "steps": len(CREDITS), "limit": 5}
     assert not run.intents.exists()
     assert Escalation.objects.filter(run=run, resolved_at__isnull=True).count() == 1
 

@@ -19,6 +19,7 @@ from compensations.models import CatalogueEntry, Compensation, CompensationStatu
 from handover import NextActionCode, handover_for
 from journal import services as journal
 from journal.models import Escalation, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
+from journal.why import RunWhy
 from reconciliation import decisions
 from reconciliation.models import Strategy, TaskPolicy
 from sandbox.catalogue import catalogue_seed_defaults
@@ -92,7 +93,7 @@ def test_every_kill_point_ends_in_its_policys_outcome_with_each_effect_once(
 
     run.refresh_from_db()
     status, reason, undone = expected_outcome(ticket_id, mode, n)
-    assert (run.status, run.outcome_reason) == (status, reason), run.outcome_detail
+    assert (run.status, run.outcome_reason) == (status, reason), run.outcome_why
     assert not run.intents.filter(status=IntentStatus.INTENDED).exists()
     world = check_run(run)
     assert world.violations == ()
@@ -105,7 +106,7 @@ def test_every_kill_point_ends_in_its_policys_outcome_with_each_effect_once(
         assert ledger_undos(run) == undone
         assert Escalation.objects.filter(run=run, reason=reason, resolved_at__isnull=True).count() == 1
         if undone:
-            assert "undone:" in run.outcome_detail
+            assert len(run.outcome_why["undo"]["undone"]) == undone
 
 
 def _dead_run(make_run: Any, **fields: Any) -> Run:
@@ -140,7 +141,13 @@ def test_a_version_mismatch_is_escalated_naming_it(make_run: Any) -> None:
     decisions.run_decide(run=run, actor=SYSTEM)
     run.refresh_from_db()
     assert run.outcome_reason == OutcomeReason.VERSION_MISMATCH
-    assert "flow version expedited_fee_refund-0 was recorded" in run.outcome_detail
+    assert run.outcome_why == {
+        "code": RunWhy.VERSION_CHANGED,
+        "field": "flow",
+        "recorded": "expedited_fee_refund-0",
+        "running": FLOWS["expedited_fee_refund"].run_versions()["flow"],
+    }
+    assert "the flow version changed: expedited_fee_refund-0 was recorded" in handover_for(run).reason_detail
 
 
 def test_with_no_running_versions_declared_a_dead_run_goes_to_a_person(make_run: Any) -> None:
@@ -161,7 +168,7 @@ def test_with_no_running_versions_declared_a_dead_run_goes_to_a_person(make_run:
         RunStatus.ESCALATED,
         OutcomeReason.VERSION_MISMATCH,
     )
-    assert "no running versions are declared (SEAM_RUNNING_VERSIONS)" in run.outcome_detail
+    assert run.outcome_why == {"code": RunWhy.VERSIONS_UNDECLARED}
     assert not run.intents.exists()
     assert Escalation.objects.filter(run=run, resolved_at__isnull=True).count() == 1
 
@@ -234,7 +241,11 @@ def test_an_unknown_outcome_is_escalated_for_a_person(make_run: Any, agent_actor
     decisions.run_decide(run=run, actor=SYSTEM)
     run.refresh_from_db()
     assert run.outcome_reason == OutcomeReason.UNKNOWN_OUTCOME
-    assert intent.idempotency_key in run.outcome_detail
+    assert [(c["key"], c["reason"]) for c in run.outcome_why["calls"]] == [
+        (intent.idempotency_key, "the provider cannot say")
+    ]
+    # A row settled before verdicts existed is said in the words it kept.
+    assert handover_for(run).reason_detail.endswith("issue refund (the provider cannot say)")
 
 
 def test_a_task_type_without_a_policy_is_escalated(make_run: Any) -> None:
@@ -324,7 +335,8 @@ def test_an_undo_the_catalogue_grades_partial_ends_partial_and_the_run_is_not_co
     assert (undo["issue_refund"].status, undo["issue_refund"].not_undone) == (CompensationStatus.DONE, "")
     # Not the world as before: handed over escalated, saying what remains.
     assert (decision.outcome, run.status) == ("escalated", RunStatus.ESCALATED)
-    assert f"partly undone: offer_replacement ({loss})" in run.outcome_detail
+    assert {"tool": "offer_replacement", "loss": loss} in run.outcome_why["undo"]["partial"]
+    assert f"partly undone: offer replacement ({loss})" in handover_for(run).reason_detail
     action = handover_for(run).next_action
     assert action.code == NextActionCode.FINISH_BY_HAND
     assert "everything the run did was undone" not in action.text

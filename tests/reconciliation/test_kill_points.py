@@ -11,6 +11,7 @@ import pytest
 from django.core.management import call_command
 
 from journal.models import IntentStatus, JournalEvent
+from journal.why import CallVerdict
 from scenarios.invariants import check_run
 from tests.scenarios.test_kill_points import KILL_POINTS, replay_in_child
 from tests.support.in_flight import open_calls_past_in_flight
@@ -43,7 +44,7 @@ def test_a_sweep_after_any_kill_point_settles_every_open_intent_against_the_worl
         (was_open,) = open_before
         settled = run.intents.get(pk=was_open.pk)
         assert settled.status == IntentStatus.PERFORMED
-        assert "lookup" in settled.outcome_summary
+        assert settled.verdict == {"code": CallVerdict.FOUND_PERFORMED}
         assert settled.receipt == ledger.get(idempotency_key=settled.idempotency_key).receipt
         assert (
             JournalEvent.objects.filter(intent=settled, kind=JournalEvent.Kind.INTENT_RECONCILED).count() == 1

@@ -26,6 +26,7 @@ from journal import services as journal
 from journal.models import Escalation, Intent, IntentStatus, JournalEvent, Run, RunStatus
 from journal.selectors import stale_intents
 from journal.tool_errors import DispatchResult
+from journal.why import CallVerdict, CleanupCode, RunWhy, why
 from reconciliation.decisions import DecisionOutcome, run_resume
 from reconciliation.services import ReconcileOutcome, intent_reconcile, reconcile_sweep
 from sandbox.catalogue import catalogue_seed_defaults
@@ -111,10 +112,10 @@ def test_a_provider_that_cannot_say_leaves_the_row_unknown_with_its_reason(
     intent.refresh_from_db()
     assert result.outcome == ReconcileOutcome.UNKNOWN
     assert intent.status == IntentStatus.UNKNOWN
-    assert intent.unknown_reason.startswith("the downstream cannot say:")
-    assert len(intent.unknown_reason) > len("the downstream cannot say: ")
+    assert intent.verdict["code"] == CallVerdict.DOWNSTREAM_CANNOT_SAY
+    assert intent.verdict["answer"]  # the provider's own reason, kept as evidence
     event = JournalEvent.objects.get(intent=intent, kind=JournalEvent.Kind.INTENT_RECONCILED)
-    assert event.data["reason"] == intent.unknown_reason
+    assert event.data["verdict"] == intent.verdict
 
 
 # An undeclared tool is refused where tools are declared, unless the deployment accepts them.
@@ -130,7 +131,8 @@ def test_an_unregistered_tool_is_unknown_because_no_connector_can_be_asked(
     intent.refresh_from_db()
     assert result.outcome == ReconcileOutcome.UNKNOWN
     assert intent.status == IntentStatus.UNKNOWN
-    assert "no connector can be asked" in intent.unknown_reason
+    assert intent.verdict["code"] == CallVerdict.NO_LOOKUP
+    assert intent.verdict["ambiguous"] is False
 
 
 # An undeclared tool is refused where tools are declared, unless the deployment accepts them.
@@ -235,7 +237,8 @@ def test_transient_lookup_failures_back_off_and_end_unknown_past_the_budget(
     assert last.outcome == ReconcileOutcome.UNKNOWN
     assert intent.status == IntentStatus.UNKNOWN
     assert intent.lookup_attempts == 3
-    assert "after 3 attempts" in intent.unknown_reason and "HTTP 503" in intent.unknown_reason
+    assert intent.verdict["code"] == CallVerdict.LOOKUP_BUDGET_SPENT
+    assert intent.verdict["attempts"] == 3 and "HTTP 503" in intent.verdict["last_error"]
     kinds = list(JournalEvent.objects.filter(intent=intent).values_list("kind", flat=True))
     assert kinds.count(JournalEvent.Kind.LOOKUP_FAILED) == 2
     assert kinds.count(JournalEvent.Kind.INTENT_RECONCILED) == 1
@@ -351,7 +354,8 @@ def test_a_connector_that_crashes_does_not_stop_the_sweep_and_ends_unknown(
     assert (report.counts["unknown"], report.counts["not_performed"]) == (1, 1)
     broken.refresh_from_db()
     assert broken.status == IntentStatus.UNKNOWN
-    assert "connector bug" in broken.unknown_reason
+    assert broken.verdict["code"] == CallVerdict.LOOKUP_BUDGET_SPENT
+    assert "connector bug" in broken.verdict["last_error"]
     assert Intent.objects.get(pk=fine.pk).status == IntentStatus.NOT_PERFORMED
 
 
@@ -366,9 +370,13 @@ def test_a_cancelled_runs_call_that_nobody_can_settle_goes_to_a_person_once(
     in_flight = _record(run)
     cancelled = journal.run_cancel(run=run, reason="buyer withdrew", actor=journal.Actor.agent("bot"))
     assert cancelled.cleanup_scheduled == [
-        f"reconcile issue_refund (step {in_flight.step_id}): once the call has been quiet for 120 s, "
-        f"reconciliation asks the downstream about key {in_flight.idempotency_key}; "
-        "if it cannot say, the run goes to a person"
+        why(
+            CleanupCode.RECONCILE_WHEN_QUIET,
+            quiet_seconds=120,
+            tool="issue_refund",
+            step_id=in_flight.step_id,
+            key=in_flight.idempotency_key,
+        )
     ]
     assert not cancelled.run.awaiting_person
     _go_stale(run)
@@ -386,9 +394,13 @@ def test_a_cancelled_runs_call_that_nobody_can_settle_goes_to_a_person_once(
     )
     escalation = Escalation.objects.get(run=run)
     assert escalation.resolved_at is None
-    assert escalation.detail.startswith(
-        f"issue_refund (key {in_flight.idempotency_key}): the downstream cannot say"
+    (call,) = escalation.why["calls"]
+    assert (escalation.why["code"], call["tool"], call["key"]) == (
+        RunWhy.CALLS_UNKNOWN,
+        "issue_refund",
+        in_flight.idempotency_key,
     )
+    assert call["verdict"]["code"] == CallVerdict.DOWNSTREAM_CANNOT_SAY
     escalated = JournalEvent.objects.get(run=run, kind=JournalEvent.Kind.RUN_ESCALATED)
     assert (escalated.actor_name, escalated.data["reason"]) == ("test-sweeper", "unknown_outcome")
     assert queue_reason_counts(tenant=run.tenant, now=timezone.now()) == {"unknown_outcome": 1}
@@ -428,7 +440,12 @@ def test_cancelling_a_run_whose_call_is_already_unknown_hands_it_over_at_once(
 
     assert (cancelled.run.status, cancelled.run.awaiting_person) == (RunStatus.CANCELLED, True)
     assert cancelled.cleanup_scheduled == [
-        f"settle issue_refund (step {in_doubt.step_id}): its outcome is unknown; a person decides"
+        why(
+            CleanupCode.PERSON_DECIDES,
+            tool="issue_refund",
+            step_id=in_doubt.step_id,
+            key=in_doubt.idempotency_key,
+        )
     ]
     assert again.cleanup_scheduled == cancelled.cleanup_scheduled
     assert Escalation.objects.filter(run=run, reason="unknown_outcome").count() == 1
@@ -541,7 +558,7 @@ def test_a_performed_answer_with_evidence_older_than_the_intent_is_settled_alrea
     assert result.outcome == ReconcileOutcome.ALREADY_SO
     assert intent.status == IntentStatus.ALREADY_SO
     assert intent.receipt == {}
-    assert "before the intent" in intent.outcome_summary
+    assert intent.verdict["code"] == CallVerdict.FOUND_ALREADY_SO
 
 
 def test_forced_staleness_leaves_a_slow_call_still_in_flight_alone_and_says_so(

@@ -87,7 +87,7 @@ def assert_policy_outcome(run: Run, ticket_id: str, world_writes: int) -> None:
     `world_writes` planned writes, with each remaining write done once or each undo done once."""
     run.refresh_from_db()
     status, reason, undone = expected_outcome(ticket_id, "after", world_writes)
-    assert (run.status, run.outcome_reason) == (status, reason), run.outcome_detail
+    assert (run.status, run.outcome_reason) == (status, reason), run.outcome_why
     assert check_recovered(run) == ()
     world = check_run(run)
     writes = len(FLOWS[TICKETS[ticket_id].task_type].writes)

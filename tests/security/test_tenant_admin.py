@@ -21,6 +21,7 @@ from console.models import NotificationRule
 from handover import handover_rows
 from journal import services
 from journal.models import Membership, Run, Tenant
+from journal.why import RunWhy, why
 from reconciliation.decisions import run_decide
 from reconciliation.models import Strategy, TaskPolicy
 from reconciliation.selectors import policy_for
@@ -319,8 +320,8 @@ def test_a_tenants_own_policy_governs_its_dead_runs(
         run = make_run(tenant=who, task_type="giftcards", plan=[])
         Run.objects.filter(pk=run.pk).update(last_heartbeat_at=timezone.now() - timedelta(minutes=5))
         decided[who.slug] = run_decide(run=run, actor=services.Actor.system("test"), quiet_for=timedelta(0))
-    assert "no recovery policy for task type giftcards" in decided["sundry"].detail
-    assert "no recovery policy" not in decided["acme"].detail
+    assert decided["sundry"].why == why(RunWhy.NO_POLICY, task_type="giftcards")
+    assert decided["acme"].why is not None and decided["acme"].why.code != RunWhy.NO_POLICY
 
 
 # --- dead letters and people ------------------------------------------------------------------

@@ -43,7 +43,7 @@ def escalate_ticket(
     open_calls_past_in_flight(run=run)
     call_command("reconcile", older_than=0, decide=True, stdout=io.StringIO())
     run = Run.objects.select_related("tenant").get(pk=run.pk)
-    assert run.status == RunStatus.ESCALATED, run.outcome_detail
+    assert run.status == RunStatus.ESCALATED, run.outcome_why
     return run
 
 

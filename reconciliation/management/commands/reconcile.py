@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -72,8 +73,16 @@ class Command(BaseCommand):
         for run in runs[:limit]:
             decision = run_decide(run=run, actor=actor, quiet_for=quiet_for)
             reason = f" {decision.reason}" if decision.reason else ""
-            detail = f": {decision.detail}" if decision.detail else ""
+            detail = f": {_facts(decision.why.as_json())}" if decision.why is not None else ""
             self.stdout.write(f"run {decision.run_id} ({run.ticket_id}): {decision.outcome}{reason}{detail}")
+
+
+def _facts(why: dict[str, Any]) -> str:
+    """A decision's Why on one line: its code, then each fact as name=value."""
+    facts = " ".join(
+        f"{name}={json.dumps(value, default=str)}" for name, value in why.items() if name != "code"
+    )
+    return f"{why['code']} {facts}".strip()
 
 
 def _older_than(seconds: float | None) -> timedelta | None:

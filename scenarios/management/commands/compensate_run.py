@@ -13,6 +13,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from compensations.services import run_undo
+from handover.why_words import undo_facts_words
 from journal.models import Run
 from journal.services import Actor
 
@@ -32,4 +33,4 @@ class Command(BaseCommand):
         if run is None:
             raise CommandError(f"no run {options['run']}")
         result = run_undo(run=run, actor=Actor.system("manage.py compensate_run"))
-        self.stdout.write(f"run {run.pk} ({run.ticket_id}): {result.summary()}")
+        self.stdout.write(f"run {run.pk} ({run.ticket_id}): {undo_facts_words(result.facts())}")

@@ -22,6 +22,7 @@ from console.staff import request_tenant
 from console.views import HtmxHttpRequest
 from journal.models import Tenant
 
+from . import recoveries
 from . import selectors as insights
 from .charts import Chart, chart_build
 
@@ -83,6 +84,22 @@ PANELS: dict[str, PanelSpec] = {
         "Escalations per day, by reason",
         "Runs handed to a person, by the day they were handed over.",
         lambda tenant, f: insights.escalations_per_day(tenant=tenant, filters=f),
+    ),
+    "why": PanelSpec(
+        "Why a machine could not finish",
+        "Escalations opened in the period, by the reason a machine stopped and handed the run to a person.",
+        lambda tenant, f: recoveries.escalations_by_why(tenant=tenant, filters=f),
+    ),
+    "recoveries": PanelSpec(
+        "Picked up after a crash, per task type",
+        "Runs a machine picked up after their agent stopped (a call settled by reconciliation, or a "
+        "dead-run decision): finished by a machine, or handed to a person, with the hours people had them.",
+        lambda tenant, f: recoveries.recoveries_per_task_type(tenant=tenant, filters=f),
+    ),
+    "recoveries-per-tool": PanelSpec(
+        "Picked up after a crash, per tool",
+        "The same runs, per tool of the calls reconciliation settled.",
+        lambda tenant, f: recoveries.recoveries_per_tool(tenant=tenant, filters=f),
     ),
     "resolve-time": PanelSpec(
         "Time to resolve, per week",

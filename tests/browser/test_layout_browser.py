@@ -1,7 +1,9 @@
 """Every page at a phone's width (390 by 844) and a laptop's (1280 by 800), in Chromium: the page
-never scrolls sideways (a wide table scrolls in its own box), the header keeps the user's name
-on screen, and the confirmation dialogs are native modals that fit the screen, close on Escape,
-give focus back, and keep what was typed when the server refuses it.
+never scrolls sideways (a wide table scrolls in its own box), no table cell is narrower than
+its longest word (no word broken mid-word), a list of ten runs is no taller than three screens
+(on a phone its rows are cards), the header keeps the user's name on screen, and the
+confirmation dialogs are native modals that fit the screen, close on Escape, give focus back,
+and keep what was typed when the server refuses it.
 
 With SEAM_SCREENSHOTS=1 each page is saved as docs/screenshots/<page>-<width>.png."""
 
@@ -10,11 +12,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import pytest
 import requests
 from django.urls import reverse
+from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from audit.models import AuditAction, AuditEntry
@@ -23,7 +27,7 @@ from compensations.services import compensation_execute, compensation_request
 from devtools.processes import ROOT
 from journal.models import Run
 from journal.services import Actor
-from tests.support.stuck_runs import escalate_ticket
+from tests.support.stuck_runs import escalate_ticket, escalated_run
 
 from .conftest import PASSWORD
 
@@ -34,6 +38,8 @@ PHONE = {"width": 390, "height": 844}
 LAPTOP = {"width": 1280, "height": 800}
 WIDTHS = [pytest.param(PHONE, id="390"), pytest.param(LAPTOP, id="1280")]
 TAP_TARGET_PX = 44  # the smallest a finger hits reliably (Apple's and Google's guidelines)
+LIST_PAGES = ("queue", "runs")
+SCREENS_FOR_TEN_ROWS = 3  # a page of ten runs, read on a phone, is at most three screens long
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,24 @@ def world(sandbox_tools: str, persona: Callable[..., Any]) -> World:
     )
     assert failed.status == CompensationStatus.DEAD_LETTERED
     return World(run, DeadLetter.objects.get(compensation=failed), lead, support, admin)
+
+
+@pytest.fixture
+def ten_runs(world: World, make_run: Callable[..., Run]) -> list[Run]:
+    """Nine more runs waiting for a person beside T-40912, so the queue and All runs show ten: a
+    long task type without a policy (a person decides), deadlines or none, some assigned."""
+    soon = timezone.now() + timedelta(hours=5)
+    made = [world.run]
+    for n in range(9):
+        fields: dict[str, Any] = {
+            "ticket_id": f"T-5120{n}",
+            "order_id": f"SU-{73000 + n}",
+            "task_type": "warranty-replacement-claim",
+            "deadline": soon + timedelta(hours=n) if n % 3 else None,
+        }
+        made.append(escalated_run(make_run, tenant=world.run.tenant, **fields))
+    Run.objects.filter(pk__in=[run.pk for run in made[::2]]).update(assignee=world.lead)
+    return made
 
 
 def _open_as(browser: Any, live_server: Any, user: Any, viewport: dict[str, int]) -> Page:
@@ -113,6 +137,70 @@ def _assert_fits(page: Page, name: str) -> None:
     assert misfits == {"page": 0, "sticking": []}, f"{name} does not fit {page.viewport_size}: {misfits}"
 
 
+def _narrow_cells(page: Page) -> list[str]:
+    """Table cells narrower than a word in them: the word drawn on more than one line (broken
+    mid-word) or past the cell's right edge. Each word is measured where the browser laid it
+    out, so a cell drawn as a card (a label beside its value) is measured as drawn. A word is
+    letters and digits: a line may break after a hyphen or a slash (warranty-/replacement). Ids
+    and keys in <code> are not words (they may break anywhere), and what is hidden but for
+    screen readers (a 1 px box, as the cards' column headings) is not measured."""
+    return list(
+        page.evaluate(
+            """() => {
+                const narrow = [];
+                const collapsed = el => {
+                    for (; el && el.tagName !== 'BODY'; el = el.parentElement) {
+                        const b = el.getBoundingClientRect();
+                        if (b.width <= 1 || b.height <= 1) return true;
+                    }
+                    return false;
+                };
+                for (const cell of document.querySelectorAll('td, th')) {
+                    const box = cell.getBoundingClientRect();
+                    if (collapsed(cell)) continue;
+                    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+                    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+                        const holder = node.parentElement;
+                        if (holder.closest('code, .visually-hidden') || !holder.getClientRects().length) continue;
+                        for (const word of node.data.matchAll(/[\\p{L}\\p{N}_'\\u2019]+/gu)) {
+                            const range = document.createRange();
+                            range.setStart(node, word.index);
+                            range.setEnd(node, word.index + word[0].length);
+                            const rects = [...range.getClientRects()].filter(r => r.width > 0);
+                            if (!rects.length) continue;
+                            const first = rects[0];
+                            const lines = rects.filter(r => r.top > first.top + first.height / 2).length + 1;
+                            const right = Math.max(...rects.map(r => r.right));
+                            if (lines > 1 || right > box.right + 1) {
+                                narrow.push(`${cell.tagName.toLowerCase()} ${Math.round(box.width)}px: ` +
+                                            `"${word[0]}" on ${lines} line(s)`);
+                            }
+                        }
+                    }
+                }
+                return narrow.slice(0, 10);
+            }"""
+        )
+    )
+
+
+def _assert_words_whole(page: Page, name: str) -> None:
+    narrow = _narrow_cells(page)
+    assert narrow == [], f"{name} at {page.viewport_size} breaks words in table cells: {narrow}"
+
+
+def _assert_list_fits(page: Page, name: str) -> None:
+    """A list of runs needs no scrolling sideways, even in its own box, and ten of its runs are
+    at most three screens long."""
+    hidden = page.evaluate(
+        "() => [...document.querySelectorAll('.table-box')].map(b => b.scrollWidth - b.clientWidth)"
+    )
+    assert hidden == [0], f"{name} at {page.viewport_size} hides {hidden} px of its list to the side"
+    height = page.evaluate("() => document.documentElement.scrollHeight")
+    screens = page.viewport_size["height"] * SCREENS_FOR_TEN_ROWS  # type: ignore[index]
+    assert height <= screens, f"{name} with ten runs is {height}px tall, over {screens}px"
+
+
 def _pages(world: World) -> list[tuple[str, str, Any]]:
     """(name, path, who opens it) for every page a person reaches from the header."""
     run_path = reverse("handover:run_detail", args=[world.run.pk])
@@ -132,7 +220,7 @@ def _pages(world: World) -> list[tuple[str, str, Any]]:
 
 @pytest.mark.parametrize("viewport", WIDTHS)
 def test_every_page_fits_the_screen_with_the_header_and_user_name_on_it(
-    world: World, browser: Any, live_server: Any, viewport: dict[str, int]
+    world: World, ten_runs: list[Run], browser: Any, live_server: Any, viewport: dict[str, int]
 ) -> None:
     width = viewport["width"]
     pages: dict[Any, Page] = {}
@@ -140,6 +228,11 @@ def test_every_page_fits_the_screen_with_the_header_and_user_name_on_it(
         page = pages.get(user.pk) or pages.setdefault(user.pk, _open_as(browser, live_server, user, viewport))
         page.goto(path)
         _assert_fits(page, name)
+        if name != "admin":  # the Django admin's own tables are Django's
+            _assert_words_whole(page, name)
+        if name in LIST_PAGES:
+            expect(page.locator("tbody tr")).to_have_count(len(ten_runs))
+            _assert_list_fits(page, name)
         if name != "admin":  # the Django admin has its own header
             who = page.locator("header.top .who span")
             expect(who).to_have_text(user.get_username())

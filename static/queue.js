@@ -1,7 +1,7 @@
 // The queue's keyboard and tab title (templates/handover/queue.html). No framework: htmx swaps
-// #queue-results every 10 s and after each action; this file keeps the person's place across
-// those swaps, counts new escalations in the tab title, and answers the shortcuts listed in the
-// help overlay (`?`).
+// #queue-results every 10 s and after each action; this file keeps the person's row and ticks
+// across those swaps (static/seam.js keeps focus), counts new escalations in the tab title, and
+// answers the shortcuts listed in the help overlay (`?`) when no link, button or field has focus.
 (function () {
   "use strict";
 
@@ -32,18 +32,24 @@
     document.title = n > 0 ? "(" + n + ") " + baseTitle : baseTitle;
   }
 
+  function mark(row) {
+    rows().forEach(function (other) {
+      other.classList.remove("current");
+      other.removeAttribute("aria-current");
+    });
+    row.classList.add("current");
+    row.setAttribute("aria-current", "true");
+    current = row.getAttribute("data-ticket");
+  }
+
+  // The keyboard's row takes focus (rows have tabindex="-1"), so that Tab goes on from it to its
+  // own links and buttons, and a screen reader reads the row.
   function select(index) {
     var all = rows();
     if (!all.length) return;
-    index = Math.max(0, Math.min(all.length - 1, index));
-    all.forEach(function (row) {
-      row.classList.remove("current");
-      row.removeAttribute("aria-current");
-    });
-    var row = all[index];
-    row.classList.add("current");
-    row.setAttribute("aria-current", "true");
-    current = row.getAttribute("data-ticket") || String(index);
+    var row = all[Math.max(0, Math.min(all.length - 1, index))];
+    mark(row);
+    row.focus({ preventScroll: true });
     row.scrollIntoView({ block: "nearest" });
   }
 
@@ -71,9 +77,23 @@
     return document.getElementById("shortcuts-help");
   }
 
-  function typing(target) {
-    var tag = target && target.tagName;
-    return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || (target && target.isContentEditable);
+  // What acts on a key of its own: a link or button follows Enter, a box Space, a field every key.
+  // A tabindex of -1 (a row, a heading given focus after an action) makes nothing interactive.
+  var INTERACTIVE = [
+    "a[href]", "area[href]", "button", "input", "select", "textarea", "summary", "iframe",
+    "audio[controls]", "video[controls]", '[contenteditable]:not([contenteditable="false"])',
+    '[tabindex]:not([tabindex^="-"])', "[role=button]", "[role=link]", "[role=checkbox]",
+    "[role=radio]", "[role=switch]", "[role=tab]", "[role=menuitem]", "[role=option]",
+    "[role=textbox]", "[role=searchbox]", "[role=combobox]", "[role=slider]", "[role=spinbutton]",
+  ].join(", ");
+
+  // The shortcuts take a key only when nothing focused wants it: focus on the page itself (or a
+  // plain element such as a heading), or on a run's row. Never from a control, so Enter on
+  // "Dead letters", a ticket or "Assign to me" does what that control says.
+  function shortcutsMayTake(target) {
+    if (!(target instanceof Element) || target === document.body) return true;
+    if (target.isContentEditable) return false;
+    return !target.closest(INTERACTIVE);
   }
 
   var keys = {
@@ -113,13 +133,22 @@
   keys.Enter = keys.o;
 
   document.addEventListener("keydown", function (event) {
-    if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
+    if (event.ctrlKey || event.metaKey || event.altKey || !shortcutsMayTake(event.target)) return;
     var dialog = help();
     if (dialog && dialog.open) return; // the dialog's own keys (Escape closes it)
     var action = keys[event.key];
     if (!action) return;
     event.preventDefault();
     action();
+  });
+
+  // A row focused another way (a click on it, focus given back after a redraw) is the keyboard's.
+  document.addEventListener("focusin", function (event) {
+    var box = results();
+    var target = event.target;
+    if (box && target instanceof Element && target.matches("tbody tr[data-ticket]") && box.contains(target)) {
+      mark(target);
+    }
   });
 
   // Runs ticked for a bulk action stay ticked when the results are drawn again (a filter, a

@@ -1,3 +1,97 @@
+/* Focus through redraws. htmx replaces a region (a poll every few seconds, an action's answer)
+   and the element that had focus goes with it: the browser puts focus back on <body>, so a
+   keyboard user starts again from the top of the page and Enter does nothing. Before a swap
+   this notes what had focus in the region, by what it is rather than by the node: its row (the
+   nearest element with a data-ticket or an id) and the control's own name. After the swap it
+   focuses the same control in the new markup; if that control is gone (the action it did is no
+   longer offered), its row; if the row is gone too (the run left the list), the row now in its
+   place; else the region's heading. window.seamFocus lets the dialog's code below do the same
+   for the button that opened it. */
+(function () {
+  "use strict";
+
+  const FOCUSABLE = "a[href], button, input:not([type=hidden]), select, textarea, summary, [tabindex]";
+  const PLACE = "[data-ticket], [id]";
+
+  function rowsOf(region) {
+    return Array.prototype.slice.call(region.querySelectorAll("[data-ticket]"));
+  }
+
+  function selectorOf(el) {
+    if (el.hasAttribute("data-ticket")) return '[data-ticket="' + CSS.escape(el.getAttribute("data-ticket")) + '"]';
+    return "#" + CSS.escape(el.id);
+  }
+
+  // A control is "the same" when it is the same kind of thing with the same name and words: a
+  // button's value or an input's state may have changed with the run.
+  function signature(el) {
+    return [el.tagName, el.getAttribute("name"), el.getAttribute("href"), el.getAttribute("aria-label"),
+            (el.textContent || "").trim()].join("|");
+  }
+
+  function describe(el, region) {
+    if (el.id && el !== region) return { id: el.id, region: region.id };
+    const holder = el.closest(PLACE);
+    const place = holder && holder !== region && region.contains(holder) ? holder : null;
+    return {
+      place: place ? selectorOf(place) : null,
+      self: el === place,
+      what: signature(el),
+      row: place && place.hasAttribute("data-ticket") ? rowsOf(region).indexOf(place) : -1,
+    };
+  }
+
+  function headingOf(el) {
+    return el.querySelector("h1, h2, h3") || el;
+  }
+
+  function find(key, region) {
+    if (key.id) return document.getElementById(key.id) || headingOf(region);
+    const place = key.place ? region.querySelector(key.place) : region;
+    if (place) {
+      if (key.self) return place;
+      const same = Array.prototype.find.call(place.querySelectorAll(FOCUSABLE), function (el) {
+        return !el.disabled && signature(el) === key.what;
+      });
+      if (same) return same;
+      if (key.place) return place.hasAttribute("data-ticket") ? place : headingOf(place);
+    }
+    const rows = rowsOf(region);
+    if (key.row >= 0 && rows.length) return rows[Math.min(key.row, rows.length - 1)];
+    return headingOf(region);
+  }
+
+  function give(el) {
+    if (!el.matches(FOCUSABLE)) el.setAttribute("tabindex", "-1");
+    el.focus({ preventScroll: true });
+  }
+
+  window.seamFocus = { describe: describe, find: find, give: give };
+
+  let kept = null;
+
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    const region = event.detail.target;
+    const active = document.activeElement;
+    kept = null;
+    // The dialog (below) moves focus into itself and back to its opener on its own.
+    if (!region || !region.id || region.closest("dialog")) return;
+    if (active && active !== document.body && region.contains(active)) {
+      kept = { region: region.id, key: describe(active, region) };
+    }
+  });
+
+  document.addEventListener("htmx:afterSettle", function () {
+    if (!kept) return;
+    const key = kept.key;
+    const region = document.getElementById(kept.region);
+    kept = null;
+    // Something already took focus (htmx itself, for an element with an id; autofocus).
+    if (!region || (document.activeElement && document.activeElement !== document.body)) return;
+    give(find(key, region));
+  });
+})();
+
 /* The console's one modal dialog (<dialog id="dialog"> in base.html).
 
    htmx swaps a confirmation, or a refusal, into the dialog; this opens it as a modal (the page
@@ -9,6 +103,7 @@
   "use strict";
 
   let opener = null;
+  let openerPlace = null; // where the opener was, to find its like if an action redrew it
 
   function dialog() {
     return document.getElementById("dialog");
@@ -21,16 +116,21 @@
   }
 
   function giveFocusBack() {
-    const back = opener && opener.isConnected ? opener : document.querySelector("main h1");
-    opener = null;
-    if (!back) return;
-    if (!back.matches("a, button, input, select, textarea, [tabindex]")) back.setAttribute("tabindex", "-1");
-    back.focus();
+    const main = document.querySelector("main");
+    let back = opener && opener.isConnected ? opener : null;
+    if (!back && openerPlace && main) back = window.seamFocus.find(openerPlace, main);
+    back = back || document.querySelector("main h1");
+    opener = openerPlace = null;
+    if (back) window.seamFocus.give(back);
   }
 
   document.addEventListener("htmx:beforeRequest", function (event) {
     const d = dialog();
-    if (d && event.detail.target === d && !d.open) opener = event.detail.elt;
+    const main = document.querySelector("main");
+    if (d && event.detail.target === d && !d.open) {
+      opener = event.detail.elt;
+      openerPlace = main && main.contains(opener) ? window.seamFocus.describe(opener, main) : null;
+    }
   });
 
   document.addEventListener("htmx:afterSwap", function (event) {

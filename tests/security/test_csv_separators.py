@@ -96,7 +96,7 @@ def test_the_audit_and_insights_downloads_run_nothing_under_any_separator(
     client = Client()
     client.force_login(persona("team_lead", tenant))
     today = timezone.localdate().isoformat()
-    downloads = {
+    downloads: dict[str, Any] = {
         "audit": client.get(reverse("handover:audit_csv")),
         "insights": client.get(reverse("insights:csv"), {"since": today, "until": today, "chart": "actions"}),
     }

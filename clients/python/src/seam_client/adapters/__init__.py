@@ -2,8 +2,12 @@
 `seam_client.adapters.langchain` (LangGraph and LangChain), `seam_client.adapters.openai_agents`
 (the OpenAI Agents SDK) and `seam_client.adapters.pydantic_ai` (Pydantic AI). Each wraps a tool
 so that its call goes through `Run.perform`: the intent is committed before the tool runs, its outcome recorded
-after, a settled call is replayed without running the tool again, and a call left in doubt is
-never re-run.
+after, a settled call is replayed without running the tool again, and a call left in doubt (its
+agent died between running it and recording what came of it) is run again only for a tool
+declared to honour its key (`honours_key=`: names, or each tool's `seam_client.HonoursKey`),
+under the same key and inside the key's lifetime. Any other call in doubt is not run: the
+client's `wait_for_settle` (`SeamClient(..., wait_for_settle=120)`) makes the agent wait, with
+progress on stderr, while Seam's reconciliation settles it, then go on from what it found.
 
 A tool that can pass an idempotency key to its downstream system reads the current call's key
 with `current_idempotency_key()`; one that cannot is still journaled, and Seam's reconciliation

@@ -14,8 +14,17 @@ ToolNode (under `create_agent` or a graph of your own) see the same tool. Its ca
 `Run.perform`: the intent is committed before the tool runs, the outcome recorded after; a
 settled call (an agent started again on the same run) answers from the journal without running
 the tool (`replay_text`: what the call did, or a sentence saying what became of it); an open one
-raises IntentInDoubt and the tool is not run. The tool's own answer, or its own exception,
-reaches the agent unchanged; LangGraph's `tool_call["id"]` is recorded with the outcome.
+(the agent died between running the tool and recording its outcome) is run again under the same
+key if the tool is named in `honours_key` (its downstream keeps the key, a day by default, and
+answers a repeat with the first result) and the key's lifetime has not passed. Otherwise the tool
+is not run: with the client's `wait_for_settle`, the call waits while Seam's reconciliation
+settles it and the agent goes on from what was found (a performed call is replayed); without,
+or when the wait ends unsettled, IntentInDoubt is raised out of `invoke`. The tool's own answer,
+or its own exception, reaches the agent unchanged; LangGraph's `tool_call["id"]` is recorded
+with the outcome.
+
+    tools = journaled_tools([award_points, lookup_order], run, read_only={"lookup_order"},
+                            honours_key={"award_points": HonoursKey(lifetime=24 * 3600)})
 
 Sync and async tools both work. `agent.invoke` calls each tool's sync path; `agent.ainvoke` and
 `astream` its async path (`@tool async def` tools need it), with either run handle: an
@@ -47,6 +56,7 @@ from pydantic import ConfigDict, ValidationError
 
 from .._async import AsyncRun
 from .._errors import ToolError
+from .._resume import HonoursKey, HonoursKeys, honours_keys
 from .._sync import Run
 from .._types import Call, Intent, Outcome
 from . import (
@@ -74,6 +84,7 @@ class JournaledTool(BaseTool):
     seam_run: Run | AsyncRun
     turns: Turns
     errors_mean_not_performed: bool = False
+    honours_key: HonoursKey | None = None
 
     def __init__(
         self,
@@ -82,6 +93,7 @@ class JournaledTool(BaseTool):
         turns: Turns,
         *,
         errors_mean_not_performed: bool = False,
+        honours_key: HonoursKey | None = None,
     ) -> None:
         super().__init__(
             name=inner.name,
@@ -93,6 +105,7 @@ class JournaledTool(BaseTool):
             seam_run=seam_run,
             turns=turns,
             errors_mean_not_performed=errors_mean_not_performed,
+            honours_key=honours_key,
         )
 
     def _run(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - invoke is overridden
@@ -115,7 +128,12 @@ class JournaledTool(BaseTool):
         call = _ToolCall(self, input, config, kwargs)
         try:
             intent = self.seam_run.perform(
-                self.name, call.args, call.sync, turn=self.turns.next(self.name), call_id=call.call_id
+                self.name,
+                call.args,
+                call.sync,
+                turn=self.turns.next(self.name),
+                call_id=call.call_id,
+                honours_key=self.honours_key,
             )
         except ToolError as failure:
             return call.own_failure(failure)
@@ -129,7 +147,12 @@ class JournaledTool(BaseTool):
         try:
             if isinstance(self.seam_run, AsyncRun):
                 intent = await self.seam_run.perform(
-                    self.name, call.args, call.coroutine, turn=turn, call_id=call.call_id
+                    self.name,
+                    call.args,
+                    call.coroutine,
+                    turn=turn,
+                    call_id=call.call_id,
+                    honours_key=self.honours_key,
                 )
             else:
                 # The sync Run's requests block: made from a worker thread, while the tool's
@@ -141,6 +164,7 @@ class JournaledTool(BaseTool):
                     call.on_loop(asyncio.get_running_loop()),
                     turn=turn,
                     call_id=call.call_id,
+                    honours_key=self.honours_key,
                 )
         except ToolError as failure:
             return call.own_failure(failure)
@@ -223,18 +247,28 @@ def journaled_tools(
     *,
     read_only: Collection[str] = (),
     errors_mean_not_performed: Collection[str] = (),
+    honours_key: HonoursKeys = (),
     turns: Turns | None = None,
 ) -> list[BaseTool]:
     """The agent's tools, each write journaled in `run` (a Run, or an AsyncRun for an agent run
     with ainvoke/astream); the tools named in `read_only` (lookups that change nothing) are
     returned as they are. The tools named in `errors_mean_not_performed` declare that their
     errors are refusals before they act, so an error from one is recorded `permanent`, not kept
-    in doubt. One `Turns` numbers their calls."""
+    in doubt. The tools named in `honours_key` (names, or each tool's HonoursKey) declare that
+    their downstream honours the call's key: one found open is run again under its key inside
+    the key's lifetime. One `Turns` numbers their calls."""
     turns = turns or Turns()
+    honoured = honours_keys(honours_key)
     return [
         tool
         if tool.name in read_only
-        else JournaledTool(tool, run, turns, errors_mean_not_performed=tool.name in errors_mean_not_performed)
+        else JournaledTool(
+            tool,
+            run,
+            turns,
+            errors_mean_not_performed=tool.name in errors_mean_not_performed,
+            honours_key=honoured.get(tool.name),
+        )
         for tool in tools
     ]
 

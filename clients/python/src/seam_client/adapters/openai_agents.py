@@ -13,8 +13,11 @@ Each `FunctionTool` is copied with the same name, description and JSON schema; o
 before. The call goes through `AsyncRun.perform`: the intent is committed before the tool runs,
 the outcome recorded after, with the model's `ctx.tool_call_id`; a settled call (an agent
 started again on the same run) answers from the journal without running the tool
-(`replay_text`: what the call did, or a sentence saying what became of it); an open one raises
-IntentInDoubt out of `Runner.run`, and the tool is not run. The tool's own answer, or the SDK's
+(`replay_text`: what the call did, or a sentence saying what became of it); an open one is run
+again under the same key if the tool is named in `honours_key` (names, or each tool's
+`seam_client.HonoursKey`) and its key's lifetime has not passed; otherwise the tool is not run,
+and, after the client's `wait_for_settle` (if any) has given Seam's reconciliation the time to
+settle it, IntentInDoubt is raised out of `Runner.run`. The tool's own answer, or the SDK's
 failure message for its exception, reaches the model unchanged (or the exception is raised, if
 the tool was made with `failure_error_function=None`).
 
@@ -52,6 +55,7 @@ from agents.tool_context import ToolContext
 from .. import _errors
 from .._async import AsyncRun
 from .._errors import ToolError
+from .._resume import HonoursKey, HonoursKeys, honours_keys
 from .._types import Outcome
 from . import ToolCall, Turns, classify, outcome_of, replay_text
 
@@ -80,7 +84,12 @@ def through_runner(error: SeamErrorT) -> SeamErrorT:
 
 
 def journaled_tool(
-    tool: FunctionTool, run: AsyncRun, turns: Turns, *, errors_mean_not_performed: bool = False
+    tool: FunctionTool,
+    run: AsyncRun,
+    turns: Turns,
+    *,
+    errors_mean_not_performed: bool = False,
+    honours_key: HonoursKey | None = None,
 ) -> FunctionTool:
     """A copy of `tool` whose every call is journaled in `run` (see the module's docstring)."""
     # A copy that raises its exceptions to the wrapper instead of answering them to the model.
@@ -107,6 +116,7 @@ def journaled_tool(
                 call,
                 turn=turns.next(tool.name),
                 call_id=ctx.tool_call_id,
+                honours_key=honours_key,
             )
         except _errors.SeamError as exc:
             raise through_runner(exc) from exc
@@ -131,15 +141,25 @@ def journaled_tools(
     *,
     read_only: Collection[str] = (),
     errors_mean_not_performed: Collection[str] = (),
+    honours_key: HonoursKeys = (),
     turns: Turns | None = None,
 ) -> list[Tool]:
     """The agent's tools, each function tool journaled in `run`; those named in `read_only`
     (lookups that change nothing) and tools that are not function tools (hosted tools run on
     the model provider's side) are returned as they are. `errors_mean_not_performed` names the
-    tools whose exceptions are refusals made before acting. One `Turns` numbers their calls."""
+    tools whose exceptions are refusals made before acting; `honours_key` (names, or each
+    tool's HonoursKey) the tools whose downstream honours the call's key, run again under it
+    when found open inside the key's lifetime. One `Turns` numbers their calls."""
     turns = turns or Turns()
+    honoured = honours_keys(honours_key)
     return [
-        journaled_tool(tool, run, turns, errors_mean_not_performed=tool.name in errors_mean_not_performed)
+        journaled_tool(
+            tool,
+            run,
+            turns,
+            errors_mean_not_performed=tool.name in errors_mean_not_performed,
+            honours_key=honoured.get(tool.name),
+        )
         if isinstance(tool, FunctionTool) and tool.name not in read_only
         else tool
         for tool in tools

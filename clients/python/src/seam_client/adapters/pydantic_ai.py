@@ -16,7 +16,10 @@ toolset is asked to run it, and only `call_tool` is journaled. The call goes thr
 with the model's `ctx.tool_call_id`; a settled call (an agent started again on the same run)
 answers from the journal without running the tool (`replay_text`: what the call did, or a
 sentence saying what became of it, as a failed tool result (`ToolFailed`) when it did not
-succeed); an open one raises IntentInDoubt out of `Agent.run`, and the tool is not run. The
+succeed); an open one is run again under the same key if the tool is named in `honours_key`
+(names, or each tool's `seam_client.HonoursKey`) and its key's lifetime has not passed;
+otherwise it is not run, and, after the client's `wait_for_settle` (if any) has given Seam's
+reconciliation the time to settle it, IntentInDoubt is raised out of `Agent.run`. The
 tool's own answer, or its own exception, reaches the agent unchanged: the model sees a
 `ModelRetry` or `ToolFailed`, any other exception ends the run, as without Seam.
 
@@ -34,7 +37,7 @@ The call's key is in `current_idempotency_key()`."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +47,7 @@ from pydantic_core import to_jsonable_python
 
 from .._async import AsyncRun
 from .._errors import ToolError
+from .._resume import HonoursKey, HonoursKeys, honours_keys
 from .._types import Outcome
 from . import SETTLED_WITHOUT_ERROR, ToolCall, Turns, classify, outcome_of, replay_text
 
@@ -59,6 +63,7 @@ class JournaledToolset(WrapperToolset[Any]):
     seam_run: AsyncRun
     read_only: frozenset[str] = frozenset()
     errors_mean_not_performed: frozenset[str] = frozenset()
+    honours_key: Mapping[str, HonoursKey] = field(default_factory=dict)
     turns: Turns = field(default_factory=Turns)
 
     async def call_tool(
@@ -85,6 +90,7 @@ class JournaledToolset(WrapperToolset[Any]):
                 call,
                 turn=turn,
                 call_id=ctx.tool_call_id or "",
+                honours_key=self.honours_key.get(name),
             )
         except ToolError as recorded:
             return record.own_failure(recorded)  # the tool's own exception goes on as without Seam
@@ -102,15 +108,19 @@ def journaled_toolset(
     *,
     read_only: Collection[str] = (),
     errors_mean_not_performed: Collection[str] = (),
+    honours_key: HonoursKeys = (),
     turns: Turns | None = None,
 ) -> JournaledToolset:
     """`toolset` (a FunctionToolset, an MCP server, any toolset) with its calls journaled in
     `run`. `read_only` names the tools that change nothing (lookups), run as they are;
-    `errors_mean_not_performed` names the tools whose errors are refusals made before acting."""
+    `errors_mean_not_performed` names the tools whose errors are refusals made before acting;
+    `honours_key` (names, or each tool's HonoursKey) the tools whose downstream honours the
+    call's key, run again under it when found open inside the key's lifetime."""
     return JournaledToolset(
         wrapped=toolset,
         seam_run=run,
         read_only=frozenset(read_only),
         errors_mean_not_performed=frozenset(errors_mean_not_performed),
+        honours_key=honours_keys(honours_key),
         turns=turns or Turns(),
     )

@@ -3,19 +3,22 @@
 # embedded server under var/postgres, started here and stopped on exit: config/embedded_postgres.py),
 # migrated, with demo users; the sandbox of downstream systems on :8100; a Celery worker with its
 # beat on Kombu's SQLAlchemy transport over that same database (restarted if it ever exits);
-# half-finished runs seeded by replaying tickets with kills; and Seam on http://127.0.0.1:8000.
-# Ctrl-C (or TERM) stops everything it started, the embedded server last.
+# half-finished runs seeded by replaying tickets with kills; and Seam on http://127.0.0.1:8000,
+# with DEBUG off (config/settings/local.py): the pages people meet, the styled 404 and 500 among
+# them. Ctrl-C (or TERM) stops everything it started, the embedded server last.
 #
-# SEAM_DEMO_PORT (8000), SEAM_SANDBOX_URL (http://127.0.0.1:8100) and SEAM_DEMO_VAR (var: the
-# embedded server's data, the logs, the beat's schedule) move it, as tests/test_demo_fresh.py does.
+# SEAM_PORT (8000; SEAM_DEMO_PORT, its older name, still works) and SEAM_SANDBOX_PORT (8100) move
+# Seam and the sandbox; SEAM_SANDBOX_URL (http://127.0.0.1:$SEAM_SANDBOX_PORT) names the sandbox
+# outright, its port included; SEAM_DEMO_VAR (var: the embedded server's data, the logs, the
+# beat's schedule) moves the demo's folder, as tests/test_demo_fresh.py does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DJANGO_SETTINGS_MODULE="${DJANGO_SETTINGS_MODULE:-config.settings.local}"
 # platformdirs warns when XDG_RUNTIME_DIR is unset (a root shell): the library's lock still works.
 export PYTHONWARNINGS="${PYTHONWARNINGS:-ignore:XDG_RUNTIME_DIR}"
-export SEAM_SANDBOX_URL="${SEAM_SANDBOX_URL:-http://127.0.0.1:8100}"
+export SEAM_SANDBOX_URL="${SEAM_SANDBOX_URL:-http://127.0.0.1:${SEAM_SANDBOX_PORT:-8100}}"
 sandbox_port="${SEAM_SANDBOX_URL##*:}"
-port="${SEAM_DEMO_PORT:-8000}"
+port="${SEAM_PORT:-${SEAM_DEMO_PORT:-8000}}"
 var="${SEAM_DEMO_VAR:-var}"
 postgres_data="$var/postgres"
 mkdir -p "$var/celery" "$var/log"

@@ -25,10 +25,14 @@ CELERY_BROKER_URL = env(
 if CELERY_BROKER_URL.startswith("sqla+"):
     CELERY_BROKER_TRANSPORT_OPTIONS = {}
 
-DEBUG = env.bool("DJANGO_DEBUG", default=True)
+# Off, so the demo's pages are the ones people meet: the styled 404 and 500 (templates/404.html,
+# 500.html), never Django's debug page with its URL patterns and settings. DJANGO_DEBUG=true
+# brings the debug pages back while developing.
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
 MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
 
 # Serve static files from the app and static/ folders directly; no collectstatic in development.
+# WhiteNoise serves them whatever DEBUG says (runserver's own static handler only with DEBUG on).
 # The sandbox of downstream systems is served at /sandbox/ beside Seam's pages.
 SEAM_SANDBOX_ENABLED = env.bool("SEAM_SANDBOX_ENABLED", default=True)
 WHITENOISE_USE_FINDERS = True

@@ -10,8 +10,8 @@ from journal.models import Run, Tenant
 
 
 class AuditAction(models.TextChoices):
-    """Every action a person can take from the dashboard, and the lockout of a person's login
-    (console.login_throttle)."""
+    """Every action a person can take from the dashboard, and the lockout of a person's login and
+    an admin's lifting of it (console.login_throttle)."""
 
     ASSIGN = "assign", "Assigned the run"
     COMPENSATE_STEP = "compensate_step", "Compensated one step"
@@ -27,6 +27,7 @@ class AuditAction(models.TextChoices):
     DEAD_LETTER_RETRY = "dead_letter_retry", "Retried a dead letter"
     DEAD_LETTER_RESOLVE = "dead_letter_resolve", "Resolved a dead letter"
     LOGIN_LOCKED_OUT = "login_locked_out", "Locked out after too many failed logins"
+    LOGIN_UNLOCKED = "login_unlocked", "Let a locked-out person sign in again"
     AUDIT_VERIFY = "audit_verify", "Re-ran the audit chain's verification"
 
 

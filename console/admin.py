@@ -18,8 +18,10 @@ from journal.models import (
     Tenant,
 )
 from journal.tenant_admin import TenantScopedAdmin, admin_tenant
+from observability.middleware import request_id_of
 
 from .forms import NotificationRuleForm
+from .login_throttle import login_unlock
 from .models import NotificationRule, TenantSettings
 from .roles import ROLE_PERMISSIONS
 
@@ -142,6 +144,18 @@ class StaffUserAdmin(TenantScopedAdmin, UserAdmin):
     no one makes themselves more than a tenant's admin. A person they add joins their tenant."""
 
     tenant_path = "membership__tenant"
+    actions = ["login_unlock_action"]
+
+    @admin.action(description="Let them sign in again (forget their failed logins)", permissions=["change"])
+    def login_unlock_action(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        # The queryset is the caller's tenant's people (get_queryset); each unlock is audited.
+        cleared = sum(
+            login_unlock(user=person, actor=request.user, request_id=request_id_of(request))
+            for person in queryset
+        )
+        self.message_user(
+            request, f"{queryset.count()} people may sign in again ({cleared} failure records forgotten)."
+        )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         rows = super().get_queryset(request)

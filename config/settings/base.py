@@ -146,11 +146,16 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
-# Login throttling (django-axes): after SEAM_LOGIN_FAILURE_LIMIT wrong passwords for one username
-# from one address, that pair is refused (429, the lockout page) for SEAM_LOGIN_COOLOFF_MINUTES,
-# counted again from each further failure; the admin's login is covered too. The right password
-# does not help while locked out. console.login_throttle writes a `login_locked_out` audit row.
-# A superuser unlocks early in the admin (Axes → Access attempts) or with `manage.py axes_reset`.
+# Login throttling (django-axes, console.login_throttle): after SEAM_LOGIN_FAILURE_LIMIT wrong
+# passwords for one username from one address, that pair is refused (429, the lockout page) for
+# SEAM_LOGIN_COOLOFF_MINUTES, counted again from each further failure; after
+# SEAM_LOGIN_ADDRESS_FAILURE_LIMIT from one address over any usernames (password spraying), the
+# address is. From an address the person has signed in from before, either lasts
+# SEAM_LOGIN_USUAL_ADDRESS_COOLOFF_MINUTES. The admin's login is covered too. The right password
+# does not help while locked out. A lockout is a `login_locked_out` audit row; an admin lifts it
+# at once with the people admin's "let them sign in again" action (a `login_unlocked` row).
+# The address is the connection's, or, behind SEAM_TRUSTED_PROXY_COUNT proxies of ours,
+# X-Forwarded-For's entry the outermost of them wrote (docs/operations.md, "Proxies").
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
@@ -160,6 +165,25 @@ SEAM_LOGIN_COOLOFF_MINUTES = _env_or_fail(env.int, "SEAM_LOGIN_COOLOFF_MINUTES",
 AXES_COOLOFF_TIME = timedelta(minutes=SEAM_LOGIN_COOLOFF_MINUTES)
 if AXES_FAILURE_LIMIT < 1 or SEAM_LOGIN_COOLOFF_MINUTES < 1:
     raise ImproperlyConfigured("SEAM_LOGIN_FAILURE_LIMIT and SEAM_LOGIN_COOLOFF_MINUTES must be at least 1.")
+SEAM_LOGIN_ADDRESS_FAILURE_LIMIT = _env_or_fail(env.int, "SEAM_LOGIN_ADDRESS_FAILURE_LIMIT", default=20)
+SEAM_LOGIN_USUAL_ADDRESS_COOLOFF_MINUTES = _env_or_fail(
+    env.int, "SEAM_LOGIN_USUAL_ADDRESS_COOLOFF_MINUTES", default=2
+)
+if (
+    SEAM_LOGIN_ADDRESS_FAILURE_LIMIT < 1
+    or not 1 <= SEAM_LOGIN_USUAL_ADDRESS_COOLOFF_MINUTES <= SEAM_LOGIN_COOLOFF_MINUTES
+):
+    raise ImproperlyConfigured(
+        "SEAM_LOGIN_ADDRESS_FAILURE_LIMIT must be at least 1, and SEAM_LOGIN_USUAL_ADDRESS_COOLOFF_MINUTES "
+        "between 1 and SEAM_LOGIN_COOLOFF_MINUTES."
+    )
+# How many proxies of ours (load balancer, CDN) stand between clients and Seam, each appending to
+# X-Forwarded-For. 0: none, the header is never read (a client could write anything in it).
+SEAM_TRUSTED_PROXY_COUNT = _env_or_fail(env.int, "SEAM_TRUSTED_PROXY_COUNT", default=0)
+if SEAM_TRUSTED_PROXY_COUNT < 0:
+    raise ImproperlyConfigured("SEAM_TRUSTED_PROXY_COUNT must be 0 or more.")
+AXES_CLIENT_IP_CALLABLE = "console.login_throttle.client_address"
+AXES_HANDLER = "console.login_throttle.SeamLoginHandler"
 # One person mistyping from the office does not lock out a colleague, and one address cannot guess
 # one account's password past the limit.
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]

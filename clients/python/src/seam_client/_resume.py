@@ -192,7 +192,7 @@ class SettleWait:
             )
         print(
             f"waiting for Seam to settle {self.intent.tool or 'a call'} (key {self.intent.idempotency_key}): "
-            f"{elapsed:.0f} s of {self.timeout:.0f} s",
+            f"{int(elapsed)} s of {self.timeout:g} s",
             file=self.out or sys.stderr,
             flush=True,
         )

@@ -49,6 +49,21 @@ VERDICT_WORDS: dict[str, Template] = {
     CallVerdict.DOWNSTREAM_CANNOT_SAY: _("the downstream system cannot say: %(answer)s"),
     CallVerdict.NO_LOOKUP: _("no lookup can ask the downstream system about it (%(error)s)"),
     CallVerdict.MARKED_BY_PERSON: _("marked %(status)s by %(by)s: %(note)s"),
+    CallVerdict.RESENT_UNDER_KEY: _(
+        "%(lookup)s; so reconciliation sent it again under its key, which the downstream system "
+        "deduplicates: it answered with the call's one effect"
+    ),
+    CallVerdict.RESEND_REFUSED: _(
+        "%(lookup)s; sent again under its key, the downstream system refused it (%(error_class)s: "
+        "%(message)s), so it was not done"
+    ),
+    CallVerdict.KEY_REFUSED: _(
+        "%(lookup)s; sent again under its key, the downstream system refused the key "
+        "(%(error_class)s: %(message)s), so whether the call acted is unknown"
+    ),
+    CallVerdict.RESEND_FAILED: _(
+        "%(lookup)s; sending it again under its key failed too (%(error_class)s: %(message)s)"
+    ),
 }
 # A NO_LOOKUP verdict on a call whose tool answered with an error and may have acted.
 NO_LOOKUP_AFTER_ERROR = _(
@@ -156,6 +171,8 @@ def verdict_words(verdict: Mapping[str, Any]) -> str:
     if code == CallVerdict.FOUND_ALREADY_SO:
         facts["at"] = _when_iso(facts.get("at", "")) or str(UNSTATED_TIME)
         facts["detail"] = f": {facts['detail']}" if facts.get("detail") else ""
+    if "lookup" in facts:  # a resend's verdict carries the lookup's, which says why it was resent
+        facts["lookup"] = verdict_words(facts["lookup"])
     if code == CallVerdict.ANSWER_PREDATES_INTENT:
         facts["at"], facts["intended_at"] = _when_iso(facts["at"]), _when_iso(facts["intended_at"])
     template = VERDICT_WORDS.get(code)

@@ -37,6 +37,16 @@ class CallVerdict(StrEnum):
     # No connector declares a lookup for the tool. facts: tool_said (the agent's report of the
     # tool's error when it may have acted, else ""), error (why no lookup: the registry's words)
     NO_LOOKUP = "no_lookup"
+    # Sent again under its key to a provider that deduplicates by it (ToolSpec.honours_key),
+    # after no lookup could settle it. facts: lookup (why no lookup could: a CallVerdict)
+    RESENT_UNDER_KEY = "resent_under_key"
+    # The resend was refused for good: nothing was done. facts: lookup, error_class, message
+    RESEND_REFUSED = "resend_refused"
+    # The provider refused the key (it holds it for something else): for a person.
+    # facts: lookup, error_class, message
+    KEY_REFUSED = "key_refused"
+    # The resend failed in a way that proves nothing. facts: lookup, error_class, message
+    RESEND_FAILED = "resend_failed"
     # A person marked the call. facts: status, by, note
     MARKED_BY_PERSON = "marked_by_person"
 

@@ -193,12 +193,9 @@ def _lookup_failed(*, intent: Intent, error: str, now: datetime) -> Verdict:
     budget = int(settings.SEAM_LOOKUP_MAX_ATTEMPTS)
     bookkeeping = {"lookup_attempts": F("lookup_attempts") + 1, "last_lookup_error": error[:MAX_REASON_CHARS]}
     if attempts >= budget:
-        return _settling(
-            intent=intent,
-            outcome=ReconcileOutcome.UNKNOWN,
-            status=IntentStatus.UNKNOWN,
+        return _unknown(
+            intent,
             verdict=why(CallVerdict.LOOKUP_BUDGET_SPENT, attempts=attempts, last_error=error),
-            now=now,
             also=bookkeeping,
         )
     retry_at = now + _backoff(attempts)
@@ -293,13 +290,67 @@ def _no_lookup(intent: Intent, exc: UnknownTool) -> Why:
     )
 
 
-def _unknown(intent: Intent, *, verdict: Why) -> Verdict:
+def _unknown(intent: Intent, *, verdict: Why, also: dict[str, Any] | None = None) -> Verdict:
+    """No lookup could settle the row (`verdict` says why): sent again under its key where the
+    tool honours it and the provider still keeps the key (_resent), else `unknown`, for a person."""
+    if tools.resend_allowed(intent=intent, now=timezone.now()):
+        return _resent(intent, lookup=verdict, also=also)
+    return _settle_as(intent, ReconcileOutcome.UNKNOWN, IntentStatus.UNKNOWN, verdict, also=also)
+
+
+def _resent(intent: Intent, *, lookup: Why, also: dict[str, Any] | None) -> Verdict:
+    """Send the row's call again under its key, to a provider that deduplicates by it: its
+    answer is the first call's effect, or this one's, never a second. A success settles the row
+    as the lookup would have (`performed`, or `already_so` for evidence older than the intent); a
+    refusal for good (invalid input, permanent) proves nothing was done: `not_performed`; a
+    refusal of the key (conflict: the provider holds it for something else) or a bug is evidence
+    for a person, never sent a third time; a failure that may pass is asked again later, within
+    the lookup budget."""
+    facts = {"lookup": lookup.as_json()}
+    try:
+        sent = tools.intent_resend_under_key(intent=intent)
+        answer = caused_by_intent(sent, tools.lookup_query(intent))
+    except ToolError as exc:
+        return _resend_refused(intent, exc, facts, also=also)
+    except Exception as exc:  # a connector bug: evidence for a person, as a lookup's would be
+        failed = why(CallVerdict.RESEND_FAILED, **facts, error_class=ErrorClass.BUG, message=repr(exc)[:500])
+        return _settle_as(intent, ReconcileOutcome.UNKNOWN, IntentStatus.UNKNOWN, failed, also=also)
+    if isinstance(answer, AlreadySo):
+        return _settled_by(intent, answer)
+    assert isinstance(answer, Performed)
     return _settling(
         intent=intent,
-        outcome=ReconcileOutcome.UNKNOWN,
-        status=IntentStatus.UNKNOWN,
-        verdict=verdict,
+        outcome=ReconcileOutcome.PERFORMED,
+        status=IntentStatus.PERFORMED,
+        verdict=why(CallVerdict.RESENT_UNDER_KEY, **facts),
         now=timezone.now(),
+        receipt=answer.receipt,
+        also=also,
+    )
+
+
+def _resend_refused(
+    intent: Intent, exc: ToolError, facts: dict[str, Any], *, also: dict[str, Any] | None
+) -> Verdict:
+    """What a resend's error makes of the row (_resent says which error means what)."""
+    refused = {**facts, "error_class": exc.error_class, "message": exc.message}
+    if exc.error_class in (ErrorClass.INVALID_INPUT, ErrorClass.PERMANENT):
+        verdict = why(CallVerdict.RESEND_REFUSED, **refused)
+        return _settle_as(
+            intent, ReconcileOutcome.NOT_PERFORMED, IntentStatus.NOT_PERFORMED, verdict, also=also
+        )
+    budget = int(settings.SEAM_LOOKUP_MAX_ATTEMPTS)
+    if exc.error_class in RETRYABLE_LOOKUP_ERRORS and intent.lookup_attempts + 1 < budget:
+        return _lookup_failed(intent=intent, error=f"{exc.error_class}: {exc.message}", now=timezone.now())
+    code = CallVerdict.KEY_REFUSED if exc.error_class == ErrorClass.CONFLICT else CallVerdict.RESEND_FAILED
+    return _settle_as(intent, ReconcileOutcome.UNKNOWN, IntentStatus.UNKNOWN, why(code, **refused), also=also)
+
+
+def _settle_as(
+    intent: Intent, outcome: ReconcileOutcome, status: str, verdict: Why, *, also: dict[str, Any] | None
+) -> Verdict:
+    return _settling(
+        intent=intent, outcome=outcome, status=status, verdict=verdict, now=timezone.now(), also=also
     )
 
 

@@ -7,7 +7,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from .errors import InvalidRequest
-from .faults import LOOKUP_OPERATION, UNKNOWN_LOOKUP, Fault
+from .faults import KEY_CONFLICT, LOOKUP_OPERATION, UNKNOWN_LOOKUP, Fault
 from .models import Call, FaultRule, Provider
 
 # The operations each provider answers, by the names faults and the ledger use.
@@ -68,6 +68,10 @@ def fault_rule_create(*, provider: str, operation: str, fault: str, remaining: i
         raise InvalidRequest(
             "invalid_fault", "unknown_lookup applies only to the lookup operation", field="fault"
         )
+    if parsed.kind == KEY_CONFLICT and operation == LOOKUP_OPERATION:
+        raise InvalidRequest(
+            "invalid_fault", "key_conflict applies only to calls, not lookups", field="fault"
+        )
     if remaining < 1:
         raise InvalidRequest("invalid_remaining", "remaining must be at least 1", field="remaining")
     return FaultRule.objects.create(
@@ -84,8 +88,8 @@ def fault_claim(*, provider: str, operation: str) -> Fault | None:
     """Take one use of the oldest live rule for this call, if any. The decrement is a
     compare-and-swap, so two calls at once never both take a rule's last use."""
     rules = FaultRule.objects.filter(provider=provider, operation__in=(operation, ""), remaining__gt=0)
-    if operation != LOOKUP_OPERATION:
-        rules = rules.exclude(fault=UNKNOWN_LOOKUP)
+    # A fault for one kind of call leaves the others alone (Fault.applies_to).
+    rules = rules.exclude(fault=KEY_CONFLICT if operation == LOOKUP_OPERATION else UNKNOWN_LOOKUP)
     for rule in rules.order_by("created_at", "id")[:20]:
         taken = FaultRule.objects.filter(pk=rule.pk, remaining__gt=0).update(remaining=F("remaining") - 1)
         if taken == 1:

@@ -3,7 +3,9 @@
 - `fail_before` — answer 503 without acting;
 - `drop_after` — act, commit, then close the connection without answering;
 - `slow:<ms>` — act, then answer after <ms> milliseconds;
-- `unknown_lookup` — a key lookup answers {"status": "unknown"} (lookups only)."""
+- `unknown_lookup` — a key lookup answers {"status": "unknown"} (lookups only);
+- `key_conflict` — answer 409 without acting, as a provider does that holds the call's key for
+  another request (calls only, not lookups)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ FAIL_BEFORE = "fail_before"
 DROP_AFTER = "drop_after"
 SLOW = "slow"
 UNKNOWN_LOOKUP = "unknown_lookup"
+KEY_CONFLICT = "key_conflict"
 MAX_SLOW_MS = 60_000
 LOOKUP_OPERATION = "lookup"
 
@@ -33,18 +36,23 @@ class Fault:
     @classmethod
     def parse(cls, text: str, *, field: str = "fault") -> Fault:
         text = text.strip()
-        if text in (FAIL_BEFORE, DROP_AFTER, UNKNOWN_LOOKUP):
+        if text in (FAIL_BEFORE, DROP_AFTER, UNKNOWN_LOOKUP, KEY_CONFLICT):
             return cls(kind=text)
         match = _SLOW.match(text)
         if match and int(match.group(1)) <= MAX_SLOW_MS:
             return cls(kind=SLOW, ms=int(match.group(1)))
         raise InvalidRequest(
             "invalid_fault",
-            f"unknown fault {text[:60]!r}: expected fail_before, drop_after, unknown_lookup or "
+            f"unknown fault {text[:60]!r}: expected fail_before, drop_after, unknown_lookup, key_conflict or "
             f"slow:<ms> with ms <= {MAX_SLOW_MS}",
             field=field,
         )
 
     def applies_to(self, operation: str) -> bool:
-        """`unknown_lookup` means something only to a key lookup; every other fault to any call."""
-        return self.kind != UNKNOWN_LOOKUP or operation == LOOKUP_OPERATION
+        """`unknown_lookup` means something only to a key lookup, `key_conflict` only to a call;
+        every other fault to any call."""
+        if self.kind == UNKNOWN_LOOKUP:
+            return operation == LOOKUP_OPERATION
+        if self.kind == KEY_CONFLICT:
+            return operation != LOOKUP_OPERATION
+        return True

@@ -18,8 +18,8 @@ from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 
 from . import endpoint_calls, parsing, seeded_world, selectors, services
-from .errors import DropConnection, InvalidRequest, SandboxError, Unavailable, UnknownObject
-from .faults import DROP_AFTER, FAIL_BEFORE, LOOKUP_OPERATION, SLOW, UNKNOWN_LOOKUP, Fault
+from .errors import Conflict, DropConnection, InvalidRequest, SandboxError, Unavailable, UnknownObject
+from .faults import DROP_AFTER, FAIL_BEFORE, KEY_CONFLICT, LOOKUP_OPERATION, SLOW, UNKNOWN_LOOKUP, Fault
 from .ledger import Outcome
 from .models import FaultRule, Provider
 
@@ -62,9 +62,23 @@ def _fault_for(request: HttpRequest, *, provider: str, operation: str) -> Fault 
     return fault
 
 
+def _refusal(provider: str, fault: Fault | None) -> SandboxError | None:
+    """The error a fault answers with before the view runs, if it is one that does."""
+    if fault is not None and fault.kind == FAIL_BEFORE:
+        return Unavailable("unavailable", f"{provider} is unavailable (fault fail_before); nothing was done")
+    if fault is not None and fault.kind == KEY_CONFLICT:
+        return Conflict(
+            "idempotency_key_in_use",
+            f"{provider} holds this idempotency key for another request (fault key_conflict)",
+            field="Idempotency-Key",
+        )
+    return None
+
+
 def provider_endpoint(provider: str, operation: str, *, method: str = "POST") -> Callable[[View], View]:
     """A provider operation that faults can reach. `fail_before` answers 503 before the view
-    runs; `unknown_lookup` answers a lookup without consulting the ledger; `slow` and
+    runs, `key_conflict` answers 409 before it; `unknown_lookup` answers a lookup without
+    consulting the ledger; `slow` and
     `drop_after` let the view act (and commit) first, then delay the answer or withhold it."""
 
     def decorate(view: View) -> View:
@@ -92,12 +106,10 @@ def provider_endpoint(provider: str, operation: str, *, method: str = "POST") ->
             except SandboxError as exc:
                 log(exc.status_code, None)
                 return _with_request_id(_error(exc))
-            if fault is not None and fault.kind == FAIL_BEFORE:
-                unavailable = Unavailable(
-                    "unavailable", f"{provider} is unavailable (fault fail_before); nothing was done"
-                )
-                log(unavailable.status_code, fault)
-                return _with_request_id(_error(unavailable))
+            refused = _refusal(provider, fault)
+            if refused is not None:
+                log(refused.status_code, fault)
+                return _with_request_id(_error(refused))
             if fault is not None and fault.kind == UNKNOWN_LOOKUP:
                 response: HttpResponse = JsonResponse(
                     {"status": "unknown", "reason": f"{provider} cannot say right now (fault unknown_lookup)"}

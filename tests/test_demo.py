@@ -85,7 +85,10 @@ def test_demo_seeds_killed_runs_on_a_database_of_its_own(db: str) -> None:
     # T-41518's refund happened (a person decides), and T-41207's undo finds the credit already
     # reversed by hand at the accounting desk (a dead letter with an owner).
     assert "T-41207: the accounting desk reversed credit memo" in seeded
-    assert armed == {("payments", "lookup", "unknown_lookup", 1)}  # armed once, not on the re-run
+    assert armed == {  # armed once, not on the re-run
+        ("payments", "lookup", "unknown_lookup", 1),
+        ("payments", "refund", "key_conflict", 1),
+    }
     assert left == set()
     unknown = _rows(
         db,

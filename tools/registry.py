@@ -12,7 +12,7 @@ import difflib
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 import jsonschema
@@ -92,6 +92,19 @@ class ToolSpec:
             return self.loss_detail.format_map(dict(receipt))
         except (KeyError, IndexError, ValueError):
             return ""  # a field the sentence names is absent: the receipt reports no loss
+
+    # The downstream deduplicates calls by their idempotency key, for key_lifetime seconds from
+    # the call: sending a call again with the same key inside that window returns the first
+    # call's result and never acts twice. Reconciliation then settles a call no lookup could
+    # by sending it again under its key (tools.services.intent_resend_under_key); past the
+    # window, never. False: the key is not honoured, and a call in doubt is only ever asked about.
+    honours_key: bool = False
+    key_lifetime: float = 86400.0
+
+    def may_resend(self, *, intended_at: datetime, now: datetime) -> bool:
+        """Whether a call of this tool recorded at `intended_at` may be sent again under its key
+        at `now`: the tool honours its key, and the provider still keeps it."""
+        return self.honours_key and now - intended_at < timedelta(seconds=self.key_lifetime)
 
     # Seconds one call may take before its connector gives up on it; None: the connector's own
     # (HttpConnector: connect plus read timeout), else settings.SEAM_CALL_TIMEOUT_SECONDS.

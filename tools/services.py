@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from journal import services as journal
 from journal.models import Intent, Run
 from journal.tool_errors import ToolError
 
-from .connectors import HttpConnector, LookupQuery, LookupResult
+from .connectors import HttpConnector, LookupQuery, LookupResult, Performed
 from .registry import ArgumentsRefused, UnknownTool, find_tool, get_tool
 
 MIN_READ_TIMEOUT = 0.05  # seconds: below this a read cannot even connect
@@ -119,6 +120,28 @@ def intent_lookup(*, intent: Intent) -> LookupResult:
     UnknownTool when nobody can be asked. The answer is the connector's own: reconciliation holds
     it to connectors.caused_by_intent before settling anything."""
     return get_tool(intent.tool).get_connector().lookup(lookup_query(intent))
+
+
+def resend_allowed(*, intent: Intent, now: datetime) -> bool:
+    """Whether reconciliation may send the open `intent` again under its key (ToolSpec.
+    may_resend): its tool honours the key, which the provider still keeps, and has a connector."""
+    spec = find_tool(intent.tool)
+    if spec is None or not spec.may_resend(intended_at=intent.intended_at, now=now):
+        return False
+    try:
+        spec.get_connector()
+    except UnknownTool:
+        return False  # a tool its agent runs: the agent sends it again, not reconciliation
+    return True
+
+
+def intent_resend_under_key(*, intent: Intent) -> Performed:
+    """Send the open `intent` again with its own key, for a provider that deduplicates by it
+    (resend_allowed): the answer is the first call's effect when there was one, else this one's,
+    never a second. Raises ToolError as the connector classifies the failure; a refusal of the
+    key (conflict) means the provider holds the key for something else."""
+    result = get_tool(intent.tool).get_connector().perform(intent.args, intent.idempotency_key)
+    return Performed(receipt=result.receipt, evidence_at=result.evidence_at)
 
 
 def receipt_loss(*, tool: str, receipt: dict[str, Any]) -> str:

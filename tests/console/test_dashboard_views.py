@@ -114,13 +114,15 @@ def queued(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[tuple[tuple[Any, .
 def uncertain_refund(sandbox_tools: str) -> Run:
     """T-41518 escalated with its refund in doubt: accepted downstream, the runner killed before
     recording it, and the sandbox answering its lookup "unknown" (as test_handover_actions)."""
-    from tests.support.stuck_runs import escalate_ticket
+    from tests.support.stuck_runs import escalate_ticket, refund_key_refused
 
     faults = f"{sandbox_tools}/sandbox/api/faults/"
     rule = {"provider": "payments", "operation": "lookup", "fault": "unknown_lookup", "remaining": 10}
     requests.post(faults, json=rule, timeout=5).raise_for_status()
     try:
-        run = escalate_ticket(sandbox_tools, "T-41518", "--kill-between-accept-and-record", "1")
+        run = escalate_ticket(
+            sandbox_tools, "T-41518", "--kill-between-accept-and-record", "1", afterwards=refund_key_refused
+        )
     finally:
         requests.delete(faults, timeout=5)
     assert [u.tool for u in handover_for(run).uncertain] == ["issue_refund"]

@@ -180,13 +180,15 @@ def test_marking_an_uncertain_step_needs_a_note_and_records_the_judgement(
 ) -> None:
     # T-41518: the refund accepted downstream, the runner killed before recording it; the
     # sandbox is told to answer its lookup "unknown", so reconciliation leaves it to a person.
-    from tests.support.stuck_runs import escalate_ticket
+    from tests.support.stuck_runs import escalate_ticket, refund_key_refused
 
     faults = f"{sandbox_tools}/sandbox/api/faults/"
     rule = {"provider": "payments", "operation": "lookup", "fault": "unknown_lookup", "remaining": 10}
     requests.post(faults, json=rule, timeout=5).raise_for_status()
     try:
-        run = escalate_ticket(sandbox_tools, "T-41518", "--kill-between-accept-and-record", "1")
+        run = escalate_ticket(
+            sandbox_tools, "T-41518", "--kill-between-accept-and-record", "1", afterwards=refund_key_refused
+        )
     finally:
         requests.delete(faults, timeout=5)
     handover = handover_for(run)

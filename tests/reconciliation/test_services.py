@@ -66,6 +66,11 @@ def _fault(sandbox: str, **rule: Any) -> None:
     assert response.status_code == 201, response.text
 
 
+# Older than the sandbox's key lifetime (ToolSpec.key_lifetime, a day): the provider may have
+# forgotten the key, so a call of this age is never sent again, only asked about.
+PAST_KEY_LIFETIME = timedelta(days=2)
+
+
 def test_a_call_the_provider_performed_is_settled_performed_with_its_receipt(
     sandbox_tools: str, make_run: Callable[..., Run], ledger: Any
 ) -> None:
@@ -105,6 +110,7 @@ def test_a_provider_that_cannot_say_leaves_the_row_unknown_with_its_reason(
 ) -> None:
     run = make_run()
     intent = _record(run)
+    _go_stale(run, ago=PAST_KEY_LIFETIME)
     _fault(sandbox_tools, provider="payments", operation="lookup", fault="unknown_lookup")
 
     result = intent_reconcile(intent_id=intent.pk, actor=SWEEPER)
@@ -214,7 +220,7 @@ def test_transient_lookup_failures_back_off_and_end_unknown_past_the_budget(
 ) -> None:
     run = make_run()
     intent = _record(run)
-    _go_stale(run)
+    _go_stale(run, ago=PAST_KEY_LIFETIME)
     _fault(sandbox_tools, provider="payments", operation="lookup", fault="fail_before", remaining=10)
 
     first = reconcile_sweep(older_than=timedelta(0), actor=SWEEPER)
@@ -339,7 +345,7 @@ def test_a_connector_that_crashes_does_not_stop_the_sweep_and_ends_unknown(
     run = make_run()
     broken = _record(run, occurrence=0)
     fine = _record(run, occurrence=1)
-    _go_stale(run)
+    _go_stale(run, ago=PAST_KEY_LIFETIME)
     real_lookup = tool_services.intent_lookup
 
     def lookup(*, intent: Intent) -> Any:
@@ -380,7 +386,10 @@ def test_a_cancelled_runs_call_that_nobody_can_settle_goes_to_a_person_once(
     ]
     assert not cancelled.run.awaiting_person
     _go_stale(run)
+    # Nobody can settle it: the lookup cannot say, and the provider refuses the key when the
+    # call is sent again under it.
     _fault(sandbox_tools, provider="payments", operation="lookup", fault="unknown_lookup", remaining=1)
+    _fault(sandbox_tools, provider="payments", operation="refund", fault="key_conflict", remaining=1)
 
     report = reconcile_sweep(actor=SWEEPER)
     reconcile_sweep(actor=SWEEPER)  # a second sweep finds nothing open and hands over nothing more
@@ -400,7 +409,8 @@ def test_a_cancelled_runs_call_that_nobody_can_settle_goes_to_a_person_once(
         "issue_refund",
         in_flight.idempotency_key,
     )
-    assert call["verdict"]["code"] == CallVerdict.DOWNSTREAM_CANNOT_SAY
+    assert call["verdict"]["code"] == CallVerdict.KEY_REFUSED
+    assert call["verdict"]["lookup"]["code"] == CallVerdict.DOWNSTREAM_CANNOT_SAY
     escalated = JournalEvent.objects.get(run=run, kind=JournalEvent.Kind.RUN_ESCALATED)
     assert (escalated.actor_name, escalated.data["reason"]) == ("test-sweeper", "unknown_outcome")
     assert queue_reason_counts(tenant=run.tenant, now=timezone.now()) == {"unknown_outcome": 1}
@@ -431,6 +441,7 @@ def test_cancelling_a_run_whose_call_is_already_unknown_hands_it_over_at_once(
     run = make_run()
     in_doubt = _record(run)
     _fault(sandbox_tools, provider="payments", operation="lookup", fault="unknown_lookup", remaining=1)
+    _fault(sandbox_tools, provider="payments", operation="refund", fault="key_conflict", remaining=1)
     intent_reconcile(intent_id=in_doubt.pk, actor=SWEEPER)
     run.refresh_from_db()
     assert (run.status, run.awaiting_person) == (RunStatus.RUNNING, False)  # its agent may settle it

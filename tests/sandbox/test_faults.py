@@ -154,6 +154,35 @@ def test_an_unknown_lookup_rule_is_taken_only_by_lookups(api: SandboxApi) -> Non
     assert second["status"] == "performed"
 
 
+def test_key_conflict_answers_409_and_performs_nothing(api: SandboxApi) -> None:
+    response = api.post("payments/refund", REFUND, key="k", fault="key_conflict")
+
+    assert response.status_code == 409
+    assert (error_of(response)["code"], error_of(response)["field"]) == (
+        "idempotency_key_in_use",
+        "Idempotency-Key",
+    )
+    assert not Effect.objects.exists()
+    assert api.post("payments/refund", REFUND, key="k").status_code == 201
+
+
+def test_a_key_conflict_rule_is_taken_only_by_calls(api: SandboxApi) -> None:
+    api.post("faults/", {"provider": "payments", "fault": "key_conflict"})
+
+    lookup = api.get("payments/lookup/k").json()
+    refused = api.post("payments/refund", REFUND, key="k")
+    refund = api.post("payments/refund", REFUND, key="k")
+
+    assert lookup["status"] == "not_performed"
+    assert (refused.status_code, refund.status_code) == (409, 201)
+    assert (
+        api.post(
+            "faults/", {"provider": "payments", "operation": "lookup", "fault": "key_conflict"}
+        ).status_code
+        == 400
+    )
+
+
 def test_delete_clears_every_rule(api: SandboxApi) -> None:
     api.post("faults/", {"provider": "payments", "fault": "fail_before", "remaining": 5})
     api.post("faults/", {"provider": "email", "fault": "drop_after"})

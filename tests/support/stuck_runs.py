@@ -9,6 +9,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+import requests
 from django.core.management import call_command
 from django.utils import timezone
 
@@ -45,6 +46,14 @@ def escalate_ticket(
     run = Run.objects.select_related("tenant").get(pk=run.pk)
     assert run.status == RunStatus.ESCALATED, run.outcome_why
     return run
+
+
+def refund_key_refused(run: Run, sandbox_api: str) -> str:
+    """After the kill, before the sweep (escalate_ticket's `afterwards`): payments refuses the
+    key of the refund sent again under it, so a refund its lookup cannot settle stays unknown."""
+    rule = {"provider": "payments", "operation": "refund", "fault": "key_conflict", "remaining": 10}
+    requests.post(sandbox_api + "/faults/", json=rule, timeout=5).raise_for_status()
+    return "armed key_conflict on payments/refund"
 
 
 def demo_ticket(sandbox_url: str, ticket_id: str) -> Run:

@@ -20,8 +20,10 @@ from rest_framework.test import APIClient
 from compensations.models import CatalogueEntry, Reversibility
 from compensations.services import compensation_request, run_compensate
 from handover import handover_for
+from handover.why_words import call_verdict_words
 from journal import services as journal
 from journal.models import Intent, IntentStatus, JournalEvent, Run, Tenant
+from journal.why import CallVerdict
 from tests.agent_api.test_agent_lane import RUN_BODY
 from tests.agent_api.test_api_journal import new_agent_client
 from tests.support.plugins import declaring
@@ -69,7 +71,8 @@ def test_a_send_answered_for_a_state_older_than_the_intent_is_already_so_and_nev
     row = Intent.objects.get(pk=sent.intent.pk)
     assert sent.intent.status == row.status == IntentStatus.ALREADY_SO
     assert row.receipt == {}  # the customer's record is evidence, not this call's receipt
-    assert "not this run's work" in row.outcome_summary
+    assert row.verdict["code"] == CallVerdict.ANSWER_PREDATES_INTENT
+    assert "not the run's work" in call_verdict_words(row)
     event = JournalEvent.objects.get(intent=row, kind=JournalEvent.Kind.OUTCOME_RECORDED)
     assert event.data["evidence"]["at"] == YESTERDAY.isoformat()
 

@@ -17,12 +17,16 @@ from journal.models import IntentStatus, Run
 
 
 def payments_cannot_say_once(run: Run, sandbox: str) -> str:
-    """Payments' next key lookup answers "unknown" (a sandbox fault, used once): reconciliation
-    cannot settle the refund in doubt and hands the run to a person, whose "Retry the lookup"
-    then finds it. The replay itself makes no lookup, so the fault waits for reconciliation."""
-    rule = {"provider": "payments", "operation": "lookup", "fault": "unknown_lookup", "remaining": 1}
-    requests.post(sandbox + "/faults/", json=rule, timeout=5).raise_for_status()
-    return "armed unknown_lookup on payments/lookup x1"
+    """Payments' next key lookup answers "unknown", and its next refund refuses the key (sandbox
+    faults, each used once): reconciliation can neither find out nor send the refund again under
+    its key, and hands the run to a person, whose "Retry the lookup" then finds it. The replay
+    itself makes no lookup, so the faults wait for reconciliation."""
+    for rule in (
+        {"provider": "payments", "operation": "lookup", "fault": "unknown_lookup", "remaining": 1},
+        {"provider": "payments", "operation": "refund", "fault": "key_conflict", "remaining": 1},
+    ):
+        requests.post(sandbox + "/faults/", json=rule, timeout=5).raise_for_status()
+    return "armed unknown_lookup on payments/lookup x1, key_conflict on payments/refund x1"
 
 
 def accounting_reverses_the_credit_by_hand(run: Run, sandbox: str) -> str:

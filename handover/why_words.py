@@ -80,7 +80,8 @@ RUN_WHY_WORDS: dict[str, Template] = {
         "the plan has %(steps)s steps, more than reconciliation carries out unattended (%(limit)s): a person decides"
     ),
     RunWhy.NO_POLICY: _(
-        "no recovery policy covers task type %(task_type)s, so no machine may decide whether to resume it"
+        "no recovery policy covers task type %(task_type)s, and the deployment declares no default "
+        "(SEAM_DEFAULT_RECOVERY_POLICY), so no machine may decide whether to resume it"
     ),
     RunWhy.POLICY_ALWAYS_COMPENSATES: _(
         "the recovery policy (v%(policy_version)s) says: undo what was done and hand the run to a person"

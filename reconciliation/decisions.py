@@ -14,7 +14,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 from functools import partial
 from typing import Any
@@ -85,6 +85,9 @@ class DecisionNote(StrEnum):
 
     RUN_ENDED = "run_ended"  # facts: status
     ALIVE_OR_CLAIMED = "alive_or_claimed"
+    # The run would go to a person, but its agent may still come back: the policy's agent_grace
+    # has not passed since its last heartbeat. facts: until
+    AGENT_GRACE = "agent_grace"
     CALL_IN_DOUBT = "call_in_doubt"  # facts: tool (when a resumed call is in doubt again)
     STEPS_QUEUED = "steps_queued"  # facts: sent
 
@@ -177,6 +180,7 @@ def run_decide(*, run: Run, actor: journal.Actor, quiet_for: timedelta | None = 
     run = Run.objects.select_related("tenant").get(pk=run.pk)
     if run.status != RunStatus.RUNNING:
         return _skipped(run, DecisionNote.RUN_ENDED, status=run.status)
+    last_seen = run.last_heartbeat_at
     if not _claim(run, quiet_for=quiet_for):
         return _skipped(run, DecisionNote.ALIVE_OR_CLAIMED)
     intents = list(run.intents.all())
@@ -185,6 +189,17 @@ def run_decide(*, run: Run, actor: journal.Actor, quiet_for: timedelta | None = 
             run_id=str(run.pk), outcome=DecisionOutcome.WAITING, why=why(DecisionNote.CALL_IN_DOUBT)
         )
     handover = _why_not_resume(run, intents, actor=actor)
+    if handover is not None and (grace_until := _agent_grace_until(run, last_seen)) is not None:
+        # Not yet for a person: the agent may come back and finish the run itself. The claim is
+        # handed back, so the run looks as dead as it did and the next sweep decides it again.
+        Run.objects.filter(pk=run.pk, last_heartbeat_at=run.last_heartbeat_at).update(
+            last_heartbeat_at=last_seen
+        )
+        return Decision(
+            run_id=str(run.pk),
+            outcome=DecisionOutcome.WAITING,
+            why=why(DecisionNote.AGENT_GRACE, until=grace_until.isoformat()),
+        )
     if handover is not None:
         return _escalate(
             run=run,
@@ -206,6 +221,16 @@ class _Handover:
     why: Why
     compensate: bool = False
     always_escalate: bool = False
+
+
+def _agent_grace_until(run: Run, last_seen: datetime | None) -> datetime | None:
+    """When the policy's agent_grace for the run ends, if it has not yet: counted from the
+    moment the run went stale (its last heartbeat, else its creation, plus the stale threshold)."""
+    policy = policy_for(tenant_id=run.tenant_id, task_type=run.task_type)
+    if policy is None or not policy.agent_grace:
+        return None
+    until = (last_seen or run.created_at) + stale_after(None) + policy.agent_grace
+    return until if timezone.now() < until else None
 
 
 def _claim(run: Run, *, quiet_for: timedelta | None) -> bool:

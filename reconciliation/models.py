@@ -43,6 +43,11 @@ class TaskPolicy(TenantOrDefault):
         "the catalogue can undo. Off: the person decides between finishing and undoing (for a "
         "return: issue the refund, or cancel the pickup).",
     )
+    agent_grace = models.DurationField(
+        default=timedelta(0),
+        help_text="How long past the stale threshold a dead run's agent may still come back "
+        "(heartbeat) before the run is handed to a person. Resuming does not wait for it.",
+    )
     notes = models.TextField(blank=True, help_text="Why this task type recovers this way.")
     version = models.PositiveIntegerField(default=1)
     updated_at = models.DateTimeField(auto_now=True)

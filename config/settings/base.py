@@ -238,6 +238,10 @@ SEAM_FLOWS = env("SEAM_FLOWS", default="")
 # scenarios.registry.running_versions; their catalogue entries and task policies are written
 # where missing by `manage.py seam_seed` (compensations.defaults, reconciliation.defaults).
 SEAM_RESUME_TRANSIENT_RETRIES = _env_or_fail(env.int, "SEAM_RESUME_TRANSIENT_RETRIES", default=3)
+# The recovery policy of a task type that has none, for the whole deployment: a strategy, with
+# its phase for resume_until_phase, e.g. SEAM_DEFAULT_RECOVERY_POLICY=resume_until_phase:act.
+# Blank (the default): a dead run of such a task type goes to a person, saying so.
+SEAM_DEFAULT_RECOVERY_POLICY = env("SEAM_DEFAULT_RECOVERY_POLICY", default="")
 
 # Compensations: transient failures are retried this many times before the dead-letter queue;
 # a dead letter's owner is this user if set, else the tenant's first team lead, else a superuser.

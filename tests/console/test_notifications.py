@@ -207,7 +207,7 @@ def test_the_webhook_receives_the_escalation_as_json(
         "order_id": "SU-90317",
         "task_type": "returns",
         "reason": "policy",
-        "detail": "no recovery policy covers task type returns, so no machine may decide whether to resume it",
+        "detail": run_why_words({"code": "no_policy", "task_type": "returns"}),
         "why": {"code": "no_policy", "task_type": "returns"},
         "escalation_id": escalation.pk,
     }

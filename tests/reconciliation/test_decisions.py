@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.db import connection
 from django.test import override_settings
@@ -341,3 +342,92 @@ def test_an_undo_the_catalogue_grades_partial_ends_partial_and_the_run_is_not_co
     assert action.code == NextActionCode.FINISH_BY_HAND
     assert "everything the run did was undone" not in action.text
     assert f"offer replacement was only partly undone ({loss})" in action.text
+
+
+# --- the deployment's default policy, and the agent's grace -------------------------------------
+
+
+def _policyless_dead_run(make_run: Any) -> Run:
+    TaskPolicy.objects.filter(task_type="expedited_fee_refund").delete()
+    return _dead_run(
+        make_run,
+        task_type="expedited_fee_refund",
+        versions=FLOWS["expedited_fee_refund"].run_versions(),
+        plan=[],
+    )
+
+
+def test_without_a_default_policy_the_escalation_says_none_is_declared(make_run: Any) -> None:
+    run = _policyless_dead_run(make_run)
+    with override_settings(SEAM_DEFAULT_RECOVERY_POLICY=""):
+        decisions.run_decide(run=run, actor=SYSTEM)
+    run.refresh_from_db()
+    assert run.outcome_why == {"code": RunWhy.NO_POLICY, "task_type": "expedited_fee_refund"}
+    assert "SEAM_DEFAULT_RECOVERY_POLICY" in handover_for(run).reason_detail
+
+
+def test_the_deployments_default_policy_governs_a_task_type_that_has_none(make_run: Any) -> None:
+    run = _policyless_dead_run(make_run)
+    with override_settings(SEAM_DEFAULT_RECOVERY_POLICY="resume"):
+        decision = decisions.run_decide(run=run, actor=SYSTEM)
+    run.refresh_from_db()
+    assert (decision.outcome, run.status, run.awaiting_person) == ("completed", RunStatus.COMPLETED, False)
+    assert not Escalation.objects.filter(run=run).exists()
+
+
+@pytest.mark.parametrize("declared", ["resume_until_phase", "resume:act", "sometimes"])
+def test_a_malformed_default_policy_is_refused_naming_the_setting(make_run: Any, declared: str) -> None:
+    run = _policyless_dead_run(make_run)
+    with (
+        override_settings(SEAM_DEFAULT_RECOVERY_POLICY=declared),
+        pytest.raises(ImproperlyConfigured) as refused,
+    ):
+        decisions.run_decide(run=run, actor=SYSTEM)
+    assert "SEAM_DEFAULT_RECOVERY_POLICY" in str(refused.value)
+
+
+def _past_its_deadline(make_run: Any, *, silent_for: timedelta) -> Run:
+    """A dead run the policy would hand to a person (its deadline passed), silent for so long."""
+    run = make_run(
+        task_type="expedited_fee_refund",
+        versions=FLOWS["expedited_fee_refund"].run_versions(),
+        plan=[],
+        deadline=timezone.now() - timedelta(minutes=1),
+    )
+    Run.objects.filter(pk=run.pk).update(last_heartbeat_at=timezone.now() - silent_for)
+    run.refresh_from_db()
+    return run
+
+
+@override_settings(SEAM_STALE_AFTER_SECONDS=60)
+def test_inside_the_policys_grace_a_run_is_not_handed_over_and_its_agent_may_come_back(make_run: Any) -> None:
+    TaskPolicy.objects.filter(task_type="expedited_fee_refund").update(agent_grace=timedelta(minutes=10))
+    run = _past_its_deadline(make_run, silent_for=timedelta(minutes=5))
+    seen = run.last_heartbeat_at
+
+    waiting = decisions.run_decide(run=run, actor=SYSTEM)
+
+    fresh = Run.objects.get(pk=run.pk)
+    assert (waiting.outcome, waiting.why.code if waiting.why else "") == ("waiting", "agent_grace")
+    assert (fresh.status, fresh.awaiting_person, fresh.last_heartbeat_at) == (RunStatus.RUNNING, False, seen)
+    assert not Escalation.objects.filter(run=run).exists()
+    # The agent comes back: its heartbeat makes the run alive, and no sweep decides it.
+    journal.run_heartbeat(run=fresh)
+    assert run not in decisions.dead_runs()
+
+
+@override_settings(SEAM_STALE_AFTER_SECONDS=60)
+def test_past_the_policys_grace_the_run_goes_to_a_person(make_run: Any) -> None:
+    TaskPolicy.objects.filter(task_type="expedited_fee_refund").update(agent_grace=timedelta(minutes=10))
+    run = _past_its_deadline(make_run, silent_for=timedelta(minutes=12))
+
+    decision = decisions.run_decide(run=run, actor=SYSTEM)
+
+    run.refresh_from_db()
+    # Nothing to undo (an empty plan): compensated, and a person still has it.
+    assert (decision.outcome, run.status, run.awaiting_person, run.outcome_why["code"]) == (
+        "compensated",
+        RunStatus.COMPENSATED,
+        True,
+        RunWhy.DEADLINE_PASSED,
+    )

@@ -14,6 +14,7 @@ from journal.selectors import plan_with_keys
 
 from . import why_words
 from .advice import next_action, reason_now
+from .attempts import run_attempts
 from .lists import already_so_steps, completed_steps, customer_told_list, not_done_steps, uncertain_steps
 from .objects import HANDOVER_VERSION, Coverage, Handover
 from .rows import HandoverRows, handover_rows, run_state_token
@@ -70,6 +71,7 @@ def handover_build(rows: HandoverRows, now: datetime | None = None, *, limit: in
         deadline=run.deadline,
         deadline_passed=bool(run.deadline and run.deadline <= now),
         state=run_state_token(run, rows),
+        attempts=run_attempts(rows),
         totals={name: len(items) for name, items in lists.items()} | {"completed": len(every_step)},
     )
 

@@ -336,6 +336,57 @@ class Coverage:
 
 
 @dataclass(frozen=True)
+class ToolAttempts:
+    """How the calls of one tool ended: `outcomes` maps "ok" (performed), an error class, or
+    another status (intended, unknown, not_performed, already_so) to how many calls ended so."""
+
+    tool: str
+    attempts: Annotated[int, described(min_value=0)]
+    outcomes: dict[str, int]
+
+
+@dataclass(frozen=True)
+class AttemptCounts:
+    """The run's attempts, and its retries, repairs, replans, reflections and escalations counted
+    apart (handover.attempts.run_attempts). `retries`, `repairs` and `replans` are the larger of
+    what the journal's calls show (`derived`) and what the agent reported (`reported`), so a
+    runtime that never reports is still measured; reflections and escalations are as reported."""
+
+    attempts: Annotated[int, described("Calls the run recorded, whatever became of them.", min_value=0)]
+    retries: Annotated[int, described(min_value=0)]
+    repairs: Annotated[int, described(min_value=0)]
+    replans: Annotated[int, described(min_value=0)]
+    reflections: Annotated[int, described(min_value=0)]
+    escalations: Annotated[int, described(min_value=0)]
+    derived: Annotated[
+        dict[str, int],
+        described(
+            "retries, repairs and replans as the journal's calls show them: a retry is the same "
+            "call (tool and canonical arguments) as an earlier failed one; a repair the same tool "
+            "with changed arguments after it refused them (invalid_input); a replan any other call "
+            "after a conflict."
+        ),
+    ]
+    reported: Annotated[
+        dict[str, int],
+        described("retries, repairs, replans, reflections and escalations as the agent reported them."),
+    ]
+    by_tool: Annotated[
+        list[ToolAttempts], described("Each tool's calls by how they ended, in first-call order.")
+    ]
+    error_classes: Annotated[
+        dict[str, int], described("Failed calls per error class, the most frequent first.")
+    ]
+    looping: Annotated[
+        bool, described("The run was stopped for looping on a failing call (reason_why code looping).")
+    ]
+
+    @property
+    def failed(self) -> int:
+        return sum(self.error_classes.values())
+
+
+@dataclass(frozen=True)
 class Handover:
     """What a person needs to finish a run the agent could not, generated from the rows."""
 
@@ -386,6 +437,12 @@ class Handover:
     deadline_passed: bool
     state: Annotated[
         str, described("The run as this handover saw it; actions carrying an older one are refused.")
+    ]
+    attempts: Annotated[
+        AttemptCounts,
+        described(
+            "The run's attempts, retries, repairs, replans, reflections and escalations, and the loop flag."
+        ),
     ]
     totals: Annotated[
         dict[str, int],

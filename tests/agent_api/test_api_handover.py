@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 from agent_api.handover_schema import HandoverSerializer
 from devtools.processes import database_url
 from handover import handover_for
-from journal.models import AgentToken, Run
+from journal.models import AgentToken, Intent, Run
 from sandbox.catalogue import catalogue_seed_defaults
 from scenarios.management.commands.seed_demo import DEMO_REPLAYS
 from scenarios.policies import policies_seed_defaults
@@ -146,6 +146,8 @@ def test_every_handover_the_demo_shows_is_exactly_what_the_schema_publishes(
     assert any(s["compensation"] and s["compensation"]["dead_letter"] for s in steps)
     coverage = [h["coverage"] for h in handovers if h["coverage"]]
     assert coverage and coverage[0]["checked"] and coverage[0]["decision"]["rests_on"]
+    assert all(h["attempts"]["attempts"] >= len(h["completed"]) for h in handovers)
+    assert any(h["attempts"]["by_tool"] for h in handovers)
 
 
 def test_the_schema_refuses_a_handover_with_a_field_it_does_not_describe(escalated_bench: Run) -> None:
@@ -161,3 +163,50 @@ def test_the_schema_refuses_a_handover_with_a_field_it_does_not_describe(escalat
     unheard_of = {**first["reversibility"], "kind": "maybe"}
     assert not validator.is_valid({**body, "completed": [{**first, "reversibility": unheard_of}]})
     assert not validator.is_valid({**body, "next_action": {**body["next_action"], "code": "panic"}})
+    assert not validator.is_valid({**body, "attempts": {**body["attempts"], "looping": "yes"}})
+    assert not validator.is_valid({k: v for k, v in body.items() if k != "attempts"})
+
+
+def test_the_handover_carries_the_attempts_counted_apart_and_the_loop_flag(
+    tenant: Any, agent_actor: Any
+) -> None:
+    run = factories.run_via_service(tenant=tenant, actor=agent_actor)
+    started = timezone.now() - timedelta(minutes=5)
+    calls = [("refund", {"n": 1}, "failed", "permanent")] * 3 + [
+        ("credit", {"a": -1}, "failed", "invalid_input"),
+        ("credit", {"a": 5}, "performed", ""),
+    ]
+    for n, (tool, args, status, error_class) in enumerate(calls):
+        Intent.objects.create(
+            run=run,
+            step_id=f"{run.pk}:1:{tool}:{n}",
+            turn=1,
+            tool=tool,
+            args=args,
+            occurrence=n,
+            idempotency_key=f"key-{run.pk}-{n}",
+            status=status,
+            error_class=error_class,
+            intended_at=started + timedelta(seconds=n),
+        )
+    Run.objects.filter(pk=run.pk).update(reflections=4, replans=2, outcome_why={"code": "looping"})
+
+    body = _agent(tenant).get(f"/api/v1/runs/{run.pk}/handover/").json()
+
+    assert _handover_validator().is_valid(body)
+    assert body["attempts"] == {
+        "attempts": 5,
+        "retries": 2,
+        "repairs": 1,
+        "replans": 2,
+        "reflections": 4,
+        "escalations": 0,
+        "derived": {"retries": 2, "repairs": 1, "replans": 0},
+        "reported": {"retries": 0, "repairs": 0, "replans": 2, "reflections": 4, "escalations": 0},
+        "by_tool": [
+            {"tool": "refund", "attempts": 3, "outcomes": {"permanent": 3}},
+            {"tool": "credit", "attempts": 2, "outcomes": {"invalid_input": 1, "ok": 1}},
+        ],
+        "error_classes": {"permanent": 3, "invalid_input": 1},
+        "looping": True,
+    }

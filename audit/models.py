@@ -42,6 +42,9 @@ class AuditEntry(models.Model):
 
     seq = models.PositiveBigIntegerField(unique=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    tenant_seq = models.PositiveBigIntegerField(
+        help_text="The row's number among its tenant's rows, from 1: what the tenant's pages and exports show."
+    )
     at = models.DateTimeField()
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     username = models.CharField(max_length=150, help_text="As it was when the action was taken.")
@@ -63,6 +66,9 @@ class AuditEntry(models.Model):
             models.Index(fields=["tenant", "-at"], name="audit_tenant_at_idx"),
             models.Index(fields=["run", "-at"], name="audit_run_at_idx"),
         ]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "tenant_seq"], name="audit_tenant_seq_unique"),
+        ]
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.username} {self.action}"
@@ -83,11 +89,25 @@ class AuditChainHead(models.Model):
         return f"audit chain at #{self.seq}"
 
 
+class AuditResult(models.TextChoices):
+    """What a check of the chain found (audit.chain.audit_verify). Wiped, truncated and rolled
+    back are found against the witness (audit.witness), which the database does not hold."""
+
+    INTACT = "intact", "Intact"
+    BROKEN = "broken", "A row altered, removed or inserted"
+    WIPED = "wiped", "Rows the witness saw are gone or replaced"
+    TRUNCATED = "truncated", "The newest rows were removed"
+    ROLLED_BACK = "rolled_back", "An older copy of the trail was restored"
+
+
 class AuditVerification(models.Model):
     """One check of the audit chain (audit.chain.audit_verify): asked for by a team lead from
-    the audit page (`requested_by`) or by `manage.py verify_audit` (none), and filled in by the
-    worker when it has walked the chain. The audit page shows the newest finished one."""
+    the audit page (`requested_by`, for their `tenant`: the check counts and names that
+    tenant's rows only) or by `manage.py verify_audit` (neither: the whole chain), and filled in
+    by the worker when it has walked the chain. The audit page shows its tenant's newest
+    finished one."""
 
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
     requested_at = models.DateTimeField()
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -98,13 +118,19 @@ class AuditVerification(models.Model):
         null=True, blank=True, help_text="The seq of the first row that does not link."
     )
     problem = models.TextField(blank=True)
+    result = models.CharField(max_length=20, choices=AuditResult.choices, blank=True)
 
     class Meta:
         ordering = ["-requested_at", "-pk"]
+        indexes = [models.Index(fields=["tenant", "finished_at"], name="audit_verification_tenant_idx")]
 
     def __str__(self) -> str:
         return f"audit verification {self.pk} ({'pending' if self.finished_at is None else self.problem or 'intact'})"
 
     @property
     def ok(self) -> bool:
-        return self.finished_at is not None and self.broken_at is None
+        return (
+            self.finished_at is not None
+            and self.broken_at is None
+            and self.result in ("", AuditResult.INTACT)
+        )

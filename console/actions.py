@@ -23,7 +23,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
-from audit.chain import audit_record
+from audit.chain import audit_record, audit_verification_queue
 from audit.models import AuditAction, AuditEntry, AuditVerification
 from audit.tasks import verify_audit_chain
 from compensations.models import Compensation, CompensationStatus
@@ -50,6 +50,8 @@ from journal.models import (
 from journal.selectors import compensation_intent_ids, plan_with_keys
 from journal.why import CallVerdict, RunWhy, why
 from reconciliation.tasks import reconcile_intent, resume_run
+
+from .selectors import VERIFICATION_WAIT
 
 ACT = "handover.act_on_run"
 VIEW_AUDIT = "handover.view_audit_trail"
@@ -600,11 +602,17 @@ def note_clean(note: Any, *, required: bool) -> str:
 
 
 def audit_verification_request(ctx: StaffContext) -> AuditVerification:
-    """A team lead asks for the audit chain to be checked again: the request is kept and audited
-    together, and the worker walks the chain once they are committed."""
+    """A team lead asks for the audit chain to be checked again, for their tenant: the request
+    is kept and audited together, and the worker walks the chain once they are committed. While
+    a check of the tenant is still waiting for the worker, asking again returns that one: twenty
+    clicks queue one check."""
     _require(ctx, VIEW_AUDIT)
     with journal.durable():
-        verification = AuditVerification.objects.create(requested_at=timezone.now(), requested_by=ctx.user)
+        verification, queued = audit_verification_queue(
+            tenant=ctx.tenant, user=ctx.user, wait=VERIFICATION_WAIT
+        )
+        if not queued:
+            return verification
         audit_record(
             user=ctx.user,
             tenant=ctx.tenant,

@@ -221,11 +221,12 @@ class VerificationShown:
 VERIFICATION_WAIT = timedelta(minutes=10)
 
 
-def audit_verification_shown(*, now: datetime) -> VerificationShown:
-    last = AuditVerification.objects.filter(finished_at__isnull=False).first()
-    pending = AuditVerification.objects.filter(
-        finished_at__isnull=True, requested_at__gt=now - VERIFICATION_WAIT
-    ).first()
+def audit_verification_shown(*, tenant: Tenant, now: datetime) -> VerificationShown:
+    """The tenant's own checks only: another tenant's (or the whole chain's, from manage.py
+    verify_audit) count and name rows that are not this tenant's."""
+    checks = AuditVerification.objects.filter(tenant=tenant)
+    last = checks.filter(finished_at__isnull=False).first()
+    pending = checks.filter(finished_at__isnull=True, requested_at__gt=now - VERIFICATION_WAIT).first()
     if pending is not None and last is not None and last.requested_at > pending.requested_at:
         pending = None
     return VerificationShown(last=last, pending=pending)

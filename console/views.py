@@ -452,7 +452,7 @@ def audit(request: HtmxHttpRequest) -> HttpResponse:
         "query": request.GET.urlencode(),
         # The export takes the filters on the page, never its page number.
         "export_query": _without(request.GET.copy(), "page"),
-        "verification": selectors.audit_verification_shown(now=timezone.now()),
+        "verification": selectors.audit_verification_shown(tenant=tenant, now=timezone.now()),
     }
     template = "handover/audit.html"
     if request.htmx:
@@ -471,9 +471,10 @@ def _without(query: Any, name: str) -> str:
 def audit_verify(request: HtmxHttpRequest) -> HttpResponse:
     """Check the audit chain again (queued for the worker); the page shows the check waiting,
     then its result."""
-    actions.audit_verification_request(staff_context(request))
+    ctx = staff_context(request)
+    actions.audit_verification_request(ctx)
     if request.htmx:
-        context = {"verification": selectors.audit_verification_shown(now=timezone.now())}
+        context = {"verification": selectors.audit_verification_shown(tenant=ctx.tenant, now=timezone.now())}
         return render(request, "handover/audit.html#verification", context)
     return redirect("handover:audit")
 
@@ -504,7 +505,7 @@ def audit_csv(request: HttpRequest) -> StreamingHttpResponse:
     entries = selectors.audit_entries(tenant=request_tenant(request), filters=filters)
     rows = (
         [
-            e.seq,
+            e.tenant_seq,
             e.at.isoformat(),
             e.username,
             e.action,

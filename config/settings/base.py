@@ -28,6 +28,12 @@ SECRET_KEY = env("DJANGO_SECRET_KEY", default="insecure-local-only-key-do-not-us
 # The audit chain's HMAC key (audit.chain). Kept outside the database on purpose: someone who
 # can rewrite the audit table cannot recompute the chain without it. Production requires its own.
 SEAM_AUDIT_KEY = env("SEAM_AUDIT_KEY", default="insecure-local-only-audit-key-do-not-use-in-production")
+# Where every committed head of the audit chain is also written, keyed, outside the database
+# (audit.witness): a file path (append-only lines; keep it on storage the database's owner
+# cannot rewrite, or ship it off the host) or "log" (a line on the logger seam.audit.witness).
+# Only a file is read back by verification, which then reports a wipe, a truncation or a
+# rollback of the trail. Empty: no witness.
+SEAM_AUDIT_WITNESS = env("SEAM_AUDIT_WITNESS", default=str(BASE_DIR / "var" / "audit-witness.log"))
 DEBUG = _env_or_fail(env.bool, "DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = _env_or_fail(env.list, "DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 

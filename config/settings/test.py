@@ -26,6 +26,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
     if CELERY_BROKER_URL.startswith(("redis://", "rediss://"))
     else {}
 )
+# Every test database begins a new trail, and transactional tests empty it between cases: a
+# file witness shared by them would see each fresh start as a wipe. The suite witnesses to the
+# log; the witness's own tests point it at a file of their own (tests/audit/test_audit_witness.py).
+SEAM_AUDIT_WITNESS = env("SEAM_AUDIT_WITNESS", default="log")
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
 STORAGES = {

@@ -148,9 +148,11 @@ def test_support_staff_get_the_styled_403_and_cannot_run_the_verification(people
     assert not AuditEntry.objects.filter(action=AuditAction.AUDIT_VERIFY).exists()
 
 
-def test_a_check_the_worker_never_got_stops_being_waited_for(people: dict[str, Any]) -> None:
+def test_a_check_the_worker_never_got_stops_being_waited_for(people: dict[str, Any], tenant: Tenant) -> None:
     client = _client(people["lead"])
-    lost = AuditVerification.objects.create(requested_at=timezone.now() - timedelta(minutes=11))
+    lost = AuditVerification.objects.create(
+        tenant=tenant, requested_at=timezone.now() - timedelta(minutes=11)
+    )
     page = client.get(reverse("handover:audit")).content.decode()
     assert "Checking the chain again" not in page and "every 2s" not in page
     assert "Check the chain again</button>" in page

@@ -2,16 +2,21 @@
 ("reverse_credit failed: card refused", "issue_refund: sent, no answer"), with whether it went
 well, badly or is in doubt, so a failure reads as one. Drawn from the rows the page already
 loaded (handover.HandoverRows): no query of its own. What each event says is chosen
-here as a code (handover.codes.TimelineSays) with its facts; handover.words says it."""
+here as a code (handover.codes.TimelineSays) with its facts; handover.words says it.
+
+The same call (tool and canonical arguments) failing the same way several times in a row is one
+entry, "refund tried 7 times: the downstream system refused it for good", not fourteen: a loop
+reads as a loop (handover.attempts counts it)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from handover import HandoverRows, why_words, words
 from handover.codes import TimelineSays
+from journal.keys import canonical_json
 from journal.models import IntentStatus, JournalEvent, OutcomeReason
 
 
@@ -32,6 +37,8 @@ class TimelineEntry:
     outcome: str
     who: str
     step_id: str = ""
+    # How many attempts of one call the entry stands for (repeated failures said once).
+    attempts: int = 1
 
 
 @dataclass(frozen=True)
@@ -115,19 +122,75 @@ def event_said(event: JournalEvent, compensations: set[int]) -> Said:
     return Said(TimelineSays.OTHER, Outcome.NOTE, call=call, label=str(event.get_kind_display()))
 
 
+def _failed_attempt(events: list[JournalEvent], i: int, compensations: set[int]) -> tuple[Any, ...] | None:
+    """What identifies a failed attempt starting at events[i] (its intent recorded, then its failure
+    recorded), to group it with the same attempt repeated; None when events[i] starts none."""
+    if i + 1 >= len(events):
+        return None
+    recorded, settled = events[i], events[i + 1]
+    intent = recorded.intent
+    if (
+        intent is None
+        or recorded.kind != JournalEvent.Kind.INTENT_RECORDED
+        or settled.kind != JournalEvent.Kind.OUTCOME_RECORDED
+        or settled.intent_id != recorded.intent_id
+        or (settled.data or {}).get("status") != IntentStatus.FAILED
+    ):
+        return None
+    return (
+        intent.tool,
+        canonical_json(intent.args),
+        recorded.intent_id in compensations,
+        _reason(settled, IntentStatus.FAILED),
+    )
+
+
+def _repeats(events: list[JournalEvent], i: int, compensations: set[int]) -> int:
+    """How many failed attempts of the same call, failing the same way, follow in a row from events[i]."""
+    first = _failed_attempt(events, i, compensations)
+    if first is None:
+        return 0
+    count = 1
+    while _failed_attempt(events, i + 2 * count, compensations) == first:
+        count += 1
+    return count
+
+
+def _entry(event: JournalEvent, said: Said) -> TimelineEntry:
+    return TimelineEntry(
+        at=event.at,
+        kind=event.kind,
+        text=words.timeline_text(said),
+        outcome=said.outcome,
+        who=words.actor_words(event.actor_kind, event.actor_name),
+        step_id=event.intent.step_id if event.intent is not None else "",
+    )
+
+
+def _tried(events: list[JournalEvent], count: int, compensations: set[int]) -> TimelineEntry:
+    """`count` failed attempts of one call as one entry, at the last failure."""
+    last = events[-1]
+    said = event_said(last, compensations)
+    return replace(
+        _entry(last, said),
+        text=words.tried_text(call=said.call, count=count, detail=said.detail),
+        attempts=count,
+    )
+
+
 def timeline_of(rows: HandoverRows) -> list[TimelineEntry]:
-    """Every event of the run, oldest first, as the page says it."""
+    """Every event of the run, oldest first, as the page says it; the same call failing the same
+    way more than once in a row as one entry."""
     entries = []
-    for event in rows.events:
-        said = event_said(event, rows.compensation_intent_ids)
-        entries.append(
-            TimelineEntry(
-                at=event.at,
-                kind=event.kind,
-                text=words.timeline_text(said),
-                outcome=said.outcome,
-                who=words.actor_words(event.actor_kind, event.actor_name),
-                step_id=event.intent.step_id if event.intent is not None else "",
-            )
-        )
+    events = rows.events
+    compensations = rows.compensation_intent_ids
+    i = 0
+    while i < len(events):
+        count = _repeats(events, i, compensations)
+        if count > 1:
+            entries.append(_tried(events[i : i + 2 * count], count, compensations))
+            i += 2 * count
+            continue
+        entries.append(_entry(events[i], event_said(events[i], compensations)))
+        i += 1
     return entries

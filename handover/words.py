@@ -475,6 +475,15 @@ def call_words(tool: str, *, undo: bool) -> str:
     return say(UNDO_CALL, tool=tool) if undo else tool
 
 
+# The same call failing the same way several times in a row, said once (console.timeline).
+TRIED_TIMES = _("%(call)s tried %(count)s times: %(detail)s")
+
+
+def tried_text(*, call: str, count: int, detail: str) -> str:
+    """Repeated failed attempts of one call, as one entry of the timeline."""
+    return say(TRIED_TIMES, call=call, count=count, detail=detail)
+
+
 def timeline_text(said: EventFacts) -> str:
     """One event of the timeline as the page says it."""
     if said.how == "asked":

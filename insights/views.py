@@ -22,7 +22,7 @@ from console.staff import request_tenant
 from console.views import HtmxHttpRequest
 from journal.models import Tenant
 
-from . import recoveries
+from . import errors, recoveries
 from . import selectors as insights
 from .charts import Chart, chart_build
 
@@ -100,6 +100,24 @@ PANELS: dict[str, PanelSpec] = {
         "Picked up after a crash, per tool",
         "The same runs, per tool of the calls reconciliation settled.",
         lambda tenant, f: recoveries.recoveries_per_tool(tenant=tenant, filters=f),
+    ),
+    "errors": PanelSpec(
+        "Retries, repairs and replans, per task type",
+        "Of the runs started in the period, per run: retries, repairs and replans (the larger of what "
+        "the calls show and what the agent reported), reflections and escalations as reported; and "
+        "the runs stopped for looping on a failing call.",
+        lambda tenant, f: errors.errors_per_task_type(tenant=tenant, filters=f),
+    ),
+    "errors-per-tool": PanelSpec(
+        "Retries, repairs and replans, per tool",
+        "The same runs, per tool: per run that called it, the calls made again, repaired, or replanned "
+        "after its conflict; its failed calls, their commonest class, and the loops it was part of.",
+        lambda tenant, f: errors.errors_per_tool(tenant=tenant, filters=f),
+    ),
+    "error-classes": PanelSpec(
+        "Error classes",
+        "The classes the calls of the runs started in the period failed with, the commonest first.",
+        lambda tenant, f: errors.error_classes(tenant=tenant, filters=f),
     ),
     "resolve-time": PanelSpec(
         "Time to resolve, per week",

@@ -28,6 +28,14 @@ from tests.support.in_flight import open_calls_past_in_flight
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+# A run stopped for looping, with the facts its reason carries (journal.why's looping).
+LOOPING_WHY = {
+    "code": "looping",
+    "refusals": 5,
+    "minutes": 10,
+    "calls": [{"tool": "refund", "error_class": "permanent", "attempts": 3}],
+}
+
 
 def _agent(tenant: Any) -> APIClient:
     secret = AgentToken.new_secret()
@@ -189,7 +197,7 @@ def test_the_handover_carries_the_attempts_counted_apart_and_the_loop_flag(
             error_class=error_class,
             intended_at=started + timedelta(seconds=n),
         )
-    Run.objects.filter(pk=run.pk).update(reflections=4, replans=2, outcome_why={"code": "looping"})
+    Run.objects.filter(pk=run.pk).update(reflections=4, replans=2, outcome_why=LOOPING_WHY)
 
     body = _agent(tenant).get(f"/api/v1/runs/{run.pk}/handover/").json()
 

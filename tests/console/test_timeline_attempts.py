@@ -21,6 +21,13 @@ from journal.models import ActorKind, Intent, IntentStatus, JournalEvent, Run
 
 pytestmark = pytest.mark.django_db
 
+# A run stopped for looping, with the facts its reason carries (journal.why's looping).
+LOOPING_WHY = {
+    "code": "looping",
+    "refusals": 5,
+    "minutes": 10,
+    "calls": [{"tool": "refund", "error_class": "permanent", "attempts": 3}],
+}
 _n = itertools.count()
 START = datetime(2026, 11, 3, 9, tzinfo=UTC)
 
@@ -111,7 +118,7 @@ def test_the_run_page_shows_the_counts_and_the_loop_flag_at_the_same_query_cost(
         _attempt(looping, "refund", {"n": 1}, IntentStatus.FAILED, "permanent", "permission denied")
     _attempt(looping, "credit", {"a": -1}, IntentStatus.FAILED, "invalid_input")
     _attempt(looping, "credit", {"a": 5}, IntentStatus.PERFORMED)
-    Run.objects.filter(pk=looping.pk).update(reflections=4, outcome_why={"code": "looping"})
+    Run.objects.filter(pk=looping.pk).update(reflections=4, outcome_why=LOOPING_WHY)
 
     queries = {}
     bodies = {}

@@ -15,6 +15,13 @@ from handover import handover_build, handover_rows
 from handover.attempts import Call, attempts_of, run_attempts
 from journal.models import Intent, IntentStatus, Run
 
+# A run stopped for looping, with the facts its reason carries (journal.why's looping).
+LOOPING_WHY = {
+    "code": "looping",
+    "refusals": 5,
+    "minutes": 10,
+    "calls": [{"tool": "refund", "error_class": "permanent", "attempts": 3}],
+}
 NOTHING_REPORTED = {"retries": 0, "repairs": 0, "replans": 0, "reflections": 0, "escalations": 0}
 OK, FAILED = IntentStatus.PERFORMED, IntentStatus.FAILED
 
@@ -130,7 +137,7 @@ def test_the_handover_carries_the_counts_of_its_rows_and_the_loop_flag(make_run:
         _intent(run, "refund", {"n": 1}, FAILED, "permanent")
     _intent(run, "credit", {"a": -1}, FAILED, "invalid_input")
     _intent(run, "credit", {"a": 5}, OK)
-    Run.objects.filter(pk=run.pk).update(reflections=4, outcome_why={"code": "looping", "refusals": 3})
+    Run.objects.filter(pk=run.pk).update(reflections=4, outcome_why=LOOPING_WHY)
     run.refresh_from_db()
 
     got = handover_build(handover_rows(run)).attempts

@@ -21,6 +21,13 @@ from tests import factories
 
 pytestmark = pytest.mark.django_db
 
+# A run stopped for looping, with the facts its reason carries (journal.why's looping).
+LOOPING_WHY = {
+    "code": "looping",
+    "refusals": 5,
+    "minutes": 10,
+    "calls": [{"tool": "refund", "error_class": "permanent", "attempts": 3}],
+}
 PERIOD = InsightsFilters(since=date(2026, 11, 2), until=date(2026, 11, 15))
 _n = itertools.count()
 
@@ -55,7 +62,7 @@ def seen(tenant: Tenant, other_tenant: Tenant, agent_actor: Any) -> None:
         ("credit", {"a": -1}, "failed", "invalid_input"),
         ("credit", {"a": 5}, "performed", ""),
     ]
-    _run(tenant, agent_actor, "returns", looping, reflections=4, outcome_why={"code": "looping"})
+    _run(tenant, agent_actor, "returns", looping, reflections=4, outcome_why=LOOPING_WHY)
     replanned = [
         ("reserve", {"sku": "A"}, "failed", "conflict"),
         ("read_stock", {"sku": "A"}, "performed", ""),
@@ -63,9 +70,9 @@ def seen(tenant: Tenant, other_tenant: Tenant, agent_actor: Any) -> None:
     _run(tenant, agent_actor, "returns", replanned, retries=5, escalations=1)
     _run(tenant, agent_actor, "exchanges", [("ship", {"to": "x"}, "performed", "")], reflections=2)
     # Never counted: another tenant's run, and a run started before the period.
-    _run(other_tenant, agent_actor, "returns", looping, outcome_why={"code": "looping"})
+    _run(other_tenant, agent_actor, "returns", looping, outcome_why=LOOPING_WHY)
     before = datetime(2026, 10, 20, tzinfo=UTC)
-    _run(tenant, agent_actor, "returns", looping, created_at=before, outcome_why={"code": "looping"})
+    _run(tenant, agent_actor, "returns", looping, created_at=before, outcome_why=LOOPING_WHY)
 
 
 def _table(breakdown: Breakdown) -> list[tuple[str, tuple[Any, ...]]]:

@@ -100,6 +100,10 @@ class Compensation(models.Model):
     # Raised by a person's retry from the dead-letter queue: the compensating call is then a new
     # occurrence with a new key, because the failed one's key would only replay its failure.
     retry_round = models.PositiveIntegerField(default=0)
+    # Set, under the row lock, when a worker claims the send of this round (compensation_claim_send)
+    # and cleared when the call has answered: while it is set a person cannot resolve the dead
+    # letter, because an undo already on its way cannot be called back.
+    sending_since = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -133,6 +137,10 @@ class DeadLetter(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     resolution_note = models.TextField(blank=True)
+    # Moved by every change to the letter or to its compensation's round, by a person or a
+    # worker: a person's action carries the version their page showed (state_token) and is
+    # refused if it moved since.
+    version = models.PositiveIntegerField(default=0)
 
     class Meta:
         permissions = [("assign_deadletter", "Assign dead letters to a person (team leads)")]
@@ -146,3 +154,32 @@ class DeadLetter(models.Model):
 
     def __str__(self) -> str:
         return f"dead letter: {self.compensation}"
+
+    @property
+    def state_token(self) -> str:
+        """What a page showing this letter posts back with an action on it."""
+        return str(self.version)
+
+    @property
+    def resolved_by_person(self) -> bool:
+        return self.resolved_at is not None and self.resolved_by_id is not None
+
+
+class DroppedSend(models.Model):
+    """A compensating call a worker did not send because, when it came to send it, the state
+    that queued it was gone: a person had resolved the dead letter since (resolved_by), or a
+    newer round had replaced it. Append only: the record that the person's decision was kept."""
+
+    compensation = models.ForeignKey(Compensation, on_delete=models.PROTECT, related_name="dropped_sends")
+    retry_round = models.PositiveIntegerField()
+    at = models.DateTimeField(auto_now_add=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    reason = models.CharField(max_length=40)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.compensation_id}:{self.retry_round}:{self.reason}"

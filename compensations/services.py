@@ -28,7 +28,14 @@ from observability.context import log_context
 from tools import services as tools
 
 from .mapping import MappingError, compensation_args
-from .models import CatalogueEntry, Compensation, CompensationStatus, DeadLetter, Reversibility
+from .models import (
+    CatalogueEntry,
+    Compensation,
+    CompensationStatus,
+    DeadLetter,
+    DroppedSend,
+    Reversibility,
+)
 from .reversibility import reversibility_now
 from .selectors import catalogue_entry_for
 
@@ -50,6 +57,11 @@ class CompensationPending(Exception):
 
 class CompensationRetry(Exception):
     """A transient failure within the retry budget: try again later."""
+
+
+class SendDropped(Exception):
+    """The worker came to send and found the state that queued the send gone (a person resolved
+    the dead letter since): nothing was sent, a DroppedSend row says so."""
 
 
 def compensation_request(*, original: Intent, actor: journal.Actor) -> Compensation:
@@ -110,6 +122,9 @@ def compensation_execute(*, compensation: Compensation, actor: journal.Actor) ->
     with log_context(run_id=original.run_id, step_id=original.step_id, compensation_id=compensation.pk):
         try:
             done = _execute(compensation=compensation, actor=actor)
+        except SendDropped as dropped:
+            logger.warning("compensation send dropped: %s", dropped)
+            return Compensation.objects.get(pk=compensation.pk)
         except CompensationRetry:
             metrics.compensation_executed("retry")
             logger.info("compensation will be retried (transient failure)")
@@ -138,10 +153,8 @@ def _execute(*, compensation: Compensation, actor: journal.Actor) -> Compensatio
             compensation=compensation, error_class="invalid_input", error=str(exc), actor=actor
         )
     run = original.run
-    # Touching updated_at says "a worker has this in hand" to compensation_claim_stalled.
-    Compensation.objects.filter(pk=compensation.pk).update(
-        attempts=F("attempts") + 1, updated_at=timezone.now()
-    )
+    if not compensation_claim_send(compensation=compensation):
+        raise SendDropped(f"round {compensation.retry_round}")
     try:
         intent = _send_compensation(
             compensation=compensation, run=run, tool=entry.compensating_tool, args=args, actor=actor
@@ -184,7 +197,9 @@ def _after_tool_error(
         raise CompensationPending(exc.message) from exc
     attempts = Compensation.objects.values_list("attempts", flat=True).get(pk=compensation.pk)
     if exc.error_class in RETRYABLE and attempts < settings.SEAM_COMPENSATION_MAX_ATTEMPTS:
-        Compensation.objects.filter(pk=compensation.pk).update(last_error=f"{exc.error_class}: {exc.message}")
+        Compensation.objects.filter(pk=compensation.pk).update(
+            last_error=f"{exc.error_class}: {exc.message}", sending_since=None
+        )
         raise CompensationRetry(exc.message) from exc
     return _dead_letter(
         compensation=compensation, error_class=exc.error_class, error=exc.message, actor=actor
@@ -194,19 +209,64 @@ def _after_tool_error(
 def _record_undone(*, compensation: Compensation, run: Run, partial: bool, loss: str) -> Compensation:
     """The compensating call was performed: the undo is done (or partial, with what was not
     undone where the catalogue or the tool says), an open dead letter for it is answered (no
-    person resolved it, no note: the handover says a retry did), and the run's page moves."""
+    person resolved it, no note: the handover says a retry did), and the run's page moves. A
+    letter a person resolved keeps their resolution: only an open one is answered here."""
     with journal.durable():
+        # The letter first, then the compensation: the order a person's action locks them in.
+        _lock_letter(compensation)
         Compensation.objects.filter(pk=compensation.pk).update(
             status=CompensationStatus.PARTIAL if partial else CompensationStatus.DONE,
             not_undone=loss,
             last_error="",
+            sending_since=None,
         )
         DeadLetter.objects.filter(compensation=compensation, resolved_at__isnull=True).update(
-            resolved_at=timezone.now()
+            resolved_at=timezone.now(), version=F("version") + 1
         )
         # The run's page shows the undo's status: its state token must move with it.
         run_touch(run_id=run.pk)
     return Compensation.objects.get(pk=compensation.pk)
+
+
+def _lock_letter(compensation: Compensation) -> DeadLetter | None:
+    return DeadLetter.objects.select_for_update(of=("self",)).filter(compensation_id=compensation.pk).first()
+
+
+def compensation_claim_send(*, compensation: Compensation) -> bool:
+    """Right before a worker sends a compensating call: under the dead letter's and the
+    compensation's row locks, is the compensation still in the state that queued this send
+    (pending, in the same retry round) and has no person resolved its dead letter since? Then
+    the send is claimed (attempts, sending_since, the letter's version) and True is returned.
+
+    Otherwise the send is dropped: nothing goes out, the letter is left exactly as the person
+    left it, and a DroppedSend row (with who resolved it) records that the worker gave way."""
+    now = timezone.now()
+    with journal.durable():
+        letter = _lock_letter(compensation)
+        row = Compensation.objects.select_for_update(of=("self",)).get(pk=compensation.pk)
+        resolved_by = letter.resolved_by_id if letter is not None and letter.resolved_by_person else None
+        still_owed = row.status == CompensationStatus.PENDING and row.retry_round == compensation.retry_round
+        if still_owed and resolved_by is None:
+            # Touching updated_at says "a worker has this in hand" to compensation_claim_stalled.
+            Compensation.objects.filter(pk=row.pk).update(
+                attempts=F("attempts") + 1, updated_at=now, sending_since=now
+            )
+            if letter is not None:
+                DeadLetter.objects.filter(pk=letter.pk).update(version=F("version") + 1)
+            return True
+        if still_owed:
+            # Owed, but a person resolved its letter: back to the state their resolution left.
+            Compensation.objects.filter(pk=row.pk).update(
+                status=CompensationStatus.DEAD_LETTERED, sending_since=None
+            )
+        reason = "resolved_by_person" if resolved_by is not None else f"no_longer_owed:{row.status}"
+        DroppedSend.objects.create(
+            compensation=row, retry_round=compensation.retry_round, resolved_by_id=resolved_by, reason=reason
+        )
+        if letter is not None:
+            DeadLetter.objects.filter(pk=letter.pk).update(version=F("version") + 1)
+        run_touch(run_id=compensation.original.run_id, at=now)
+    return False
 
 
 STEP_SLOT_ATTEMPTS = 5
@@ -290,32 +350,25 @@ def _dead_letter(
     now = timezone.now()
     failed = why(RunWhy.UNDO_FAILED, tool=compensation.original.tool, error_class=error_class, error=error)
     with journal.durable():
+        letter = _lock_letter(compensation)
         updated = (
             Compensation.objects.filter(pk=compensation.pk)
             .exclude(status__in=FINISHED)
-            .update(status=CompensationStatus.DEAD_LETTERED, last_error=f"{error_class}: {error}")
+            .update(
+                status=CompensationStatus.DEAD_LETTERED,
+                last_error=f"{error_class}: {error}",
+                sending_since=None,
+            )
         )
         if not updated:
             return Compensation.objects.get(pk=compensation.pk)
-        attempts = Compensation.objects.values_list("attempts", flat=True).get(pk=compensation.pk)
-        # A dead letter retried by a person and failing again is reopened, keeping its owner.
-        reopened = DeadLetter.objects.filter(compensation=compensation).update(
-            error_class=error_class,
-            error=error,
-            attempts=attempts,
-            resolved_at=None,
-            resolved_by=None,
-            resolution_note="",
-        )
         run_touch(run_id=run.pk, at=now)
-        if not reopened:
-            DeadLetter.objects.create(
-                compensation=compensation,
-                error_class=error_class,
-                error=error,
-                attempts=attempts,
-                owner=_owner_for(run),
-            )
+        if letter is not None and letter.resolved_by_person:
+            # A person resolved the letter: their decision (who, when, note) stands. The failure
+            # is on the compensation; the letter is neither reopened nor rewritten.
+            DeadLetter.objects.filter(pk=letter.pk).update(version=F("version") + 1)
+            return Compensation.objects.get(pk=compensation.pk)
+        _letter_open(compensation=compensation, letter=letter, error_class=error_class, error=error)
         # The run stays (or becomes) escalated, now for this reason; a cancelled run stays
         # cancelled, its dead letter (with an owner) being the person's call to act.
         journal.run_hand_over(
@@ -332,6 +385,30 @@ def _dead_letter(
             at=now,
         )
     return Compensation.objects.get(pk=compensation.pk)
+
+
+def _letter_open(
+    *, compensation: Compensation, letter: DeadLetter | None, error_class: str, error: str
+) -> None:
+    """Open the compensation's dead letter, or reopen it with the new error, keeping its owner
+    (a retry failing again). Only a letter no person resolved reaches here."""
+    attempts = Compensation.objects.values_list("attempts", flat=True).get(pk=compensation.pk)
+    if letter is None:
+        DeadLetter.objects.create(
+            compensation=compensation,
+            error_class=error_class,
+            error=error,
+            attempts=attempts,
+            owner=_owner_for(compensation.original.run),
+        )
+        return
+    DeadLetter.objects.filter(pk=letter.pk, resolved_by__isnull=True).update(
+        error_class=error_class,
+        error=error,
+        attempts=attempts,
+        resolved_at=None,
+        version=F("version") + 1,
+    )
 
 
 @dataclass

@@ -9,19 +9,28 @@ import functools
 from dataclasses import replace
 from typing import Any
 
+from django import forms as django_forms
 from django.contrib.auth.decorators import login_required, permission_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from compensations.models import DeadLetter
+from compensations.models import Compensation, DeadLetter
 from compensations.selectors import catalogue_for
 from journal import selectors as journal_selectors
 from journal.services import JournalError
 
+from . import dead_letters as letter_actions
 from . import forms, selectors, staff_actions
 from .staff import request_tenant, staff_context
 from .views import FormRefused, HtmxHttpRequest, parameters, parameters_checked, permitted_action
+
+
+class LetterStateForm(django_forms.Form):
+    """The state a page showed: of one letter with an action on it (DeadLetter.state_token), or
+    of the page's letters on its poll (console.dead_letters.letters_state_token)."""
+
+    state = django_forms.CharField(required=False, max_length=100, strip=False)
 
 
 def _dead_letters_context(
@@ -49,6 +58,9 @@ def _dead_letters_context(
     return {
         "letters": [(letter, history.get(letter.pk, []), offers(letter)) for letter in letters],
         "show": show,
+        "page_state": letter_actions.letters_state_token(
+            selectors.dead_letters_for(tenant=tenant, show=show)
+        ),
         **extra,
     }
 
@@ -57,6 +69,13 @@ def _dead_letters_context(
 @require_GET
 @parameters_checked
 def dead_letters(request: HtmxHttpRequest) -> HttpResponse:
+    """The queue; polled while open (every few seconds), answering 204 while nothing changed."""
+    if request.htmx:
+        seen = parameters(LetterStateForm, request.GET).cleaned_data["state"]
+        show = parameters(forms.DeadLettersForm, request.GET).cleaned_data["show"] or "open"
+        letters = selectors.dead_letters_for(tenant=request_tenant(request), show=show)
+        if seen and seen == letter_actions.letters_state_token(letters):
+            return HttpResponse(status=204)
     template = "handover/dead_letters.html#letters" if request.htmx else "handover/dead_letters.html"
     return render(request, template, _dead_letters_context(request))
 
@@ -80,17 +99,19 @@ def dead_letter_act(request: HtmxHttpRequest, dead_letter_id: int, action: str) 
             _dead_letters_context(request, refused=refused, error=FormRefused(form)),
             status=400,
         )
+    seen = parameters(LetterStateForm, request.POST).cleaned_data["state"]
     try:
-        entry.perform(ctx, dead_letter_id, form.cleaned_data)
+        result = entry.perform(ctx, dead_letter_id, {**form.cleaned_data, "state": seen})
     except JournalError as error:
-        return render(
-            request, template, _dead_letters_context(request, error=error), status=error.status_code
-        )
+        changes = getattr(error, "changes", [])
+        context = _dead_letters_context(request, error=error, changes=changes)
+        return render(request, template, context, status=error.status_code)
+    # An honest answer: a retry that ran and failed again says so, with the error.
+    said = letter_actions.retry_result_words(result) if isinstance(result, Compensation) else ""
+    flash = said or entry.done_message
     if request.htmx:
         return render(
-            request,
-            "handover/dead_letters.html#letters",
-            _dead_letters_context(request, flash=entry.done_message),
+            request, "handover/dead_letters.html#letters", _dead_letters_context(request, flash=flash)
         )
     return redirect("handover:dead_letters")
 

@@ -516,8 +516,10 @@ CONSOLE_ACTIONS = (
         label="Take ownership",
         permission=ACT,
         form_class=forms.DeadLetterTakeForm,
-        perform=lambda ctx, letter_id, data: dead_letters.dead_letter_take(ctx, dead_letter_id=letter_id),
-        done_message="Done.",
+        perform=lambda ctx, letter_id, data: dead_letters.dead_letter_take(
+            ctx, dead_letter_id=letter_id, state=data.get("state", "")
+        ),
+        done_message="You own this dead letter now.",
         ask_first=False,  # its form is on the page and posts at once
         offer=offer_on_open_letter(lambda page: page.letter.owner_id != page.user.pk),
     ),
@@ -529,9 +531,9 @@ CONSOLE_ACTIONS = (
         form_class=forms.DeadLetterAssignForm,
         form_kwargs=lambda page: {"staff": page.staff, "initial": {"owner": page.letter.owner_id}},
         perform=lambda ctx, letter_id, data: dead_letters.dead_letter_assign(
-            ctx, dead_letter_id=letter_id, owner_id=data["owner"]
+            ctx, dead_letter_id=letter_id, owner_id=data["owner"], state=data.get("state", "")
         ),
-        done_message="Done.",
+        done_message="Assigned.",
         ask_first=False,  # its form is on the page and posts at once
         offer=offer_on_open_letter(),
     ),
@@ -542,10 +544,12 @@ CONSOLE_ACTIONS = (
         permission=ACT,
         form_class=forms.DeadLetterRetryForm,
         perform=lambda ctx, letter_id, data: dead_letters.dead_letter_retry(
-            ctx, dead_letter_id=letter_id, note=data["note"]
+            ctx, dead_letter_id=letter_id, note=data["note"], state=data.get("state", "")
         ),
-        done_message="Done.",
-        ask_first=False,  # its form is on the page and posts at once
+        # What came of it is said from the compensation (console.dead_letters.retry_result_words).
+        done_message="Retry queued: this page updates when the worker has sent it.",
+        # The dead-letter page asks first in a dialog (console.dead_letter_views.dead_letter_confirm).
+        ask_first=True,
         confirm=_retry_prompt,
         offer=offer_on_open_letter(),
     ),
@@ -556,9 +560,9 @@ CONSOLE_ACTIONS = (
         permission=ACT,
         form_class=forms.DeadLetterResolveForm,
         perform=lambda ctx, letter_id, data: dead_letters.dead_letter_resolve(
-            ctx, dead_letter_id=letter_id, note=data["note"]
+            ctx, dead_letter_id=letter_id, note=data["note"], state=data.get("state", "")
         ),
-        done_message="Done.",
+        done_message="Resolved: your note is kept on the letter.",
         ask_first=False,  # its form is on the page and posts at once
         offer=offer_on_open_letter(),
     ),

@@ -106,7 +106,7 @@ def test_resolving_t41207s_dead_letter_changes_its_next_action_and_moves_the_sta
 
     resolved = client.post(
         reverse("handover:dead_letter_act", args=[letter.pk, "resolve"]),
-        {"note": "the accounting desk had reversed the memo by hand"},
+        {"note": "the accounting desk had reversed the memo by hand", "state": letter.state_token},
         headers=HTMX,
     )
 

@@ -43,8 +43,11 @@ def _client(user: Any) -> Client:
 
 
 def _act(client: Client, letter: DeadLetter, action: str, data: dict[str, Any] | None = None) -> Any:
+    """Post an action with the state of the letter as it is now (what a fresh page shows)."""
     url = reverse("handover:dead_letter_act", args=[letter.pk, action])
-    return client.post(url, data or {}, headers={**HTMX, "X-Request-ID": f"req-{action}"})
+    state = DeadLetter.objects.filter(pk=letter.pk).values_list("version", flat=True).first()
+    form = {"state": str(state), **(data or {})}
+    return client.post(url, form, headers={**HTMX, "X-Request-ID": f"req-{action}"})
 
 
 @pytest.fixture
@@ -243,3 +246,82 @@ def test_the_catalogue_is_read_only_for_staff_and_editable_by_admins(
     assert "Edit in the admin" in admin
 
     assert _client(people["nobody"]).get(url).status_code == 403
+
+
+# --- the state a person decided on, and an honest answer (issue 33 item 1, issue 32 item 9) -----
+
+
+def test_an_action_on_a_letter_that_changed_since_the_page_is_refused_and_changes_nothing(
+    dead_letter: DeadLetter, people: dict[str, Any], queued: Any
+) -> None:
+    lead, support = people["lead"], people["support"]
+    seen = dead_letter.state_token
+    assert _act(_client(support), dead_letter, "take").status_code == 200  # the letter moves
+
+    url = reverse("handover:dead_letter_act", args=[dead_letter.pk, "resolve"])
+    stale = _client(lead).post(url, {"state": seen, "note": "undone by hand"}, headers=HTMX)
+
+    assert stale.status_code == 409
+    body = stale.content.decode()
+    assert "This dead letter changed — nothing was applied." in body
+    assert f"owner: {support.username}" in body  # what changed, named
+    letter = DeadLetter.objects.get(pk=dead_letter.pk)
+    assert (letter.resolved_at, letter.owner) == (None, support)
+    assert [action for action, _user, _req in _entries()] == [AuditAction.DEAD_LETTER_TAKE]
+
+    missing = _client(lead).post(url, {"note": "undone by hand"}, headers=HTMX)
+    assert missing.status_code == 400 and "state is required" in missing.content.decode()
+    stale_retry = _client(lead).post(
+        reverse("handover:dead_letter_act", args=[dead_letter.pk, "retry"]), {"state": seen}, headers=HTMX
+    )
+    assert stale_retry.status_code == 409
+    assert queued["compensations.compensate_step"] == []
+    assert DeadLetter.objects.get(pk=dead_letter.pk).compensation.status == CompensationStatus.DEAD_LETTERED
+
+
+@pytest.fixture
+def worker_inline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """compensate_step run at once, in the request's on_commit (as an eager worker would)."""
+    from compensations.tasks import compensate_step
+
+    monkeypatch.setattr(compensate_step, "delay", lambda pk: compensate_step.run(pk))
+
+
+def test_a_retry_that_fails_again_says_so_with_the_error(
+    dead_letter: DeadLetter, people: dict[str, Any], worker_inline: None
+) -> None:
+    response = _act(_client(people["support"]), dead_letter, "retry", {"note": "try once more"})
+
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "Done." not in body
+    assert "Retry failed again: HTTP 409: the courier collected" in body
+    letter = DeadLetter.objects.get(pk=dead_letter.pk)
+    assert letter.resolved_at is None and letter.compensation.status == CompensationStatus.DEAD_LETTERED
+
+
+def test_a_queued_retry_says_it_is_queued(
+    dead_letter: DeadLetter, people: dict[str, Any], queued: Any
+) -> None:
+    response = _act(_client(people["support"]), dead_letter, "retry")
+    assert "Retry queued: this page updates when the worker has sent it." in response.content.decode()
+
+
+def test_the_page_asks_in_a_dialog_labels_its_notes_and_polls_for_changes(
+    dead_letter: DeadLetter, people: dict[str, Any]
+) -> None:
+    client = _client(people["lead"])
+    url = reverse("handover:dead_letters")
+    page = client.get(url)
+    body = page.content.decode()
+    assert "hx-confirm" not in body
+    assert f'data-opens-dialog="dl-{dead_letter.pk}-retry-confirm"' in body
+    assert f'<label for="dl-{dead_letter.pk}-resolve-note">Note:</label>' in body
+    assert f'<label for="dl-{dead_letter.pk}-retry-note">Note (optional)</label>' in body
+    assert 'hx-trigger="every 4s' in body
+
+    state = page.context["page_state"]
+    assert client.get(url, {"show": "open", "state": state}, headers=HTMX).status_code == 204
+    _act(_client(people["support"]), dead_letter, "take")
+    moved = client.get(url, {"show": "open", "state": state}, headers=HTMX)
+    assert moved.status_code == 200 and f"<dd>{people['support'].username}</dd>" in moved.content.decode()

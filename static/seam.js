@@ -196,3 +196,47 @@
     if (event.detail.successful) stale(false);
   });
 })();
+
+/* The dead-letter page. A button with data-opens-dialog="<template id>" asks first in the
+   page's native <dialog>: the template (drawn with the letter, carrying the state the page
+   showed) is copied into #dialog, given to htmx, opened as a modal, and focus goes to its first
+   field; closing it gives focus back to the button. seamLettersBusy() pauses the page's poll
+   while a person is using a form on it, so a redraw never takes what they are typing. */
+(function () {
+  "use strict";
+
+  let opener = null;
+
+  window.seamLettersBusy = function () {
+    const d = document.getElementById("dialog");
+    if (d && d.open) return true;
+    const active = document.activeElement;
+    const letters = document.getElementById("letters");
+    return Boolean(letters && active && letters.contains(active) && active.matches("input, select, textarea"));
+  };
+
+  document.addEventListener("click", function (event) {
+    const button = event.target instanceof Element ? event.target.closest("[data-opens-dialog]") : null;
+    const d = document.getElementById("dialog");
+    if (!button || !d) return;
+    const template = document.getElementById(button.getAttribute("data-opens-dialog"));
+    if (!template) return;
+    opener = { id: button.closest("[id]") ? button.closest("[id]").id : null, what: button.getAttribute("data-opens-dialog") };
+    d.replaceChildren(template.content.cloneNode(true));
+    if (window.htmx) window.htmx.process(d);
+    d.showModal();
+    const field = d.querySelector("textarea, select, input:not([type=hidden]), button");
+    if (field) field.focus();
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    const d = document.getElementById("dialog");
+    if (!d) return;
+    d.addEventListener("close", function () {
+      if (!opener) return;
+      const again = document.querySelector('[data-opens-dialog="' + CSS.escape(opener.what) + '"]');
+      opener = null;
+      if (again) again.focus();
+    });
+  });
+})();

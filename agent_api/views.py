@@ -26,6 +26,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from console.forms import RunPageForm
 from handover import HANDOVER_LIST_LIMIT, handover_for
 from journal import selectors, services
+from journal.attempts import AttemptRefused
 from journal.models import Intent, Run, RunStatus, Tenant
 
 from .authentication import (
@@ -60,6 +61,14 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     body over the upload limit is a 413 naming the limit (Django would answer a 400 page)."""
     if isinstance(exc, services.JournalError):
         body: dict[str, Any] = {exc.field: [exc.message]} if exc.field else {"detail": exc.message}
+        if isinstance(exc, AttemptRefused):
+            # A typed code the agent's runtime acts on (journal.attempts.AttemptCode), and for a
+            # retry that came too soon, when to come back.
+            body["code"] = str(exc.code)
+            if exc.retry_after is not None:
+                body["retry_after"] = exc.retry_after
+                headers = {"Retry-After": str(max(1, round(exc.retry_after)))}
+                return Response(body, status=exc.status_code, headers=headers)
         return Response(body, status=exc.status_code)
     if isinstance(exc, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE

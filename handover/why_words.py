@@ -107,6 +107,10 @@ RUN_WHY_WORDS: dict[str, Template] = {
     RunWhy.FANOUT_INCOMPLETE: _(
         "fan-out %(name)s: %(outcome)s, coverage %(coverage)s; missing: %(missing)s; %(rule)s: %(summary)s"
     ),
+    RunWhy.LOOPING: _(
+        "looping on a permanent error: %(refusals)s calls refused in %(minutes)s minutes (%(calls)s)"
+    ),
+    RunWhy.BUG_ANSWER: _("%(tool)s answered with something it does not expect (a bug): %(message)s"),
     RunWhy.RESOLVED_BY_PERSON: _("resolved by %(by)s: %(note)s"),
 }
 # Each reason by a short name, for a chart's rows and a filter.
@@ -127,10 +131,13 @@ RUN_WHY_LABELS: dict[str, Template] = {
     RunWhy.RESUME_IMPOSSIBLE: _("a step cannot be sent again"),
     RunWhy.UNDO_FAILED: _("an undo failed"),
     RunWhy.FANOUT_INCOMPLETE: _("a fan-out without what it needs"),
+    RunWhy.LOOPING: _("looping on a permanent error"),
+    RunWhy.BUG_ANSWER: _("a tool answered with a bug"),
     RunWhy.RESOLVED_BY_PERSON: _("resolved by a person"),
 }
 NOT_RECORDED = _("not recorded")
 CALL_IN_DOUBT = "%(tool)s (%(why)s)"
+LOOPED_CALL = _("%(tool)s failed %(attempts)s times (%(error_class)s)")
 BRANCH_MISSING = "%(branch)s (%(why)s)"
 # What undoing the run's writes first came to (a Why's `undo`), each part when it has tools.
 UNDO_PART_WORDS: dict[str, Template] = {
@@ -215,6 +222,11 @@ def _run_why_facts(why: Mapping[str, Any]) -> dict[str, Any]:
                 why=verdict_words(call.get("verdict") or {}) or call.get("reason", ""),
             )
             for call in facts.get("calls", [])
+        )
+    elif code == RunWhy.LOOPING:
+        facts["calls"] = "; ".join(
+            say(LOOPED_CALL, tool=tool_words(c["tool"]), error_class=c["error_class"], attempts=c["attempts"])
+            for c in facts.get("calls", [])
         )
     elif code == RunWhy.ENTERED_PHASE:
         facts["tools"] = tools_words(facts.get("tools", []))

@@ -16,7 +16,7 @@ from observability.context import unbind as unbind_log_context
 from .durability import CONNECTION_ERRORS, drop_broken_connection
 from .errors import Conflict, JournalError
 from .events import Actor
-from .intents import IntentDraft, intent_already_recorded, intent_draft, intent_loaded, intent_write
+from .intents import IntentDraft, intent_admit, intent_draft, intent_loaded
 from .models import (
     ErrorClass,
     Intent,
@@ -113,19 +113,18 @@ def perform(
 
 def _perform(draft: IntentDraft, *, dispatch: Dispatch, actor: Actor, compensation: bool) -> Performed:
     try:
-        new_id, intended_at = intent_write(draft, actor=actor, compensation=compensation)
-        if new_id is None:
-            existing = intent_already_recorded(draft, compensation=compensation)
+        new_id, intended_at, existing = intent_admit(draft, actor=actor, compensation=compensation)
     except CONNECTION_ERRORS as exc:
         drop_broken_connection()
         raise JournalUnavailable(
             f"the intent for {draft.tool} could not be recorded: the journal's database did not "
             f"confirm it ({str(exc).strip() or type(exc).__name__}), so the call was not made"
         ) from exc
-    if new_id is None:
+    if existing is not None:
         if existing.is_settled:
             return Performed(intent=existing, replayed=True)
         raise IntentInDoubt(existing)
+    assert new_id is not None  # intent_admit answers a new id or the existing row
 
     def recorded() -> Intent:
         return intent_loaded(new_id, draft, intended_at=intended_at)

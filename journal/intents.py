@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from observability import counters as metrics
 
-from . import intent_columns, transitions
+from . import attempts, intent_columns, transitions
 from . import sql as journal_sql
 from .durability import durable, refuse_open_transaction
 from .errors import Conflict, NotFound
@@ -153,11 +153,41 @@ def intent_record(
     the row recorded the first time, whoever recorded it; a different intent in a step slot
     that is already taken is a conflict."""
     draft = intent_draft(run=run, tool=tool, args=args, turn=turn, occurrence=occurrence)
-    new_id, intended_at = intent_write(draft, actor=actor, compensation=compensation)
-    if new_id is None:
-        existing = intent_already_recorded(draft, compensation=compensation)
+    new_id, intended_at, existing = intent_admit(draft, actor=actor, compensation=compensation)
+    if existing is not None:
         return IntentRecorded(intent=existing, created=False)
+    assert new_id is not None
     return IntentRecorded(intent=intent_loaded(new_id, draft, intended_at=intended_at), created=True)
+
+
+def intent_admit(
+    draft: IntentDraft, *, actor: Actor, compensation: bool
+) -> tuple[int | None, datetime, Intent | None]:
+    """Write the draft: (its new id, intended_at, None); or (None, _, the row already holding
+    its key), the same intent again. After a failed call of its tool in the run, the taxonomy's
+    response decides first (journal.attempts: AttemptRefused). Every other refusal is
+    intent_already_recorded's."""
+    new_id, intended_at = intent_write(draft, actor=actor, compensation=compensation)
+    if new_id is not None:
+        return new_id, intended_at, None
+    try:
+        return None, intended_at, intent_already_recorded(draft, compensation=compensation)
+    except _AfterFailure:
+        attempts.attempt_check(run_pk=draft.run_pk, tool=draft.tool, args=draft.args, actor=actor)
+    new_id, intended_at = intent_write(
+        draft, actor=actor, compensation=compensation, after_failure_checked=True
+    )
+    if new_id is not None:
+        return new_id, intended_at, None
+    return (
+        None,
+        intended_at,
+        intent_already_recorded(draft, compensation=compensation, after_failure_checked=True),
+    )
+
+
+class _AfterFailure(Exception):
+    """The statement wrote nothing because a call of the draft's tool failed in the run."""
 
 
 @journal_log_context
@@ -185,14 +215,26 @@ def intent_record_as_caller(
 
 
 def intent_write(
-    draft: IntentDraft, *, actor: Actor, compensation: bool, caller: Caller | None = None
+    draft: IntentDraft,
+    *,
+    actor: Actor,
+    compensation: bool,
+    caller: Caller | None = None,
+    after_failure_checked: bool = False,
 ) -> tuple[int | None, datetime]:
     """Insert the draft and its event, committed: (new id, intended_at). The id is None when
     there is no such run, the run admits no intents or the slot is taken
     (intent_already_recorded says which), or a `caller` is not as asserted."""
     now = timezone.now()
     try:
-        new_id = _insert_intent(draft, now=now, actor=actor, any_run_status=compensation, caller=caller)
+        new_id = _insert_intent(
+            draft,
+            now=now,
+            actor=actor,
+            any_run_status=compensation,
+            caller=caller,
+            after_failure_checked=after_failure_checked,
+        )
     except IntegrityError:
         # The step slot is taken; whether by this same intent is decided by the caller.
         new_id = None
@@ -202,10 +244,13 @@ def intent_write(
     return new_id, now
 
 
-def intent_already_recorded(draft: IntentDraft, *, compensation: bool) -> Intent:
+def intent_already_recorded(
+    draft: IntentDraft, *, compensation: bool, after_failure_checked: bool = False
+) -> Intent:
     """Why a draft was not inserted: the row already holding its key is returned (the same intent
-    again); otherwise NotFound (no run), Conflict (the run admits no intents) or StepTaken (its
-    step slot holds another intent)."""
+    again); otherwise NotFound (no run), Conflict (the run admits no intents), _AfterFailure (a
+    call of its tool failed: intent_admit asks journal.attempts) or StepTaken (its step slot
+    holds another intent)."""
     # The key first: a replay (the common case here) needs no more. A key names its run, so a
     # missing run never has one.
     existing = Intent.objects.filter(idempotency_key=draft.key).select_related("run").first()
@@ -223,6 +268,8 @@ def intent_already_recorded(draft: IntentDraft, *, compensation: bool) -> Intent
             setting="SEAM_MAX_INTENTS_PER_RUN",
             limit=settings.SEAM_MAX_INTENTS_PER_RUN,
         )
+    if not (compensation or after_failure_checked) and attempts.has_failed_call(draft.run_pk, draft.tool):
+        raise _AfterFailure
     taken = Intent.objects.filter(run_id=draft.run_pk, step_id=draft.step_id).first()
     raise StepTaken(
         f"step {draft.step_id} is already recorded with different arguments"
@@ -260,7 +307,13 @@ def intent_loaded(pk: int, draft: IntentDraft, *, intended_at: datetime, **settl
 
 
 def _insert_intent(
-    draft: IntentDraft, *, now: datetime, actor: Actor, any_run_status: bool, caller: Caller | None = None
+    draft: IntentDraft,
+    *,
+    now: datetime,
+    actor: Actor,
+    any_run_status: bool,
+    caller: Caller | None = None,
+    after_failure_checked: bool = False,
 ) -> int | None:
     """Insert the intent row and its event, committed together, unless there is no such run, the
     run admits no intents or the key is already recorded. Returns the new intent's id or None;
@@ -289,6 +342,7 @@ def _insert_intent(
             compensation=any_run_status,
             max_intents=settings.SEAM_MAX_INTENTS_PER_RUN,
             caller=caller,
+            after_failure_checked=after_failure_checked,
         )
         return journal_sql.insert_intent(db, params, as_caller=caller is not None)
 

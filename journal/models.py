@@ -292,6 +292,9 @@ class Intent(models.Model):
             ),
             # The rows a person must decide (metrics, the queue's "?" badge): rare, so cheap to keep.
             models.Index(fields=["run"], condition=Q(status="unknown"), name="intent_unknown_idx"),
+            # The failed calls of a run, by tool: the intent statement's check that no call of
+            # its tool failed (else journal.attempts decides). Failures are few, so it is small.
+            models.Index(fields=["run", "tool"], condition=Q(status="failed"), name="intent_failed_idx"),
         ]
 
     def __str__(self) -> str:
@@ -359,6 +362,9 @@ class JournalEvent(models.Model):
         FANOUT_BRANCH_SETTLED = "fanout_branch_settled", "Fan-out branch settled"
         FANOUT_RETRY = "fanout_retry", "Fan-out retry sent or not attempted"
         FANOUT_SETTLED = "fanout_settled", "Fan-out outcome and merged decision"
+        # The taxonomy's response to an earlier failure refused the agent's next intent
+        # (journal.attempts).
+        ATTEMPT_REFUSED = "attempt_refused", "Attempt refused after a failure"
         # Written by people's actions (console.actions), each alongside its audit row.
         LOOKUP_REQUESTED = "lookup_requested", "Lookup requested again"
         COMPENSATION_REQUESTED = "compensation_requested", "Compensation requested"

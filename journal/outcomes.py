@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from observability import counters as metrics
 
-from . import intent_columns, transitions
+from . import attempts, intent_columns, transitions
 from . import sql as journal_sql
 from .durability import durable, refuse_open_transaction
 from .errors import Conflict, InvalidInput
@@ -245,6 +245,8 @@ def outcome_record(
     if draft.is_evidence:
         return _evidence_record(intent, draft, actor=actor)
     now = outcome_write(intent.pk, intent.run_id, draft, actor=actor)
+    if now is not None and draft.error_class == ErrorClass.BUG:
+        attempts.stop_on_bug(intent=intent, message=draft.summary, actor=actor)
     if now is not None:
         settled = copy.copy(intent)
         for name, value in draft.as_columns().items():
@@ -280,6 +282,8 @@ def outcome_record_as_caller(
     draft = outcome_draft(
         ok=ok, summary=summary, receipt=receipt, error_class=error_class, request_id=request_id
     )
+    if draft.error_class == ErrorClass.BUG:
+        return None  # the run stops (outcome_record): rare, so the long way
     refuse_open_transaction(db)
     now = timezone.now()
     if draft.is_evidence:

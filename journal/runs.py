@@ -148,6 +148,15 @@ def run_complete(*, run: Run, actor: Actor) -> Run:
 COUNTERS = {"retry": "retries", "repair": "repairs", "replan": "replans", "reflection": "reflections"}
 
 
+def run_heartbeat_restore(*, run: Run, claimed_at: datetime | None, last_seen: datetime | None) -> bool:
+    """Put back the heartbeat a dead-run decision's claim replaced (`claimed_at`, set by the
+    claim) with the one it saw (`last_seen`), so the run looks as dead as before; False when
+    the run beat since (its agent came back), which then stands."""
+    return bool(
+        Run.objects.filter(pk=run.pk, last_heartbeat_at=claimed_at).update(last_heartbeat_at=last_seen)
+    )
+
+
 def run_count(*, run: Run, kind: str, actor: Actor) -> Run:
     """Count one retry, repair, replan or reflection of the run, each kind apart from the others."""
     column = COUNTERS.get(kind)

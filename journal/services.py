@@ -60,6 +60,7 @@ from .runs import (
     run_count,
     run_create,
     run_heartbeat,
+    run_heartbeat_restore,
 )
 from .tool_errors import DispatchResult, ToolError
 from .validation import (
@@ -125,6 +126,7 @@ __all__ = [
     "run_create",
     "run_hand_over",
     "run_heartbeat",
+    "run_heartbeat_restore",
     "step_id_for",
     "unknown_calls_why",
 ]

@@ -78,6 +78,11 @@ WITH inserted AS (
     -- limit less one: no row at that offset); a compensation is admitted beyond it.
     AND (%s::boolean OR NOT EXISTS (
         SELECT 1 FROM {_INTENT} AS recorded WHERE recorded.run_id = run.id OFFSET %s::integer))
+    -- After a failed call of the same tool, journal.attempts decides whether the next is
+    -- admitted (the taxonomy's responses); it then writes with the check passed.
+    AND (%s::boolean OR NOT EXISTS (
+        SELECT 1 FROM {_INTENT} AS failed
+        WHERE failed.run_id = run.id AND failed.tool = %s::text AND failed.status = 'failed'))
     -- FOR SHARE: intents of one run may be admitted side by side, but never while the run's
     -- status is being changed (completed, cancelled) under them.
     FOR SHARE OF run
@@ -222,6 +227,7 @@ def insert_intent_params(
     compensation: bool,
     max_intents: int,
     caller: Caller | None = None,
+    after_failure_checked: bool = False,
 ) -> tuple[Any, ...]:
     """INSERT_INTENT's parameters, in the order of its placeholders; with `caller`,
     INSERT_INTENT_AS_CALLER's."""
@@ -246,6 +252,8 @@ def insert_intent_params(
         *asserted,
         compensation or not max_intents,  # 0: no limit (the benchmarks' single long run)
         max(max_intents - 1, 0),
+        compensation or after_failure_checked,
+        tool,
         # A str subclass (a TextChoices member such as ActorKind.AGENT) is passed as the plain
         # str it stands for: psycopg looks up a parameter's dumper by its type at every execute,
         # walking the MRO, which for a Django choices enum costs several times a str's lookup.

@@ -84,6 +84,11 @@ class RunWhy(StrEnum):
     # A fan-out that could not gather what its decision needs. facts: name, outcome, coverage,
     # missing (each {branch, why}), rule, summary (the merge's own account)
     FANOUT_INCOMPLETE = "fanout_incomplete"
+    # The agent kept repeating calls the taxonomy refuses (journal.attempts). facts: refusals,
+    # minutes, calls (each {tool, error_class, attempts})
+    LOOPING = "looping"
+    # A call answered with a bug: the run stops. facts: tool, step_id, message
+    BUG_ANSWER = "bug_answer"
     # facts: by, note
     RESOLVED_BY_PERSON = "resolved_by_person"
 

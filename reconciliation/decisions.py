@@ -192,9 +192,7 @@ def run_decide(*, run: Run, actor: journal.Actor, quiet_for: timedelta | None = 
     if handover is not None and (grace_until := _agent_grace_until(run, last_seen)) is not None:
         # Not yet for a person: the agent may come back and finish the run itself. The claim is
         # handed back, so the run looks as dead as it did and the next sweep decides it again.
-        Run.objects.filter(pk=run.pk, last_heartbeat_at=run.last_heartbeat_at).update(
-            last_heartbeat_at=last_seen
-        )
+        journal.run_heartbeat_restore(run=run, claimed_at=run.last_heartbeat_at, last_seen=last_seen)
         return Decision(
             run_id=str(run.pk),
             outcome=DecisionOutcome.WAITING,

@@ -248,6 +248,12 @@ SEAM_RESUME_TRANSIENT_RETRIES = _env_or_fail(env.int, "SEAM_RESUME_TRANSIENT_RET
 # its phase for resume_until_phase, e.g. SEAM_DEFAULT_RECOVERY_POLICY=resume_until_phase:act.
 # Blank (the default): a dead run of such a task type goes to a person, saying so.
 SEAM_DEFAULT_RECOVERY_POLICY = env("SEAM_DEFAULT_RECOVERY_POLICY", default="")
+# The error taxonomy's budgets (journal.attempts), "*" for every task type, a task type's own
+# keys over them: repairs per tool after invalid_input, retries per call after transient and
+# their spacing, and how many refusals within how many minutes make a run "looping".
+SEAM_ERROR_BUDGETS: dict[str, dict[str, float]] = {
+    "*": {"repairs": 2, "retries": 3, "retry_spacing_seconds": 1.0, "loop_refusals": 5, "loop_minutes": 10},
+}
 
 # Compensations: transient failures are retried this many times before the dead-letter queue;
 # a dead letter's owner is this user if set, else the tenant's first team lead, else a superuser.

@@ -58,6 +58,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("compensations/defaults.py", "words"): "a developer's message from seam_seed and a system check",
     ("compensations/checks.py", "_entry_problems"): "a system check's message",
     ("compensations/checks.py", "_argument_problems"): "a system check's message",
+    # A refusal's message for the API, beside its typed code (AttemptCode), as every raised
+    # JournalError carries one; built before it is raised, since the refusal is recorded first.
+    ("journal/attempts.py", "_refusal"): "an API refusal's message, beside its typed code",
+    ("journal/attempts.py", "_retry_refusal"): "an API refusal's message, beside its typed code",
     # The message of the error a durable write raises inside an open transaction: a developer's.
     ("journal/durability.py", "<module>"): "an exception's message, kept in a constant",
 }

@@ -29,6 +29,7 @@ def test_an_admin_edit_bumps_the_version_and_keeps_history() -> None:
             "strategy": "compensate_and_escalate",
             "phase": "",
             "max_resume_age": "00:10:00",
+            "agent_grace": "00:00:00",
             "notes": "after the March incident",
         },
     )

@@ -130,6 +130,7 @@ def _policy_form(policy: TaskPolicy, **changes: Any) -> dict[str, Any]:
         "strategy": policy.strategy,
         "phase": policy.phase,
         "max_resume_age": "01:00:00",
+        "agent_grace": "00:00:00",
         "undo_before_escalating": "on",
         "notes": policy.notes,
     }

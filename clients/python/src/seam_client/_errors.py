@@ -62,11 +62,18 @@ class SeamError(Exception):
 
 class SeamRefused(SeamError):
     """A 4xx: Seam refused the request and wrote nothing. `fields` maps each offending field (or
-    `detail`) to Seam's reasons, e.g. {"args": ["args are 70012 bytes …"]}."""
+    `detail`) to Seam's reasons, e.g. {"args": ["args are 70012 bytes …"]}. `code` is the
+    refusal's typed code where Seam gives one, for the runtime to act on rather than the words:
+    the error taxonomy's `permanent_repeated`, `invalid_input_repeated`, `repairs_spent`,
+    `retries_spent` and `retry_too_soon` (then `retry_after`, seconds)."""
 
     def __init__(self, message: str, *, status: int, body: Any) -> None:
         super().__init__(message, error_class=_class_of_refusal(status), status=status, body=body)
         self.fields: dict[str, list[str]] = _fields_of(body)
+        typed = body if isinstance(body, dict) else {}
+        self.code: str = str(typed.get("code") or "")
+        retry_after = typed.get("retry_after")
+        self.retry_after: float | None = float(retry_after) if isinstance(retry_after, int | float) else None
 
 
 class SeamUnavailable(SeamError):
@@ -160,4 +167,5 @@ def _fields_of(body: Any) -> dict[str, list[str]]:
     return {
         str(name): [str(reason) for reason in reasons] if isinstance(reasons, list) else [str(reasons)]
         for name, reasons in body.items()
+        if name not in ("code", "retry_after")  # the refusal's typed code, not a field
     }

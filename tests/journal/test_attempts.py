@@ -1,0 +1,156 @@
+"""The error taxonomy's responses at the boundary (journal.attempts): after a failed call, what
+the agent may send next with that tool is decided by the failure's class, each refusal a typed
+code over the REST API as in process, and a run that keeps being refused goes to a person as
+looping. A bug answer stops the run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.test import override_settings
+
+from handover.why_words import run_why_words
+from journal import services
+from journal.attempts import AttemptCode, AttemptRefused
+from journal.models import Escalation, IntentStatus, JournalEvent, Run, RunStatus
+from journal.why import RunWhy
+from tests.agent_api.test_api_journal import new_agent_client
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+AGENT = services.Actor.agent("bot")
+REFUND = {"order_id": "SO-1", "amount": "9.99"}
+BUDGETS = {"repairs": 2, "retries": 2, "retry_spacing_seconds": 0.0, "loop_refusals": 50, "loop_minutes": 10}
+
+
+# A call made again is a new intent: the same tool and arguments at a new turn carry the next
+# occurrence (the client derives it), so its own key. The same key again is a replay.
+def _failed(run: Run, turn: int, error_class: str, args: dict[str, Any] = REFUND) -> None:
+    intent = services.intent_record(
+        run=run, tool="issue_refund", args=args, turn=turn, occurrence=turn, actor=AGENT
+    ).intent
+    services.outcome_record(intent=intent, ok=False, summary="refused", error_class=error_class, actor=AGENT)
+
+
+def _next(run: Run, turn: int, args: dict[str, Any] = REFUND) -> Any:
+    return services.intent_record(
+        run=run, tool="issue_refund", args=args, turn=turn, occurrence=turn, actor=AGENT
+    )
+
+
+@override_settings(SEAM_ERROR_BUDGETS={"*": BUDGETS})
+def test_after_a_permanent_failure_the_same_call_is_refused_and_a_changed_one_admitted(
+    make_run: Callable[..., Run],
+) -> None:
+    run = make_run()
+    _failed(run, 1, "permanent")
+
+    with pytest.raises(AttemptRefused) as refused:
+        _next(run, 2)
+    changed = _next(run, 3, {**REFUND, "amount": "5.00"})
+
+    assert (refused.value.code, refused.value.status_code) == (AttemptCode.PERMANENT_REPEATED, 409)
+    assert changed.created and changed.intent.status == IntentStatus.INTENDED
+    assert (
+        JournalEvent.objects.filter(run=run, kind="attempt_refused", data__code="permanent_repeated").count()
+        == 1
+    )
+    assert run.intents.count() == 2  # the refused call wrote no intent
+
+
+@override_settings(SEAM_ERROR_BUDGETS={"*": BUDGETS})
+def test_invalid_input_is_repaired_within_its_budget(make_run: Callable[..., Run]) -> None:
+    run = make_run()
+    _failed(run, 1, "invalid_input", {**REFUND, "amount": "a"})
+    with pytest.raises(AttemptRefused) as same:
+        _next(run, 2, {**REFUND, "amount": "a"})
+    _failed(run, 3, "invalid_input", {**REFUND, "amount": "b"})  # repair 1
+    _failed(run, 4, "invalid_input", {**REFUND, "amount": "c"})  # repair 2: the budget's last
+    with pytest.raises(AttemptRefused) as spent:
+        _next(run, 5, {**REFUND, "amount": "1.00"})
+
+    assert (same.value.code, spent.value.code) == (AttemptCode.INVALID_REPEATED, AttemptCode.REPAIRS_SPENT)
+
+
+@override_settings(SEAM_ERROR_BUDGETS={"*": {**BUDGETS, "retry_spacing_seconds": 60.0}})
+def test_a_transient_retry_that_comes_too_soon_is_told_when_to_come_back(
+    make_run: Callable[..., Run],
+) -> None:
+    run = make_run()
+    _failed(run, 1, "transient")
+
+    with pytest.raises(AttemptRefused) as refused:
+        _next(run, 2)
+
+    assert refused.value.code == AttemptCode.RETRY_TOO_SOON
+    assert refused.value.retry_after is not None and 55 < refused.value.retry_after <= 60
+
+
+@override_settings(SEAM_ERROR_BUDGETS={"*": BUDGETS})
+def test_transient_retries_are_bounded(make_run: Callable[..., Run]) -> None:
+    run = make_run()
+    for turn in (1, 2, 3):  # the call, and its two retries
+        _failed(run, turn, "transient")
+    with pytest.raises(AttemptRefused) as refused:
+        _next(run, 4)
+    assert refused.value.code == AttemptCode.RETRIES_SPENT
+
+
+@override_settings(SEAM_ERROR_BUDGETS={"*": {**BUDGETS, "loop_refusals": 3}})
+def test_a_run_that_keeps_repeating_a_permanent_failure_goes_to_a_person_as_looping(
+    make_run: Callable[..., Run],
+) -> None:
+    run = make_run()
+    _failed(run, 1, "permanent")
+    for turn in (2, 3, 4):
+        with pytest.raises(AttemptRefused):
+            _next(run, turn)
+
+    run.refresh_from_db()
+    assert (run.status, run.awaiting_person, run.outcome_why["code"]) == (
+        RunStatus.ESCALATED,
+        True,
+        RunWhy.LOOPING,
+    )
+    assert run.outcome_why["calls"] == [{"tool": "issue_refund", "error_class": "permanent", "attempts": 1}]
+    assert run_why_words(run.outcome_why).startswith("looping on a permanent error: 3 calls refused in 10")
+    assert Escalation.objects.filter(run=run, resolved_at__isnull=True).count() == 1
+    with pytest.raises(services.Conflict):  # the run admits nothing more
+        _next(run, 5, {**REFUND, "amount": "1.00"})
+
+
+def test_a_bug_answer_stops_the_run_with_the_evidence(make_run: Callable[..., Run]) -> None:
+    run = make_run()
+    intent = services.intent_record(run=run, tool="issue_refund", args=REFUND, turn=1, actor=AGENT).intent
+    services.outcome_record(
+        intent=intent, ok=False, summary="KeyError: 'refund_id'", error_class="bug", actor=AGENT
+    )
+
+    run.refresh_from_db()
+    assert (run.status, run.outcome_why["code"], run.outcome_why["message"]) == (
+        RunStatus.ESCALATED,
+        RunWhy.BUG_ANSWER,
+        "KeyError: 'refund_id'",
+    )
+
+
+@override_settings(SEAM_ERROR_BUDGETS={"*": {**BUDGETS, "retry_spacing_seconds": 60.0}})
+def test_the_rest_api_answers_each_refusal_with_its_code(make_run: Callable[..., Run], tenant: Any) -> None:
+    run = make_run(tenant=tenant)
+    api = new_agent_client(tenant, "runtime")
+    url = f"/api/v1/runs/{run.pk}/intents/"
+    first = api.post(url, {"tool": "issue_refund", "args": REFUND, "turn": 1}, format="json")
+    step = first.json()["step_id"]
+    failed = api.post(
+        f"/api/v1/runs/{run.pk}/intents/{step}/outcome/",
+        {"ok": False, "summary": "503", "error_class": "transient"},
+        format="json",
+    )
+    again = api.post(url, {"tool": "issue_refund", "args": REFUND, "turn": 2, "occurrence": 1}, format="json")
+
+    assert (first.status_code, failed.status_code, again.status_code) == (201, 200, 409)
+    body = again.json()
+    assert body["code"] == "retry_too_soon" and 55 < body["retry_after"] <= 60
+    assert "tool" in body and again["Retry-After"] in {"59", "60"}

@@ -10,8 +10,12 @@ from typing import Any
 
 import pytest
 from django.test import override_settings
+from django.utils import timezone
 
+from handover import handover_for
 from handover.why_words import run_why_words
+from insights.errors import errors_per_task_type
+from insights.selectors import InsightsFilters
 from journal import services
 from journal.attempts import AttemptCode, AttemptRefused
 from journal.models import Escalation, IntentStatus, JournalEvent, Run, RunStatus
@@ -119,6 +123,14 @@ def test_a_run_that_keeps_repeating_a_permanent_failure_goes_to_a_person_as_loop
     assert Escalation.objects.filter(run=run, resolved_at__isnull=True).count() == 1
     with pytest.raises(services.Conflict):  # the run admits nothing more
         _next(run, 5, {**REFUND, "amount": "1.00"})
+    # Shown where people look: the handover's counts and flag, the page, and insights.
+    handover = handover_for(Run.objects.select_related("tenant").get(pk=run.pk))
+    assert handover.attempts.looping and handover.reason_detail.startswith("looping on a permanent error")
+    today = timezone.localdate()
+    panel = errors_per_task_type(tenant=run.tenant, filters=InsightsFilters(since=today, until=today))
+    [(row_label, values)] = [(row.label, row.values) for row in panel.rows]
+    loops = [c.key for c in panel.columns].index("loops")
+    assert (row_label, values[loops]) == (run.task_type, 1)
 
 
 def test_a_bug_answer_stops_the_run_with_the_evidence(make_run: Callable[..., Run]) -> None:

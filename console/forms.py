@@ -361,7 +361,14 @@ class SinceField(forms.DateTimeField):
         return super().to_python(value)
 
 
-QUEUE_REASONS = [*OutcomeReason.choices, (selectors.STUCK, "Stuck: the agent went quiet")]
+QUEUE_REASONS = [
+    *OutcomeReason.choices,
+    (selectors.STUCK, "Stuck: the agent went quiet"),
+    (selectors.ANSWERED, "Answered since: check and resolve"),
+]
+# The statuses a run shows now (console.selectors.status_now_case): a resolved run is never
+# "Escalated", and the Escalated filter leaves resolved runs out.
+QUEUE_STATUSES = [*RunStatus.choices, (selectors.RESOLVED, "Resolved")]
 
 
 class QueueFiltersForm(forms.Form):
@@ -370,7 +377,7 @@ class QueueFiltersForm(forms.Form):
 
     task_type = text_parameter("task_type", 64)
     reason = choice_parameter("reason", QUEUE_REASONS)
-    status = choice_parameter("status", RunStatus.choices)
+    status = choice_parameter("status", QUEUE_STATUSES)
     assignee = text_parameter("assignee", 150)
     q = SearchField()
     sort = choice_parameter("sort", [("deadline", "nearest deadline first"), ("oldest", "oldest first")])

@@ -12,6 +12,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db.models import (
     Case,
+    CharField,
     Count,
     F,
     OuterRef,
@@ -31,7 +32,9 @@ from journal.models import (
     IntentStatus,
     JournalEvent,
     Membership,
+    OutcomeReason,
     Run,
+    RunStatus,
     Tenant,
 )
 from journal.selectors import runs_with_counts as journal_runs_with_counts
@@ -64,6 +67,86 @@ def _queue_base(*, tenant: Tenant, now: datetime) -> QuerySet[Run]:
 
 
 STUCK = "run_stuck"
+# A run still waiting for a person whose reason no longer holds: the unknown outcome was settled
+# (a lookup's retry, a person's mark), or the failed undo's dead letter was resolved. The run
+# needs a person to check and resolve it, no longer for what it was handed over for.
+ANSWERED = "reason_answered"
+# What a run is now, beside its stated status: an escalated or compensated run whose
+# escalation a person resolved is not waiting for anyone (handover.advice, NOTHING_WAITING).
+RESOLVED = "resolved"
+COMPENSATED_RESOLVED = "compensated_resolved"
+
+
+def _open_uncertain() -> Subquery:
+    """Whether the run has a call whose outcome is unknown, or one still open on a run nobody
+    runs (handover.lists.uncertain_steps): the rule handover.advice.reason_now applies to an
+    unknown outcome. A scalar subquery per row (see queue_runs' note on EXISTS)."""
+    open_call = Q(status=IntentStatus.UNKNOWN) | (
+        Q(status=IntentStatus.INTENDED) & ~Q(run__status=RunStatus.RUNNING)
+    )
+    return Subquery(
+        Intent.objects.filter(open_call, run=OuterRef("pk"))
+        .order_by()
+        .annotate(found=Value(True))
+        .values("found")[:1]
+    )
+
+
+def _open_dead_letter() -> Subquery:
+    """Whether an undo of the run failed and its dead letter is still open (the rule
+    handover.advice.reason_now applies to a failed compensation)."""
+    return Subquery(
+        DeadLetter.objects.filter(compensation__original__run=OuterRef("pk"), resolved_at__isnull=True)
+        .order_by()
+        .annotate(found=Value(True))
+        .values("found")[:1]
+    )
+
+
+def with_reason_now(runs: QuerySet[Run]) -> QuerySet[Run]:
+    """Each run with `queue_reason`, why it is in the queue now, computed from its current rows
+    as handover.advice.reason_now does: its stated reason while that holds, ANSWERED once its
+    unknown outcome was settled or its dead letter resolved, STUCK for a running run nobody was
+    asked about, "" for a run nobody waits on; and `status_now` (status_now_case)."""
+    runs = runs.annotate(
+        reason_uncertain=Coalesce(_open_uncertain(), Value(False)),
+        reason_dead_letter=Coalesce(_open_dead_letter(), Value(False)),
+    )
+    unknown = Q(outcome_reason=OutcomeReason.UNKNOWN_OUTCOME, reason_uncertain=False)
+    undo = Q(outcome_reason=OutcomeReason.COMPENSATION_FAILED, reason_dead_letter=False)
+    return runs.annotate(
+        queue_reason=Case(
+            When(Q(awaiting_person=False, status=RunStatus.RUNNING), then=Value(STUCK)),
+            When(awaiting_person=False, then=Value("")),
+            When(unknown | undo, then=Value(ANSWERED)),
+            default=Coalesce(F("outcome_reason"), Value("")),
+            output_field=CharField(),
+        ),
+        status_now=status_now_case(),
+    )
+
+
+def status_now_case() -> Case:
+    """What the run is now: its status, except that an escalated run whose escalation was
+    resolved is RESOLVED, and a compensated one that had a person asked COMPENSATED_RESOLVED,
+    never "Escalated" (the run page's header says the same)."""
+    return Case(
+        When(Q(status=RunStatus.ESCALATED, awaiting_person=False), then=Value(RESOLVED)),
+        When(
+            Q(status=RunStatus.COMPENSATED, awaiting_person=False) & ~Q(outcome_reason=""),
+            then=Value(COMPENSATED_RESOLVED),
+        ),
+        default=F("status"),
+        output_field=CharField(),
+    )
+
+
+def _status_q(status: str) -> Q:
+    """Runs that are `status` now: "escalated" excludes those resolved, "resolved" takes both
+    kinds of resolved run."""
+    if status == RESOLVED:
+        return Q(status_now__in=[RESOLVED, COMPENSATED_RESOLVED])
+    return Q(status_now=status)
 
 
 def search_q(text: str) -> Q:
@@ -81,6 +164,7 @@ def queue_runs(*, tenant: Tenant, user: Any, filters: QueueFilters, now: datetim
         runs = Run.objects.filter(tenant=tenant).filter(search_q(filters.q))
     else:
         runs = _queue_base(tenant=tenant, now=now)
+    runs = with_reason_now(runs)
     if filters.task_type:
         runs = runs.filter(task_type=filters.task_type)
     if filters.reason == STUCK:
@@ -89,9 +173,10 @@ def queue_runs(*, tenant: Tenant, user: Any, filters: QueueFilters, now: datetim
         if filters.q.strip():
             runs = runs.filter(stuck_runs_q(now=now))
     elif filters.reason:
-        runs = runs.filter(outcome_reason=filters.reason, awaiting_person=True)
+        # The reason it waits for now: a settled unknown outcome is no longer "unknown".
+        runs = runs.filter(Q(queue_reason=filters.reason), awaiting_person=True)
     if filters.status:
-        runs = runs.filter(status=filters.status)
+        runs = runs.filter(_status_q(filters.status))
     if filters.assignee == "me":
         runs = runs.filter(assignee=user)
     elif filters.assignee == "none":
@@ -138,15 +223,12 @@ class QueueCounts:
 
 def queue_counts(*, tenant: Tenant, user_id: int | None, now: datetime) -> QueueCounts:
     """The queue's counts per reason, the person's own (`user_id`'s) and its task types, in one
-    query: grouped by reason and task type, an index-only scan of run_queue_deadline_idx, which
-    holds the queue's rows only and carries every column read here. Its cost follows the queue's
-    length, not the journal's size."""
+    query: grouped by reason and task type, a scan of run_queue_deadline_idx, which holds the
+    queue's rows only, and per escalated run whether its reason still holds (with_reason_now: two
+    lookups by the run's own indexes). Its cost follows the queue's length, not the journal's size."""
     rows = (
-        _queue_base(tenant=tenant, now=now)
-        .annotate(
-            queue_reason=Case(When(awaiting_person=True, then=F("outcome_reason")), default=Value(STUCK))
-        )
-        .values("queue_reason", "task_type")
+        with_reason_now(_queue_base(tenant=tenant, now=now))
+        .values("queue_reason", "task_type")  # type: ignore[misc]  # with_reason_now's annotation
         .annotate(
             n=Count("id"),
             mine=Count("id", filter=Q(assignee_id=user_id)) if user_id is not None else Value(0),
@@ -303,5 +385,5 @@ def run_get_for_page(*, tenant: Tenant, run_id: Any) -> Run | None:
 def runs_listed(*, tenant: Tenant, q: str = "") -> QuerySet[Run]:
     """Every run of the tenant with its intent tallies, newest first; with `q`, those whose
     ticket or order id contains it (search_q)."""
-    runs = journal_runs_with_counts(tenant=tenant)
+    runs = journal_runs_with_counts(tenant=tenant).annotate(status_now=status_now_case())
     return runs.filter(search_q(q)) if q.strip() else runs

@@ -35,7 +35,7 @@ from handover import (
     run_events,
     run_state_token,
 )
-from journal.models import OutcomeReason, Run, RunStatus
+from journal.models import Run
 from journal.services import JournalError
 
 from . import actions, forms, selectors, staff_actions
@@ -46,7 +46,7 @@ from .staff import request_tenant, staff_context
 from .timeline import timeline_of
 
 RUNS_PER_PAGE = 50
-REASON_LABELS = {**dict(OutcomeReason.choices), "run_stuck": "Stuck: the agent went quiet"}
+REASON_LABELS = dict(forms.QUEUE_REASONS)
 
 
 def _reason_label(reason: str) -> str:
@@ -174,7 +174,7 @@ def _queue(
             "counts": [(reason, _reason_label(reason), n) for reason, n in counts.by_reason.items()],
             "mine_count": counts.mine,
             "reasons": list(REASON_LABELS.items()),
-            "statuses": RunStatus.choices,
+            "statuses": forms.QUEUE_STATUSES,
             # The queue's own task types (plus the one filtered on, so the filter stays shown).
             "task_types": sorted({*counts.task_types, filters.task_type} - {""}),
             "query": _query_without(request, "page", "since"),

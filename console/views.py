@@ -417,7 +417,10 @@ def run_act(request: HtmxHttpRequest, run_id: str, action: str) -> HttpResponse:
         entry.perform(ctx, run, form.cleaned_data)
     except JournalError as error:
         run = _run_or_404(request, run_id)
-        context = _run_context(run, request, error=error, changes=getattr(error, "changes", None))
+        changes = getattr(error, "changes", None)
+        context = _run_context(run, request, error=error, changes=changes)
+        if request.htmx and changes is not None and not from_queue:
+            return _changed_dialog(request, entry, run, context, status=error.status_code)
         if request.htmx:
             response = render(request, "handover/run_detail.html#refused", context, status=error.status_code)
             return reswap(retarget(response, "#dialog"), "innerHTML")
@@ -429,6 +432,27 @@ def run_act(request: HtmxHttpRequest, run_id: str, action: str) -> HttpResponse:
         context = _run_context(run, request, flash=entry.done_message)
         return render(request, "handover/run_detail.html#panel", context)
     return redirect("handover:run_detail", run_id=run.pk)
+
+
+def _changed_dialog(
+    request: HtmxHttpRequest,
+    entry: staff_actions.StaffAction,
+    run: Run,
+    context: dict[str, Any],
+    *,
+    status: int,
+) -> HttpResponse:
+    """Refused because the run changed while its dialog was open: the dialog again, for the run
+    as it is now (its state token the new one), what changed said once above it and what was
+    typed kept in its fields, so a second try needs no retyping (templates/handover/dialogs.html)."""
+    data = request.POST.copy()
+    data["state"] = context["state"]
+    form = entry.form(data, **_form_kwargs(entry, run))
+    form.is_valid()  # bound: its fields show what was typed (it was valid when posted)
+    context |= _dialog(entry, context, data.get("step_id", ""), form)
+    context["kept"] = [f for f in form.visible_fields() if f.widget_type == "textarea" and f.value()]
+    response = render(request, "handover/dialogs.html#changed", context, status=status)
+    return reswap(retarget(response, "#dialog"), "innerHTML")
 
 
 # --- the audit trail --------------------------------------------------------------------------

@@ -145,26 +145,103 @@
     if (field) field.focus();
   });
 
+  /* Nothing typed is lost by a slip: while a field of the dialog holds text the person typed (or
+     kept from a refused try), Escape, a click outside and Cancel ask first, inside the dialog,
+     whether to discard it; "Keep editing" goes back to the field. Only "Discard" or an action
+     done closes it with the text. A close the browser forces anyway (a second Escape with no
+     key pressed between, which Chromium does not let a page cancel) opens it again, asking. */
+  let discarding = false;
+
+  function typed(d) {
+    return Array.prototype.some.call(
+      d.querySelectorAll("textarea:not([readonly]), input[type=text], input[type=search], input:not([type])"),
+      function (el) { return el.value.trim() !== ""; }
+    );
+  }
+
+  function askOf(d) {
+    return d.querySelector(".discard-ask");
+  }
+
+  let editing = null; // the field that had focus when the question was asked
+
+  function keepEditing(d) {
+    const ask = askOf(d);
+    if (ask) ask.remove();
+    const field = editing && d.contains(editing) ? editing : firstField(d);
+    editing = null;
+    if (field) field.focus();
+  }
+
+  function ask(d) {
+    if (askOf(d)) {
+      askOf(d).querySelector("button").focus();
+      return;
+    }
+    const active = document.activeElement;
+    editing = active && d.contains(active) && active.matches("textarea, input, select") ? active : null;
+    const box = document.createElement("div");
+    box.className = "discard-ask";
+    box.setAttribute("role", "alertdialog");
+    box.setAttribute("aria-labelledby", "discard-ask-words");
+    const words = document.createElement("p");
+    words.id = "discard-ask-words";
+    words.textContent = "Discard what you typed?";
+    const keep = document.createElement("button");
+    keep.type = "button";
+    keep.className = "primary";
+    keep.textContent = "Keep editing";
+    keep.addEventListener("click", function () { keepEditing(d); });
+    const discard = document.createElement("button");
+    discard.type = "button";
+    discard.textContent = "Discard";
+    discard.addEventListener("click", function () { closeDialog(d, true); });
+    box.append(words, keep, " ", discard);
+    (d.querySelector(".confirm") || d).prepend(box);
+    keep.focus();
+  }
+
+  function closeDialog(d, force) {
+    if (!force && typed(d)) {
+      ask(d);
+      return;
+    }
+    discarding = true;
+    d.close();
+  }
+
   /* An action confirmed in the dialog redrew the run: the dialog's work is done. */
   document.addEventListener("htmx:afterRequest", function (event) {
     const form = event.detail.elt;
     if (!(form instanceof Element) || !form.matches("[data-closes-on-success]")) return;
     const d = form.closest("dialog");
-    if (d && event.detail.successful && event.detail.target.id !== "dialog") d.close();
+    if (d && event.detail.successful && event.detail.target.id !== "dialog") closeDialog(d, true);
   });
 
   document.addEventListener("click", function (event) {
     const button = event.target instanceof Element ? event.target.closest("[data-close-dialog]") : null;
     if (!button) return;
     const d = button.closest("dialog");
-    if (d) d.close();
+    if (d) closeDialog(d, false);
     else button.closest(".confirm")?.remove();
   });
 
   document.addEventListener("DOMContentLoaded", function () {
     const d = dialog();
     if (!d) return;
+    d.addEventListener("cancel", function (event) {
+      if (discarding || !typed(d)) return;
+      event.preventDefault();
+      if (askOf(d)) keepEditing(d); // Escape on the question: keep editing
+      else ask(d);
+    });
     d.addEventListener("close", function () {
+      if (!discarding && typed(d)) {
+        d.showModal();
+        ask(d);
+        return;
+      }
+      discarding = false;
       d.replaceChildren();
       giveFocusBack();
     });
@@ -174,7 +251,7 @@
       const box = d.getBoundingClientRect();
       const inside =
         event.clientX >= box.left && event.clientX <= box.right && event.clientY >= box.top && event.clientY <= box.bottom;
-      if (!inside) d.close();
+      if (!inside) closeDialog(d, false);
     });
   });
 })();

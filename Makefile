@@ -67,7 +67,8 @@ chromium:
 
 # Tests marked `chaos` (the full kill matrix, infrastructure faults, workers killed, load, the
 # fuzzing of every page, fresh installs) take minutes: `make chaos`
-# runs them, after `make test` in CI (.ci/run).
+# runs them, after `make test` in CI (.ci/run). Its summary prints the recovery figure
+# (tests/support/recovery_figure.py): runs the kill matrices handed to a person needlessly.
 pytest: install services chromium
 	$(BIN)/pytest -p no:cacheprovider -m "not chaos" $(PYTEST_ARGS)
 

@@ -20,6 +20,10 @@ from journal.models import AgentToken, Run, Tenant
 from journal.services import Actor
 from sandbox.catalogue import catalogue_seed_defaults
 from tests import factories
+
+# The recovery figure's summary (and, under CI, its failing a session with a needless hand-over):
+# hooks defined there, made this conftest's so every run of the suite has them.
+from tests.support.recovery_figure import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401
 from tests.support.stuck_runs import escalate_ticket
 
 

@@ -33,6 +33,7 @@ from journal.models import Intent, IntentStatus, Run, RunStatus, Tenant
 from tests.clients.agent_support import AWARDS, FINAL_ANSWER
 from tests.clients.mcp_support import CLIENT_SRC, agent_token
 from tests.examples.giftdesk_support import APP, Provider, running_provider
+from tests.support import recovery_figure
 from tests.support.in_flight import open_calls_past_in_flight
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -141,7 +142,18 @@ def test_an_agent_killed_after_the_ledger_booked_is_reconciled_handed_over_and_r
     out, err = again.communicate(timeout=120)
     assert again.returncode == 0, err[-3000:]
     assert out.strip().endswith(FINAL_ANSWER)
-    assert [len(booked(giftdesk, award["reference"])) for award in AWARDS] == [1, 1]
     run.refresh_from_db()
+    recovery_figure.record(
+        f"adapter: {module.rsplit('.', 1)[-1].removesuffix('_agent')}",
+        run,
+        point="killed after the ledger booked the 2nd award",
+        doubled_or_lost=recovery_figure.counted_once(
+            {award["reference"]: len(booked(giftdesk, award["reference"])) for award in AWARDS}
+        ),
+        false_statements=recovery_figure.handover_against(
+            run, [i.step_id for i in Intent.objects.filter(run=run) if booked(giftdesk, i.args["reference"])]
+        ),
+    )
+    assert [len(booked(giftdesk, award["reference"])) for award in AWARDS] == [1, 1]
     assert run.status == RunStatus.COMPLETED
     assert Intent.objects.filter(run=run).count() == 2

@@ -31,6 +31,7 @@ from tests.clients.langgraph_agent import PAGE, VERSIONS, ScriptedModel, run_asy
 from tests.clients.mcp_support import agent_token
 from tests.clients.test_framework_adapters import agent_process, booked, giftdesk
 from tests.examples.giftdesk_support import Provider
+from tests.support import recovery_figure
 from tests.support.in_flight import open_calls_past_in_flight
 from tools import registry as tool_registry
 
@@ -214,10 +215,21 @@ def test_an_async_tool_agent_killed_after_the_ledger_booked_is_reconciled_and_re
     again = agent_process("tests.clients.langgraph_agent", env)
     out, err = again.communicate(timeout=120)
 
+    run.refresh_from_db()
+    recovery_figure.record(
+        "adapter: langgraph",
+        run,
+        point=f"async tools, {handle} handle, killed after the ledger booked the 2nd award",
+        doubled_or_lost=recovery_figure.counted_once(
+            {award["reference"]: len(booked(giftdesk, award["reference"])) for award in AWARDS}
+        ),
+        false_statements=recovery_figure.handover_against(
+            run, [i.step_id for i in run.intents.all() if booked(giftdesk, i.args["reference"])]
+        ),
+    )
     assert again.returncode == 0, err[-3000:]
     assert out.strip().endswith(FINAL_ANSWER)
     assert [len(booked(giftdesk, award["reference"])) for award in AWARDS] == [1, 1]
-    run.refresh_from_db()
     assert run.status == RunStatus.COMPLETED
     assert intents(run.external_id) == [
         (1, 0, IntentStatus.PERFORMED, ""),

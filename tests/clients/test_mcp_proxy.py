@@ -37,6 +37,7 @@ from tests.clients.mcp_support import (
     start_http_proxy,
     stop,
 )
+from tests.support import recovery_figure
 from tests.support.in_flight import open_calls_past_in_flight
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -271,6 +272,19 @@ def test_a_proxy_killed_after_the_server_accepted_is_reconciled_by_its_key_and_h
     # The policy hands the session to a person, nothing undone.
     call_command("reconcile", older_than=0, decide=True, stdout=io.StringIO())
     run.refresh_from_db()
+    held_calls = desk.state()
+    recovery_figure.record(
+        "MCP proxy",
+        run,
+        point="killed after the server accepted the 3rd call",
+        doubled_or_lost=recovery_figure.counted_once(
+            {"keyed calls": len(held_calls["calls"]), "unkeyed calls": len(held_calls["unkeyed"])},
+            {"keyed calls": 3, "unkeyed calls": 0},
+        ),
+        false_statements=recovery_figure.handover_against(
+            run, [i.step_id for i in run.intents.all() if i.idempotency_key in held_calls["calls"]]
+        ),
+    )
     assert run.status == RunStatus.ESCALATED
     assert desk.state()["accounts"]["A-1"]["balance"] == "25.00"
 

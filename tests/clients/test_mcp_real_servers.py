@@ -34,6 +34,7 @@ from tests.clients.mcp_support import (
     start_http_proxy,
     stop,
 )
+from tests.support import recovery_figure
 from tests.support.in_flight import open_calls_past_in_flight
 
 pytestmark = [pytest.mark.chaos, pytest.mark.django_db(transaction=True)]
@@ -254,6 +255,15 @@ def test_a_proxy_killed_mid_commit_leaves_it_uncertain_and_git_holds_it_once(
     open_calls_past_in_flight(run=commit.run)
     call_command("reconcile", older_than=0, stdout=io.StringIO())
     commit.refresh_from_db()
+    # Reconciled, not decided: recorded as left open (its decision would be calls_unknown, git_commit
+    # being a tool nobody can ask or send again). Git's log is the world; `completed` is not checked.
+    recovery_figure.record(
+        "MCP proxy",
+        commit.run,
+        point="git: killed mid commit",
+        doubled_or_lost=recovery_figure.counted_once({"held": commits(repo).count("held")}),
+        false_statements=(),
+    )
     # Nothing can ask git by the key: a person decides, and the commit is still there once.
     assert commit.status == IntentStatus.UNKNOWN
     assert commits(repo) == ["held", "start"]

@@ -28,6 +28,7 @@ from reconciliation.models import TaskPolicy
 from scenarios.invariants import check_run
 from scenarios.registry import all_flows, all_tickets
 from tests.examples.giftdesk_support import APP, Provider, replay_in_child, running_provider
+from tests.support import recovery_figure
 from tests.support.in_flight import open_calls_past_in_flight
 from tools.discovery import seam_modules
 from tools.registry import all_tools
@@ -209,6 +210,19 @@ def test_the_policy_then_finishes_or_undoes_the_run_with_each_effect_once(
     call_command("reconcile", older_than=0, decide=True, stdout=io.StringIO())
 
     run.refresh_from_db()
+    held = giftdesk.state()
+    recovery_figure.record(
+        "giftdesk example",
+        run,
+        doubled_or_lost=[
+            *check_run(run).violations,
+            *recovery_figure.counted_once(
+                {"the provider's effects": sum(len(held[table]) for table in ("loads", "points", "emails"))},
+                {"the provider's effects": run.intents.filter(status=IntentStatus.PERFORMED).count()},
+            ),
+        ],
+        false_statements=recovery_figure.handover_against(run, provider_records(giftdesk, run)),
+    )
     assert not run.intents.filter(status=IntentStatus.INTENDED).exists()
     world = check_run(run)
     assert (world.violations, world.unconfirmed) == ((), ())

@@ -28,6 +28,7 @@ from scenarios.seam import DEFAULT_POLICIES
 from scenarios.tickets import TICKETS
 from tests.reconciliation.test_decisions import expected_outcome
 from tests.scenarios.test_kill_points import KILL_POINTS, replay_in_child
+from tests.support import recovery_figure
 from tests.support.in_flight import open_calls_past_in_flight
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -82,19 +83,19 @@ def kill_flag(mode: str) -> str:
     return "--kill-after" if mode == "after" else "--kill-between-accept-and-record"
 
 
-def assert_policy_outcome(run: Run, ticket_id: str, world_writes: int) -> None:
+def assert_policy_outcome(run: Run, ticket_id: str, world_writes: int, *, matrix: str) -> None:
     """The run ended as its task type's policy prescribes for a run whose world holds its first
-    `world_writes` planned writes, with each remaining write done once or each undo done once."""
+    `world_writes` planned writes, with each remaining write done once or each undo done once.
+    The run is first recorded in `matrix` of the recovery figure (tests/support/recovery_figure)."""
     run.refresh_from_db()
     status, reason, undone = expected_outcome(ticket_id, "after", world_writes)
+    writes = len(FLOWS[TICKETS[ticket_id].task_type].writes)
+    expected = writes if status == RunStatus.COMPLETED else world_writes + undone
+    recovery_figure.record(matrix, run, expected_effects=expected)
     assert (run.status, run.outcome_reason) == (status, reason), run.outcome_why
     assert check_recovered(run) == ()
     world = check_run(run)
-    writes = len(FLOWS[TICKETS[ticket_id].task_type].writes)
-    if status == RunStatus.COMPLETED:
-        assert (world.performed, world.effects) == (writes, writes)
-    else:
-        assert (world.performed, world.effects) == (world_writes + undone, world_writes + undone)
+    assert (world.performed, world.effects) == (expected, expected)
 
 
 # --- 1. the REST runtime, killed at every kill point of every flow ---------------------------
@@ -129,7 +130,7 @@ def test_a_rest_runtime_killed_anywhere_is_recovered_by_a_fresh_process(
 
     recover(sandbox_tools)
 
-    assert_policy_outcome(run, ticket_id, n)
+    assert_policy_outcome(run, ticket_id, n, matrix="built-in flows")
 
 
 # --- 2. kills during a compensation ----------------------------------------------------------
@@ -170,13 +171,16 @@ def test_a_compensation_killed_mid_way_undoes_each_step_once_after_recovery(
     # A fresh process settles the undo left in doubt, then the compensation is run again.
     recover(sandbox_tools)
     manage(sandbox_tools, "compensate_run", str(run.pk))
+    writes = len(FLOWS[TICKETS[ticket_id].task_type].writes)
+    recovery_figure.record(
+        "built-in flows: compensation killed", run, expected_effects=writes + undos, person_asked=True
+    )
 
     assert check_recovered(run) == ()
     live = Compensation.objects.filter(original__run=run).exclude(status=CompensationStatus.NOT_POSSIBLE)
     assert sorted(live.values_list("status", flat=True)) == [CompensationStatus.DONE] * undos
     undo_ids = compensation_intent_ids(run=run)
     assert run.intents.filter(pk__in=undo_ids, status=IntentStatus.PERFORMED).count() == undos
-    writes = len(FLOWS[TICKETS[ticket_id].task_type].writes)
     assert check_run(run).effects == writes + undos
 
 
@@ -230,7 +234,9 @@ def test_a_recovery_killed_mid_way_is_finished_by_the_next_with_each_write_once(
     # The second decision sees what the first recovery left, as if the runner had died there: a
     # resumption's writes are the run's own planned writes; a compensation's are undos.
     resumed = STRATEGY[TICKETS[ticket_id].task_type] != "compensate_and_escalate"
-    assert_policy_outcome(run, ticket_id, first + m if resumed else first)
+    assert_policy_outcome(
+        run, ticket_id, first + m if resumed else first, matrix="built-in flows: recovery killed"
+    )
 
 
 # --- the invariants are not vacuous ------------------------------------------------------------

@@ -419,7 +419,9 @@ def run_act(request: HtmxHttpRequest, run_id: str, action: str) -> HttpResponse:
         run = _run_or_404(request, run_id)
         changes = getattr(error, "changes", None)
         context = _run_context(run, request, error=error, changes=changes)
-        if request.htmx and changes is not None and not from_queue:
+        if request.htmx and from_queue:
+            return _queue_refused(request, context, status=error.status_code)
+        if request.htmx and changes is not None:
             return _changed_dialog(request, entry, run, context, status=error.status_code)
         if request.htmx:
             response = render(request, "handover/run_detail.html#refused", context, status=error.status_code)
@@ -452,6 +454,14 @@ def _changed_dialog(
     context |= _dialog(entry, context, data.get("step_id", ""), form)
     context["kept"] = [f for f in form.visible_fields() if f.widget_type == "textarea" and f.value()]
     response = render(request, "handover/dialogs.html#changed", context, status=status)
+    return reswap(retarget(response, "#dialog"), "innerHTML")
+
+
+def _queue_refused(request: HtmxHttpRequest, context: dict[str, Any], *, status: int) -> HttpResponse:
+    """An action of a queue's row refused: why in the dialog, what changed said once, and the
+    queue's results asked to redraw at once (the event seam-queue-changed) with the run as it is."""
+    response = render(request, "handover/dialogs.html#queue_refused", context, status=status)
+    response["HX-Trigger"] = "seam-queue-changed"
     return reswap(retarget(response, "#dialog"), "innerHTML")
 
 

@@ -157,3 +157,28 @@ def test_a_refusal_because_the_run_changed_keeps_the_note_for_a_second_try(
     entry = AuditEntry.objects.get(run=run, action=AuditAction.RESOLVE)
     assert (entry.username, entry.note) == ("sam", NOTE)
     assert not Run.objects.get(pk=run.pk).awaiting_person
+
+
+def test_a_stale_action_from_the_queue_says_what_changed_once_and_the_queue_redraws(
+    run: Run, screen: ViewportSize, persona: Callable[..., Any], log_in: Callable[..., Page]
+) -> None:
+    page = log_in(persona("support_staff", run.tenant, "sam"), viewport=screen)
+    row = page.locator('#queue-results tr[data-ticket="T-40912"]')
+    expect(row.locator(".assignee")).to_have_text("—")
+    lead = Client()
+    lead.force_login(persona("team_lead", run.tenant, "lee"))
+    assert lead.post(
+        reverse("handover:run_act", args=[run.pk, "assign"]), {"state": run_state_token(run)}
+    ).status_code in (200, 302)
+
+    row.get_by_role("button", name="Assign to me").click()
+
+    dialog = page.locator("dialog#dialog")
+    expect(dialog).to_contain_text("This run changed; nothing was applied")
+    words = dialog.inner_text()
+    assert words.lower().count("this run changed") == 1 and words.count("lee assigned") == 1, words
+    # Redrawn at once by the refusal's event, well before the queue's next timed poll (10 s).
+    expect(row.locator(".assignee")).to_have_text("lee", timeout=3000)
+    dialog.get_by_role("button", name="Close").click()
+    expect(dialog).to_be_hidden()
+    assert Run.objects.filter(pk=run.pk, assignee__username="lee").exists()

@@ -64,3 +64,24 @@ def test_a_stale_resolve_keeps_its_note_and_a_second_try_sends_it(
     assert again.status_code == 200
     assert AuditEntry.objects.get(action=AuditAction.RESOLVE).note == NOTE
     assert not Run.objects.get(pk=run.pk).awaiting_person
+
+
+def test_a_stale_action_from_the_queue_says_what_changed_once_and_redraws_the_queue(
+    make_run: Callable[..., Run], persona: Any
+) -> None:
+    run = escalated_run(make_run, ticket_id="T-50003")
+    seen = run_state_token(run)
+    assert (
+        _post(_client(persona("team_lead", run.tenant, "lee")), run, "assign", state=seen).status_code == 200
+    )
+    sam = _client(persona("support_staff", run.tenant, "sam"))
+
+    stale = _post(sam, run, "assign", state=seen, **{"from": "queue"})
+
+    assert stale.status_code == 409
+    assert stale["HX-Retarget"] == "#dialog"
+    assert stale["HX-Trigger"] == "seam-queue-changed"  # the queue's results redraw at once
+    body = stale.content.decode()
+    assert body.lower().count("this run changed") == 1, body
+    assert body.count("lee assigned") == 1, body
+    assert Run.objects.filter(pk=run.pk, assignee__username="lee").exists()

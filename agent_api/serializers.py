@@ -18,6 +18,7 @@ from journal import services
 from journal.models import CustomerMessage, ErrorClass, Intent, Run
 from journal.runs import Cancelled
 
+from . import pages
 from .plain import PlainBody, boolean_check
 
 
@@ -263,12 +264,75 @@ class RunSerializer(serializers.ModelSerializer):
         return why_words.run_why_words(run.outcome_why, run.outcome_detail)
 
 
+_NEXT_HELP = (
+    "The cursor of the list's next page (GET /api/v1/runs/{id}/%s/?cursor=...), or null when "
+    "this page is its last."
+)
+
+
 class RunDetailSerializer(RunSerializer):
-    intents = IntentSerializer(many=True, read_only=True)
-    customer_messages = CustomerMessageSerializer(many=True, read_only=True)
+    """The run with the first page of each of its lists (pages.DEFAULT_LIMIT rows, oldest first):
+    a run may hold tens of thousands of intents, and one answer holding them all was megabytes.
+    The rest are read page by page, or all at once from the run's export (JSON lines)."""
+
+    intents = IntentSerializer(many=True, read_only=True, help_text="The first page of intents.")
+    intents_next = serializers.CharField(read_only=True, allow_null=True, help_text=_NEXT_HELP % "intents")
+    customer_messages = CustomerMessageSerializer(
+        many=True, read_only=True, help_text="The first page of customer messages."
+    )
+    customer_messages_next = serializers.CharField(
+        read_only=True, allow_null=True, help_text=_NEXT_HELP % "customer-messages"
+    )
 
     class Meta(RunSerializer.Meta):
-        fields = [*RunSerializer.Meta.fields, "intents", "customer_messages"]
+        fields = [
+            *RunSerializer.Meta.fields,
+            "intents",
+            "intents_next",
+            "customer_messages",
+            "customer_messages_next",
+        ]
+
+    def to_representation(self, instance: Run) -> dict[str, Any]:
+        data = dict(RunSerializer().to_representation(instance))
+        intents = pages.page(pages.INTENTS, instance)
+        messages = pages.page(pages.CUSTOMER_MESSAGES, instance)
+        data["intents"] = [_INTENT_RENDERING.to_representation(row) for row in intents.rows]
+        data["intents_next"] = intents.next
+        data["customer_messages"] = [_MESSAGE_RENDERING.to_representation(row) for row in messages.rows]
+        data["customer_messages_next"] = messages.next
+        return data
+
+
+class IntentPageSerializer(serializers.Serializer):
+    """A page of a run's intents, oldest first."""
+
+    results = IntentSerializer(many=True, read_only=True)
+    next = serializers.CharField(read_only=True, allow_null=True, help_text=_NEXT_HELP % "intents")
+
+
+class CustomerMessagePageSerializer(serializers.Serializer):
+    """A page of a run's customer messages, by the time each was told."""
+
+    results = CustomerMessageSerializer(many=True, read_only=True)
+    next = serializers.CharField(read_only=True, allow_null=True, help_text=_NEXT_HELP % "customer-messages")
+
+
+# One of each, shared: neither keeps state between renderings (their fields are bound once).
+_INTENT_RENDERING = IntentSerializer()
+_MESSAGE_RENDERING = CustomerMessageSerializer()
+
+
+def page_answer(listing: pages.Listing, page: pages.Page) -> dict[str, Any]:
+    """A page as the paged endpoints answer it: {"results": [...], "next": cursor or null}."""
+    return {"results": [render_row(listing, row) for row in page.rows], "next": page.next}
+
+
+def render_row(listing: pages.Listing, row: Any) -> dict[str, Any]:
+    """One row of a run's list, as the API renders it."""
+    if listing is pages.INTENTS:
+        return _INTENT_RENDERING.to_representation(row)
+    return dict(_MESSAGE_RENDERING.to_representation(row))
 
 
 class CancelSerializer(serializers.Serializer):

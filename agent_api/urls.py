@@ -7,6 +7,7 @@ app_name = "api"
 urlpatterns = [
     path("runs/", views.RunListCreateApi.as_view(), name="runs"),
     path("runs/<str:run_id>/", views.RunDetailApi.as_view(), name="run"),
+    path("runs/<str:run_id>/export/", views.RunExportApi.as_view(), name="export"),
     path("runs/<str:run_id>/handover/", views.HandoverApi.as_view(), name="handover"),
     path("runs/<str:run_id>/intents/", views.IntentCreateApi.as_view(), name="intents"),
     path(

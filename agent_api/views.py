@@ -6,20 +6,23 @@ services. An agent's plain intent and outcome calls are answered by the views' `
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import NotFound as DRFNotFound
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import BasePermission
-from rest_framework.renderers import JSONRenderer
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.utils.encoders import JSONEncoder as DRFJSONEncoder
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -29,6 +32,7 @@ from journal import selectors, services
 from journal.attempts import AttemptRefused
 from journal.models import Intent, Run, RunStatus, Tenant
 
+from . import pages
 from .authentication import (
     AgentPrincipal,
     agent_principal,
@@ -44,14 +48,18 @@ from .serializers import (
     CancelSerializer,
     CountSerializer,
     CustomerMessageCreateSerializer,
+    CustomerMessagePageSerializer,
     CustomerMessageSerializer,
     IntentCreateSerializer,
+    IntentPageSerializer,
     IntentSerializer,
     OutcomeSerializer,
     RunCreateSerializer,
     RunDetailSerializer,
     RunSerializer,
+    page_answer,
     plainly_valid,
+    render_row,
     validated,
 )
 
@@ -182,12 +190,71 @@ class RunListCreateApi(APIView):
 
 
 class RunDetailApi(APIView):
+    """The run with the first page of its intents and of its customer messages, each with the
+    cursor of its next page (`intents_next`, `customer_messages_next`)."""
+
     @extend_schema(responses=RunDetailSerializer)
     def get(self, request: Request, run_id: str) -> Response:
-        run = selectors.run_get_with_journal(tenant=_tenant(request), run_id=run_id)
-        if run is None:
-            raise DRFNotFound(f"Run {run_id} not found.")
-        return Response(RunDetailSerializer(run).data)
+        return Response(RunDetailSerializer(_run(request, run_id)).data)
+
+
+_PAGE_PARAMETERS = [
+    OpenApiParameter("cursor", str, description="`next` of the page before (none: the first page)"),
+    OpenApiParameter(
+        "limit", int, description=f"rows per page, 1 to {pages.MAX_LIMIT} (default {pages.DEFAULT_LIMIT})"
+    ),
+]
+
+
+def _page_response(request: Request, run_id: str, listing: pages.Listing) -> Response:
+    """One page of a run's list after the query's cursor: 400 naming a bad cursor or limit."""
+    run = _run(request, run_id)
+    try:
+        limit = pages.limit_of(request.query_params.get("limit"))
+        page = pages.page(listing, run, cursor=request.query_params.get("cursor"), limit=limit)
+    except pages.PageRefused as refused:
+        return Response({refused.field: [refused.message]}, status=status.HTTP_400_BAD_REQUEST)
+    return Response(page_answer(listing, page))
+
+
+class JSONLinesRenderer(BaseRenderer):
+    """JSON lines (one JSON value a line), the export's format; an error is one line too."""
+
+    media_type = "application/x-ndjson"
+    format = "jsonl"
+    charset = None
+
+    def render(
+        self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None
+    ) -> bytes:
+        return json_line(data)
+
+
+def json_line(value: Any) -> bytes:
+    return json.dumps(value, cls=DRFJSONEncoder, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+def export_lines(run: Run) -> Iterator[bytes]:
+    """The run's export: {"run": ...}, then {"intent": ...} for each intent and
+    {"customer_message": ...} for each message, in the lists' order. Rows are read when the
+    response is streamed, through server-side cursors, so memory does not grow with the run."""
+    yield json_line({"run": RunSerializer(run).data})
+    for listing, key in ((pages.INTENTS, "intent"), (pages.CUSTOMER_MESSAGES, "customer_message")):
+        for row in pages.every_row(listing, run):
+            yield json_line({key: render_row(listing, row)})
+
+
+class RunExportApi(APIView):
+    """Everything the run holds, streamed as JSON lines (application/x-ndjson)."""
+
+    renderer_classes = [JSONRenderer, JSONLinesRenderer]
+
+    @extend_schema(responses={(200, "application/x-ndjson"): OpenApiTypes.STR})
+    def get(self, request: Request, run_id: str) -> StreamingHttpResponse:
+        run = _run(request, run_id)
+        response = StreamingHttpResponse(export_lines(run), content_type="application/x-ndjson")
+        response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.jsonl"'
+        return response
 
 
 class HandoverApi(APIView):
@@ -280,7 +347,11 @@ def _allowed_methods(view_class: type[APIView]) -> str:
     """The view's Allow header, made once per view class."""
     allow = _ALLOW.get(view_class)
     if allow is None:
-        allow = _ALLOW[view_class] = ", ".join(view_class().allowed_methods)
+        view = view_class()
+        if hasattr(view, "get") and not hasattr(view, "head"):
+            # As View.setup() does for every request: a view that answers GET answers HEAD.
+            view.head = view.get  # type: ignore[attr-defined]
+        allow = _ALLOW[view_class] = ", ".join(view.allowed_methods)
     return allow
 
 
@@ -320,6 +391,11 @@ class IntentCreateApi(APIView):
             return None  # nothing was written; the view asks again and answers with the reason
         caller_remember(principal, run)
         return _lean_response(cls, answer, status_code)
+
+    @extend_schema(parameters=_PAGE_PARAMETERS, responses=IntentPageSerializer)
+    def get(self, request: Request, run_id: str) -> Response:
+        """A page of the run's intents, oldest first (after `cursor`, at most `limit`)."""
+        return _page_response(request, run_id, pages.INTENTS)
 
     @extend_schema(request=IntentCreateSerializer, responses={201: IntentSerializer, 200: IntentSerializer})
     def post(self, request: Request, run_id: str) -> Response:
@@ -377,6 +453,11 @@ class OutcomeApi(APIView):
 class CustomerMessageCreateApi(APIView):
     permission_classes = [IsAgentForWrites]
     parser_classes = PARSERS
+
+    @extend_schema(parameters=_PAGE_PARAMETERS, responses=CustomerMessagePageSerializer)
+    def get(self, request: Request, run_id: str) -> Response:
+        """A page of the run's customer messages, by the time each was told."""
+        return _page_response(request, run_id, pages.CUSTOMER_MESSAGES)
 
     @extend_schema(request=CustomerMessageCreateSerializer, responses={201: CustomerMessageSerializer})
     def post(self, request: Request, run_id: str) -> Response:

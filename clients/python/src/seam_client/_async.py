@@ -17,6 +17,7 @@ from . import _protocol as api
 from ._common import HeartbeatState, RunState, http_options, intent_of, next_page
 from ._errors import ErrorClass, IntentInDoubt, OutcomeNotRecorded, SeamError, SeamRefused
 from ._resume import HonoursKey, HonoursKeys, KeyRefused, SettleWait, declared_for, honours_keys, settle_bound
+from ._sync import RUN_LISTS, list_page
 from ._types import AsyncCall, Handover, Intent, Outcome
 
 
@@ -132,7 +133,17 @@ class AsyncRun(RunState):
         self.client = client
 
     async def fetch(self) -> dict[str, Any]:
-        self.data = dict((await self.client.send(api.run_get(self.id))).body)
+        """As Run.fetch: the run with all its intents and customer messages, every page read."""
+        data = dict((await self.client.send(api.run_get(self.id))).body)
+        for key, path in RUN_LISTS:
+            rows = list(data.get(key) or [])
+            cursor = data.get(f"{key}_next")
+            while cursor:
+                body = (await self.client.send(list_page(self.id, path, str(cursor)))).body
+                rows += body["results"]
+                cursor = body.get("next")
+            data[key], data[f"{key}_next"] = rows, None
+        self.data = data
         return self.data
 
     async def _record_intent(

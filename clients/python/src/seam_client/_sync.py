@@ -19,6 +19,17 @@ from ._errors import ErrorClass, IntentInDoubt, OutcomeNotRecorded, SeamError, S
 from ._resume import HonoursKey, HonoursKeys, KeyRefused, SettleWait, declared_for, honours_keys, settle_bound
 from ._types import Call, Handover, Intent, Outcome
 
+# The run detail's paged lists (its key, its endpoint under /runs/{id}/), and rows per page read.
+RUN_LISTS = (("intents", "intents"), ("customer_messages", "customer-messages"))
+LIST_PAGE_LIMIT = 1000
+
+
+def list_page(run_id: str, path: str, cursor: str) -> api.Request:
+    """GET /runs/{id}/<path>/: the page of a run's list after `cursor`."""
+    return api.Request(
+        "GET", f"/runs/{run_id}/{path}/", params={"cursor": cursor, "limit": str(LIST_PAGE_LIMIT)}
+    )
+
 
 class SeamClient:
     """Seam's REST API with an agent token. Every write is retried by the rules of
@@ -135,8 +146,19 @@ class Run(RunState):
         self.client = client
 
     def fetch(self) -> dict[str, Any]:
-        """GET /runs/{id}/: the run with its intents and customer messages."""
-        self.data = dict(self.client.send(api.run_get(self.id)).body)
+        """GET /runs/{id}/: the run with all its intents and customer messages. The detail gives
+        the first page of each list and its cursor (`intents_next`); the rest is read page by page
+        (GET /runs/{id}/intents/?cursor=...), so `intents` holds every intent, oldest first."""
+        data = dict(self.client.send(api.run_get(self.id)).body)
+        for key, path in RUN_LISTS:
+            rows = list(data.get(key) or [])
+            cursor = data.get(f"{key}_next")
+            while cursor:
+                body = self.client.send(list_page(self.id, path, str(cursor))).body
+                rows += body["results"]
+                cursor = body.get("next")
+            data[key], data[f"{key}_next"] = rows, None
+        self.data = data
         return self.data
 
     def _record_intent(

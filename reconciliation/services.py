@@ -53,6 +53,8 @@ from tools import services as tools
 from tools.connectors import AlreadySo, LookupResult, NotPerformed, Performed, Unknown, caused_by_intent
 from tools.registry import UnknownTool, in_flight_floor
 
+from .lookups import ask_each
+
 MAX_REASON_CHARS = 4000
 # A lookup is a read: a failure to get an answer, even after the request left, changes nothing
 # downstream, so both classes mean "ask again later".
@@ -410,17 +412,15 @@ def _settle_each(verdicts: Sequence[Verdict], actor: Actor) -> list[Reconciled]:
 # --- the services -----------------------------------------------------------------------------
 
 
+def _ask_in_context(intent: Intent) -> Verdict:
+    with log_context(run_id=intent.run_id, step_id=intent.step_id, intent_id=intent.pk):
+        return _ask(intent)
+
+
 def _reconcile_claimed(claimed: Sequence[Intent], lease_end: datetime, actor: Actor) -> list[Reconciled]:
     """Ask about each claimed row and settle the batch: one result per row, in order, each logged
     and counted."""
-    verdicts, lapsed = [], []
-    for intent in claimed:
-        if timezone.now() >= lease_end:
-            # Whoever claims it next asks about it: asking now could race them.
-            lapsed.append(intent.pk)
-            continue
-        with log_context(run_id=intent.run_id, step_id=intent.step_id, intent_id=intent.pk):
-            verdicts.append(_ask(intent))
+    verdicts, lapsed = ask_each(claimed, _ask_in_context, lease_end=lease_end)
     try:
         settled = _settle(verdicts, actor)
     except DatabaseError:

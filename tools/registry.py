@@ -61,6 +61,10 @@ class CustomerFacing:
         return ", ".join(f"{name} {value}" for name, value in args.items())
 
 
+# Lookups in flight at once per downstream, per worker process, unless a tool declares otherwise.
+DEFAULT_LOOKUP_CONCURRENCY = 8
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
@@ -100,6 +104,14 @@ class ToolSpec:
     # window, never. False: the key is not honoured, and a call in doubt is only ever asked about.
     honours_key: bool = False
     key_lifetime: float = 86400.0
+
+    # What reconciliation may ask of the downstream at once (reconciliation.lookups): tools
+    # sharing a `downstream` name share its bound (blank: the tool is its own), at most
+    # `lookup_concurrency` lookups in flight and `lookup_rate` started a second (0: no limit),
+    # per worker process.
+    downstream: str = ""
+    lookup_concurrency: int = DEFAULT_LOOKUP_CONCURRENCY
+    lookup_rate: float = 0.0
 
     def may_resend(self, *, intended_at: datetime, now: datetime) -> bool:
         """Whether a call of this tool recorded at `intended_at` may be sent again under its key

@@ -107,7 +107,8 @@ def test_a_row_the_database_refuses_holds_back_no_other_row_of_its_batch(
     assert not JournalEvent.objects.filter(intent=poisoned, kind=JournalEvent.Kind.INTENT_RECONCILED).exists()
 
 
-@override_settings(SEAM_RECONCILE_BATCH_SIZE=5, SEAM_LOOKUP_LEASE_SECONDS=0.2)
+# One row at a time (one lookup thread), so the later rows' turn comes after the lease.
+@override_settings(SEAM_RECONCILE_BATCH_SIZE=5, SEAM_LOOKUP_LEASE_SECONDS=0.2, SEAM_LOOKUP_THREADS=1)
 def test_a_row_whose_lease_lapsed_before_its_turn_is_left_to_the_next_sweep(
     make_run: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -175,8 +176,11 @@ def test_a_batch_mixing_settled_rows_and_failed_lookups_writes_each_rows_own_col
 def test_two_sweepers_at_once_claim_different_batches(
     make_run: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import contextvars
     import threading
 
+    # Which sweeper asks: lookups run on the sweeper's pool threads, which carry its context.
+    sweeper: contextvars.ContextVar[str] = contextvars.ContextVar("sweeper", default="")
     intents = _stale_run(make_run, 10)
     run_id = intents[0].run_id
     asked: list[int] = []
@@ -184,7 +188,7 @@ def test_two_sweepers_at_once_claim_different_batches(
 
     def answer(intent: Intent) -> NotPerformed:
         asked.append(intent.pk)
-        if threading.current_thread().name == "first":
+        if sweeper.get() == "first":
             first_asked.set()
             assert second_done.wait(20)
         return NotPerformed()
@@ -193,6 +197,7 @@ def test_two_sweepers_at_once_claim_different_batches(
     reports: dict[str, Any] = {}
 
     def sweep(name: str) -> None:
+        sweeper.set(name)
         try:
             reports[name] = reconcile_sweep(run_id=run_id, older_than=timedelta(0), actor=SWEEPER)
         finally:

@@ -1,0 +1,106 @@
+"""Asking downstream systems about a claimed batch concurrently, each downstream within what it
+declared it takes (ToolSpec.lookup_concurrency and lookup_rate, by ToolSpec.downstream).
+
+At 50 ms a lookup, asking one row at a time settles 20 rows a second; a batch asked side by side
+settles as fast as the downstreams allow. The bounds are this worker process's: a semaphore
+per downstream caps the lookups in flight, and a pacer spaces their starts to the declared rate.
+Two worker processes may each reach the bound (docs/operations.md says so), which a downstream
+that must never see more declares for by halving it.
+
+Asking reads no database row (reconciliation.services._ask works from the claimed intents), so
+the threads need no connection of their own; each row's lease is checked as its turn comes."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextvars import copy_context
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.utils import timezone
+
+from journal.models import Intent
+from tools.registry import DEFAULT_LOOKUP_CONCURRENCY, find_tool
+
+
+@dataclass(frozen=True)
+class Bound:
+    concurrency: int
+    rate: float  # lookups started per second; 0: no limit
+
+
+class _Downstream:
+    """One downstream's gate: at most `concurrency` lookups in flight, started no faster than
+    `rate` a second."""
+
+    def __init__(self, bound: Bound) -> None:
+        self.bound = bound
+        self.slots = threading.BoundedSemaphore(max(1, bound.concurrency))
+        self._pace = threading.Lock()
+        self._next_start = 0.0
+
+    def run[T](self, ask: Callable[[], T]) -> T:
+        with self.slots:
+            self._wait_turn()
+            return ask()
+
+    def _wait_turn(self) -> None:
+        """Start no sooner than 1/rate after the last start: the starts pass one at a time, each
+        timed from when the one before it really started."""
+        if self.bound.rate <= 0:
+            return
+        with self._pace:
+            wait = self._next_start - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            self._next_start = time.monotonic() + 1.0 / self.bound.rate
+
+
+_gates: dict[tuple[str, Bound], _Downstream] = {}
+_gates_lock = threading.Lock()
+
+
+def _gate(intent: Intent) -> _Downstream:
+    spec = find_tool(intent.tool)
+    name = (spec.downstream or spec.name) if spec is not None else intent.tool
+    # An undeclared tool (SEAM_UNDECLARED_TOOLS=accept) has the default bound.
+    bound = (
+        Bound(spec.lookup_concurrency, spec.lookup_rate)
+        if spec is not None
+        else Bound(DEFAULT_LOOKUP_CONCURRENCY, 0.0)
+    )
+    with _gates_lock:
+        return _gates.setdefault((name, bound), _Downstream(bound))
+
+
+def ask_each[T](
+    claimed: Sequence[Intent], ask: Callable[[Intent], T], *, lease_end: datetime
+) -> tuple[list[T], list[int]]:
+    """Ask about each claimed row, concurrently within each downstream's bound: (the answers, in
+    the rows' order; the ids of rows whose lease lapsed before their turn, not asked about)."""
+    threads = min(int(settings.SEAM_LOOKUP_THREADS), len(claimed))
+    if threads <= 1:
+        outcomes = [_asked(intent, ask, lease_end) for intent in claimed]
+    else:
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="seam-lookup") as pool:
+            # Each row's own context (its log fields), as if asked in the sweeper's thread.
+            futures = [pool.submit(copy_context().run, _asked, intent, ask, lease_end) for intent in claimed]
+            outcomes = [future.result() for future in futures]
+    answers = [answer for answer in outcomes if answer is not None]
+    lapsed = [intent.pk for intent, answer in zip(claimed, outcomes, strict=True) if answer is None]
+    return answers, lapsed
+
+
+def _asked[T](intent: Intent, ask: Callable[[Intent], T], lease_end: datetime) -> T | None:
+    """The answer about one row, or None when its lease lapsed before its turn: whoever claims it
+    next asks about it, and asking now could race them."""
+    gate = _gate(intent)
+
+    def within_lease() -> T | None:
+        return None if timezone.now() >= lease_end else ask(intent)
+
+    return gate.run(within_lease)

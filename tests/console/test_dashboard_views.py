@@ -392,7 +392,10 @@ def test_marking_the_uncertain_step_needs_a_note_and_records_the_judgement(
     assert response.status_code == 302
     intent = uncertain_refund.intents.get(step_id=step)
     assert intent.status == status
-    assert (intent.verdict["code"], intent.verdict["note"]) == ("marked_by_person", "payments portal shows R-1")
+    assert (intent.verdict["code"], intent.verdict["note"]) == (
+        "marked_by_person",
+        "payments portal shows R-1",
+    )
     entry = _only_entry(uncertain_refund)
     assert (entry.action, entry.username, entry.note, entry.request_id) == (
         audit_action,

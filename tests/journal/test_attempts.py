@@ -166,3 +166,35 @@ def test_the_rest_api_answers_each_refusal_with_its_code(make_run: Callable[...,
     body = again.json()
     assert body["code"] == "retry_too_soon" and 55 < body["retry_after"] <= 60
     assert "tool" in body and again["Retry-After"] in {"59", "60"}
+
+
+@override_settings(SEAM_ERROR_BUDGETS={"*": {**BUDGETS, "repairs": 1, "retries": 1}})
+@pytest.mark.parametrize(
+    ("classes", "calls", "code"),
+    [
+        (["permanent"], [REFUND, REFUND], "permanent_repeated"),
+        (["invalid_input"], [REFUND, REFUND], "invalid_input_repeated"),
+        (["invalid_input", "invalid_input"], [REFUND, {"amount": "1"}, {"amount": "2"}], "repairs_spent"),
+        (["transient", "transient"], [REFUND, REFUND, REFUND], "retries_spent"),
+    ],
+    ids=["permanent", "invalid-input", "repairs", "retries"],
+)
+def test_the_rest_api_refuses_each_repeat_with_its_code(
+    make_run: Callable[..., Run], tenant: Any, classes: list[str], calls: list[dict[str, Any]], code: str
+) -> None:
+    run = make_run(tenant=tenant)
+    api = new_agent_client(tenant, "runtime")
+    url = f"/api/v1/runs/{run.pk}/intents/"
+    for turn, error_class in enumerate(classes, start=1):
+        body = {"tool": "issue_refund", "args": calls[turn - 1], "turn": turn, "occurrence": turn}
+        step = api.post(url, body, format="json").json()["step_id"]
+        api.post(
+            f"{url}{step}/outcome/", {"ok": False, "summary": "no", "error_class": error_class}, format="json"
+        )
+    last = len(calls)
+    refused = api.post(
+        url, {"tool": "issue_refund", "args": calls[-1], "turn": last, "occurrence": last}, format="json"
+    )
+
+    assert (refused.status_code, refused.json()["code"]) == (409, code)
+    assert run.intents.count() == len(classes)

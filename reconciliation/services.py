@@ -170,7 +170,8 @@ def _settling(
             **(also or {}),
         },
         data=data,
-        detail=str(verdict.code),
+        # The log and the command say why a row went unknown; a settled row's outcome says it all.
+        detail=str(verdict.code) if status == IntentStatus.UNKNOWN else "",
     )
 
 

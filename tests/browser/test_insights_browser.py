@@ -14,7 +14,9 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.db import transaction
+from django.test import override_settings
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
@@ -36,6 +38,21 @@ SCREENSHOTS = ROOT / "docs" / "screenshots"
 AGENT = services.Actor.agent("returns-bot")
 REASONS = ["unknown_outcome", "policy", "run_died_mid_sequence", "deadline_passed"]
 TOOLS = ["start_return", "issue_refund", "create_return_label"]
+
+
+# Retries in the seeded month come at once: no spacing between them (journal.attempts).
+NO_SPACING = {"*": {**settings.SEAM_ERROR_BUDGETS["*"], "retry_spacing_seconds": 0.0}}
+
+
+def _failed_then_retried(run: Any, intent: Any, n: int) -> None:
+    services.outcome_record(
+        intent=intent, ok=False, summary="label service busy", error_class="transient", actor=AGENT
+    )
+    with override_settings(SEAM_ERROR_BUDGETS=NO_SPACING):
+        retry = services.intent_record(
+            run=run, tool=intent.tool, args=intent.args, turn=4, occurrence=1, actor=AGENT
+        ).intent
+    services.outcome_record(intent=retry, ok=True, receipt={"label": f"RL-{n}-2"}, actor=AGENT)
 
 
 def _month_of_work(tenant: Tenant, people: list[Any]) -> None:
@@ -62,6 +79,8 @@ def _month_of_work(tenant: Tenant, people: list[Any]) -> None:
         ]
         if n % 2 == 0:
             went_unknown(intents[1 + n // 2 % 2], opened)
+        else:  # a label the downstream failed to make for now, made on the retry
+            _failed_then_retried(run, intents[2], n)
         services.outcome_record(intent=intents[0], ok=True, receipt={"label": f"RL-{n}"}, actor=AGENT)
         status = [CompensationStatus.DONE, CompensationStatus.PARTIAL, CompensationStatus.DEAD_LETTERED][
             n // 3 % 3
@@ -138,7 +157,7 @@ def test_a_lead_reads_the_insights_at_desktop_width(log_in: Callable[..., Page],
     # The task type filter redraws the panels in place, and the address keeps it.
     page.evaluate("window.seamNoReload = true")
     before = page.locator("#insight-escalations tbody").inner_text()
-    page.get_by_label("Task type").select_option("warranty")
+    page.locator("select[name=task_type]").select_option("warranty")
     expect(page).to_have_url(re.compile(r"[?&]task_type=warranty"))
     expect(page.locator("#insight-escalations tbody")).not_to_have_text(before)
     assert page.evaluate("window.seamNoReload === true")

@@ -299,8 +299,9 @@ def test_dialogs_are_modal_fit_the_screen_close_on_escape_and_keep_what_was_type
     # Escape closes it, empties it, and gives focus back to the button that opened it.
     page.keyboard.press("Escape")
     expect(_dialog(page)).to_be_hidden()
-    assert page.evaluate("() => document.getElementById('dialog').children.length") == 0
-    assert page.evaluate("() => document.activeElement.textContent.trim()") == "Resolve…"
+    # (emptied by the dialog's close event, which the browser dispatches after hiding it)
+    page.wait_for_function("() => document.getElementById('dialog').children.length === 0", timeout=5000)
+    page.wait_for_function("() => document.activeElement.textContent.trim() === 'Resolve…'", timeout=5000)
 
     # A note of blanks is refused with the field named; the dialog stays open with the form and
     # what was typed in it, and nothing is written.

@@ -198,9 +198,12 @@ def test_the_queue_run_list_and_audit_pages_write_times_one_way_and_steps_in_wor
     lead = persona("team_lead", t41207.tenant, "lead")
     client = _client(lead)
     letter = t41207.intents.get(tool="issue_credit").compensations.get().dead_letter
-    client.post(
-        reverse("handover:dead_letter_act", args=[letter.pk, "take"]), {}, headers=HTMX
+    taken = client.post(
+        reverse("handover:dead_letter_act", args=[letter.pk, "take"]),
+        {"state": letter.state_token},
+        headers=HTMX,
     )  # an audit row naming the step
+    assert taken.status_code == 200, taken.content
 
     for name in ("handover:queue", "handover:run_list", "handover:audit"):
         body = client.get(reverse(name)).content.decode()

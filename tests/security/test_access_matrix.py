@@ -311,6 +311,7 @@ EXPECTED: dict[str, list[Call]] = {
     "api/v1/runs/<str:run_id>/intents/<str:step_id>/outcome/": [
         api_write({"ok": True, "summary": "label RL-7734", "receipt": {"label": "RL-7734"}})
     ],
+    "api/v1/runs/<str:run_id>/export/": [api_read()],
     "api/v1/runs/<str:run_id>/customer-messages/": [
         api_write({"channel": "email", "body": "Your return label is on its way."})
     ],

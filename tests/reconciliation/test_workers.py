@@ -251,11 +251,12 @@ def test_a_worker_killed_mid_sweep_leaves_the_rest_to_the_other_once_its_claims_
     for pk, lease_end in orphaned.items():
         event = JournalEvent.objects.get(intent_id=pk, kind=JournalEvent.Kind.INTENT_RECONCILED)
         assert event.at >= lease_end, (pk, event.at, lease_end)
-    # The dead worker's batch (settled together, at its end) is asked about again by worker-b:
-    # lookups are reads, so at most one batch of repeated reads, and one lookup cut short by the
-    # kill per pool process, beyond one per row.
+    # The dead worker's claimed batches (each settled together, at its end) are asked about
+    # again by worker-b: lookups are reads, and a batch's lookups run side by side
+    # (reconciliation.lookups), so at most one whole batch per pool process of the dead worker
+    # (two) is read twice, beyond one read per row.
     batch = settings.SEAM_RECONCILE_BATCH_SIZE
-    assert len(stale.ids) <= lookups() <= len(stale.ids) + batch + 2
+    assert len(stale.ids) <= lookups() <= len(stale.ids) + 2 * batch
 
 
 def test_when_redis_loses_its_queue_the_rows_are_found_again(

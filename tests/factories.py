@@ -4,13 +4,14 @@ not have written."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import factory
 from django.contrib.auth import get_user_model
 
 from journal import services
-from journal.models import Membership, Run, Tenant
+from journal.models import Intent, Membership, Run, Tenant
 from scenarios.flows import FLOWS
 from scenarios.tickets import TICKETS
 
@@ -57,3 +58,31 @@ def run_via_service(*, tenant: Tenant, actor: services.Actor, **overrides: Any) 
     }
     fields.update(overrides)
     return services.run_create(tenant=tenant, actor=actor, **fields).run
+
+
+def call_row(
+    run: Run,
+    tool: str,
+    args: dict[str, Any],
+    status: str,
+    *,
+    n: int,
+    at: datetime,
+    error_class: str = "",
+    **more: Any,
+) -> Intent:
+    """One call's intent row written directly, as a test of what reads calls needs it (attempt
+    counts, timelines, insights): the n-th call of the run, at `at`, with its own key."""
+    return Intent.objects.create(
+        run=run,
+        step_id=f"{run.pk}:1:{tool}:{n}",
+        turn=1,
+        tool=tool,
+        args=args,
+        occurrence=n,
+        idempotency_key=f"key-{run.pk}-{n}",
+        status=status,
+        error_class=error_class,
+        intended_at=at,
+        **more,
+    )

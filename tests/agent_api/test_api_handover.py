@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 from agent_api.handover_schema import HandoverSerializer
 from devtools.processes import database_url
 from handover import handover_for
-from journal.models import AgentToken, Intent, Run
+from journal.models import AgentToken, Run
 from sandbox.catalogue import catalogue_seed_defaults
 from scenarios.management.commands.seed_demo import DEMO_REPLAYS
 from scenarios.policies import policies_seed_defaults
@@ -185,17 +185,8 @@ def test_the_handover_carries_the_attempts_counted_apart_and_the_loop_flag(
         ("credit", {"a": 5}, "performed", ""),
     ]
     for n, (tool, args, status, error_class) in enumerate(calls):
-        Intent.objects.create(
-            run=run,
-            step_id=f"{run.pk}:1:{tool}:{n}",
-            turn=1,
-            tool=tool,
-            args=args,
-            occurrence=n,
-            idempotency_key=f"key-{run.pk}-{n}",
-            status=status,
-            error_class=error_class,
-            intended_at=started + timedelta(seconds=n),
+        factories.call_row(
+            run, tool, args, status, n=n, at=started + timedelta(seconds=n), error_class=error_class
         )
     Run.objects.filter(pk=run.pk).update(reflections=4, replans=2, outcome_why=LOOPING_WHY)
 

@@ -17,7 +17,8 @@ from django.urls import reverse
 
 from console.timeline import timeline_of
 from handover import handover_rows
-from journal.models import ActorKind, Intent, IntentStatus, JournalEvent, Run
+from journal.models import ActorKind, IntentStatus, JournalEvent, Run
+from tests import factories
 
 pytestmark = pytest.mark.django_db
 
@@ -38,18 +39,15 @@ def _attempt(
     """One call as the journal keeps it: its intent row, then its recorded intent and outcome."""
     n = next(_n)
     at = START + timedelta(seconds=2 * n)
-    intent = Intent.objects.create(
-        run=run,
-        step_id=f"{run.pk}:1:{tool}:{n}",
-        turn=1,
-        tool=tool,
-        args=args,
-        occurrence=n,
-        idempotency_key=f"key-{run.pk}-{n}",
-        status=status,
+    intent = factories.call_row(
+        run,
+        tool,
+        args,
+        status,
+        n=n,
+        at=at,
         error_class=error_class,
         outcome_summary=summary,
-        intended_at=at,
         settled_at=at + timedelta(seconds=1),
     )
     common = {"run": run, "intent": intent, "actor_kind": ActorKind.AGENT, "actor_name": "agent"}

@@ -14,6 +14,7 @@ import pytest
 from handover import handover_build, handover_rows
 from handover.attempts import Call, attempts_of, run_attempts
 from journal.models import Intent, IntentStatus, Run
+from tests import factories
 
 # A run stopped for looping, with the facts its reason carries (journal.why's looping).
 LOOPING_WHY = {
@@ -116,18 +117,8 @@ _moments = itertools.count()
 
 def _intent(run: Run, tool: str, args: dict[str, Any], status: str, error_class: str = "") -> Intent:
     n = next(_moments)
-    return Intent.objects.create(
-        run=run,
-        step_id=f"{run.pk}:1:{tool}:{n}",
-        turn=1,
-        tool=tool,
-        args=args,
-        occurrence=n,
-        idempotency_key=f"key-{run.pk}-{n}",
-        status=status,
-        error_class=error_class,
-        intended_at=datetime(2026, 11, 3, tzinfo=UTC) + timedelta(seconds=n),
-    )
+    at = datetime(2026, 11, 3, tzinfo=UTC) + timedelta(seconds=n)
+    return factories.call_row(run, tool, args, status, n=n, at=at, error_class=error_class)
 
 
 @pytest.mark.django_db

@@ -16,7 +16,7 @@ from django.urls import reverse
 
 from insights import errors
 from insights.selectors import Breakdown, InsightsFilters
-from journal.models import Intent, Run, Tenant
+from journal.models import Run, Tenant
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -40,17 +40,8 @@ def _run(
     started = datetime(2026, 11, 5, 9, tzinfo=UTC)
     for tool, args, status, error_class in calls:
         n = next(_n)
-        Intent.objects.create(
-            run=run,
-            step_id=f"{run.pk}:1:{tool}:{n}",
-            turn=1,
-            tool=tool,
-            args=args,
-            occurrence=n,
-            idempotency_key=f"key-{run.pk}-{n}",
-            status=status,
-            error_class=error_class,
-            intended_at=started + timedelta(seconds=n),
+        factories.call_row(
+            run, tool, args, status, n=n, at=started + timedelta(seconds=n), error_class=error_class
         )
     Run.objects.filter(pk=run.pk).update(created_at=fields.pop("created_at", started), **fields)
     return run

@@ -44,6 +44,11 @@ class AttemptCode(StrEnum):
     RETRY_TOO_SOON = "retry_too_soon"
 
 
+# The refusals that count toward a loop: the agent repeating what a permanent or invalid-input
+# error already answered.
+LOOPING_CODES = (AttemptCode.PERMANENT_REPEATED, AttemptCode.INVALID_REPEATED, AttemptCode.REPAIRS_SPENT)
+
+
 class AttemptRefused(Conflict):
     """The next intent is refused by the taxonomy's response to an earlier failure: `code` says
     which, `retry_after` (seconds) when to come back for a retry that came too soon."""
@@ -150,7 +155,11 @@ def _refused(run: Run, tool: str, refusal: AttemptRefused, *, actor: Actor) -> N
             data={"tool": tool, "code": str(refusal.code)},
         )
         since = now - timedelta(minutes=budgets.loop_minutes)
-        refusals = locked.events.filter(kind=JournalEvent.Kind.ATTEMPT_REFUSED, at__gte=since).count()
+        # Only repeats against a permanent or invalid-input error make a loop (the reason says
+        # so); a retry storm on a transient error is refused, and paced, but is no such loop.
+        refusals = locked.events.filter(
+            kind=JournalEvent.Kind.ATTEMPT_REFUSED, data__code__in=LOOPING_CODES, at__gte=since
+        ).count()
         if refusals >= budgets.loop_refusals and locked.status == RunStatus.RUNNING:
             run_hand_over(
                 run=locked,

@@ -133,6 +133,20 @@ def test_a_run_that_keeps_repeating_a_permanent_failure_goes_to_a_person_as_loop
     assert (row_label, values[loops]) == (run.task_type, 1)
 
 
+@override_settings(SEAM_ERROR_BUDGETS={"*": {**BUDGETS, "retry_spacing_seconds": 60.0, "loop_refusals": 2}})
+def test_a_retry_storm_is_refused_but_not_called_a_permanent_loop(make_run: Callable[..., Run]) -> None:
+    run = make_run()
+    _failed(run, 1, "transient")
+    for _ in range(3):
+        with pytest.raises(AttemptRefused) as refused:
+            _next(run, 2)
+        assert refused.value.code == AttemptCode.RETRY_TOO_SOON
+
+    run.refresh_from_db()
+    assert (run.status, run.awaiting_person) == (RunStatus.RUNNING, False)
+    assert JournalEvent.objects.filter(run=run, kind="attempt_refused").count() == 3
+
+
 def test_a_bug_answer_stops_the_run_with_the_evidence(make_run: Callable[..., Run]) -> None:
     run = make_run()
     intent = services.intent_record(run=run, tool="issue_refund", args=REFUND, turn=1, actor=AGENT).intent

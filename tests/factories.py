@@ -4,7 +4,7 @@ not have written."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import factory
@@ -85,4 +85,25 @@ def call_row(
         error_class=error_class,
         intended_at=at,
         **more,
+    )
+
+
+def bulk_call_rows(run_id: Any, numbers: range, *, base: datetime, same_time_every: int = 1) -> None:
+    """Many open call rows of one run in one insert (a big run, for tests of paging and size):
+    the n-th at `base` plus n // `same_time_every` seconds, so rows sharing a time are ordered
+    by id."""
+    Intent.objects.bulk_create(
+        [
+            Intent(
+                run_id=run_id,
+                step_id=f"{run_id}:{n}:lookup",
+                turn=n,
+                tool="lookup",
+                args={"n": n},
+                idempotency_key=f"k-{run_id}-{n}",
+                intended_at=base + timedelta(seconds=n // same_time_every),
+            )
+            for n in numbers
+        ],
+        batch_size=1000,
     )

@@ -17,6 +17,7 @@ from rest_framework.test import APIClient
 
 from agent_api import pages
 from journal.models import CustomerMessage, Intent, Run, Tenant
+from tests import factories
 from tests.factories import BENCH_PLAN, VERSIONS
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -34,21 +35,11 @@ def _run(client: APIClient, external_id: str = "pages-1") -> str:
 def _bulk_intents(run_id: str, count: int, *, same_time_every: int = 1, start: int = 0) -> None:
     """`count` intents in one insert; every `same_time_every` of them share an intended_at, so
     the id decides their order."""
-    base = timezone.now() - timedelta(days=1)
-    Intent.objects.bulk_create(
-        [
-            Intent(
-                run_id=run_id,
-                step_id=f"{run_id}:{n}:lookup",
-                turn=n,
-                tool="lookup",
-                args={"n": n},
-                idempotency_key=f"k-{run_id}-{n}",
-                intended_at=base + timedelta(seconds=n // same_time_every),
-            )
-            for n in range(start, start + count)
-        ],
-        batch_size=1000,
+    factories.bulk_call_rows(
+        run_id,
+        range(start, start + count),
+        base=timezone.now() - timedelta(days=1),
+        same_time_every=same_time_every,
     )
 
 

@@ -15,6 +15,7 @@ from django.utils import timezone
 from seam_client import AsyncSeamClient, SeamClient
 
 from journal.models import CustomerMessage, Intent
+from tests import factories
 from tests.factories import BENCH_PLAN, VERSIONS
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,21 +27,7 @@ MESSAGES = 130
 def _fill(run_id: str) -> tuple[list[str], list[str]]:
     """Rows written straight to the database; their step ids and message bodies in order."""
     base = timezone.now() - timedelta(days=1)
-    Intent.objects.bulk_create(
-        [
-            Intent(
-                run_id=run_id,
-                step_id=f"{run_id}:{n}:lookup",
-                turn=n,
-                tool="lookup",
-                args={"n": n},
-                idempotency_key=f"c-{run_id}-{n}",
-                intended_at=base + timedelta(seconds=n // 3),
-            )
-            for n in range(INTENTS)
-        ],
-        batch_size=1000,
-    )
+    factories.bulk_call_rows(run_id, range(INTENTS), base=base, same_time_every=3)
     CustomerMessage.objects.bulk_create(
         [
             CustomerMessage(run_id=run_id, channel="email", body=f"m{n}", told_at=base + timedelta(seconds=n))

@@ -80,6 +80,10 @@ class SandboxRequestHandler(WSGIRequestHandler):
 class SandboxServer(ThreadingMixIn, WSGIServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default backlog is 5. Reconciliation asks a downstream many lookups side by
+    # side (each worker process up to its declared concurrency), and a real provider does not
+    # refuse connections at six; a short backlog here would fail lookups the world would answer.
+    request_queue_size = 256
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:

@@ -15,7 +15,7 @@ from rest_framework.parsers import JSONParser as DRFJSONParser
 
 from handover import why_words
 from journal import services
-from journal.models import CustomerMessage, ErrorClass, Intent, Run
+from journal.models import CUSTOMER_REF_MAX, CustomerMessage, ErrorClass, Intent, Run
 from journal.runs import Cancelled
 
 from . import pages
@@ -74,6 +74,13 @@ class RunCreateSerializer(serializers.Serializer):
     task_type = serializers.SlugField(max_length=64)
     ticket_id = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
     order_id = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    customer_ref = serializers.CharField(
+        max_length=CUSTOMER_REF_MAX,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Who the run is for (an email, an account number): the console's search finds it.",
+    )
     external_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     deadline = serializers.DateTimeField(required=False, allow_null=True, default=None)
     versions = VersionsSerializer()
@@ -238,6 +245,7 @@ class RunSerializer(serializers.ModelSerializer):
             "task_type",
             "ticket_id",
             "order_id",
+            "customer_ref",
             "status",
             "deadline",
             "versions",

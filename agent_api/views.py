@@ -179,6 +179,7 @@ class RunListCreateApi(APIView):
             plan=[dict(step) for step in v["plan"]],
             ticket_id=v["ticket_id"],
             order_id=v["order_id"],
+            customer_ref=v["customer_ref"],
             deadline=v["deadline"],
             external_id=v["external_id"],
             actor=_actor(request),

@@ -86,6 +86,10 @@ class OutcomeReason(models.TextChoices):
     POLICY = "policy", "Policy says a person decides"
 
 
+# The longest customer reference a run keeps (journal.runs.run_create and the agent API check it).
+CUSTOMER_REF_MAX = 200
+
+
 class Run(models.Model):
     """One agent run working one ticket. Created by the agent runtime when it starts; its plan
     lists the write actions it intends, in order, so that "not done" can later be derived by
@@ -102,6 +106,9 @@ class Run(models.Model):
     task_type = models.SlugField(max_length=64)
     ticket_id = models.CharField(max_length=100, blank=True)
     order_id = models.CharField(max_length=100, blank=True)
+    # Who the run is for, in the helpdesk's or shop's own words (an email, an account number):
+    # what a person has in hand when a customer calls, so the console's search finds it too.
+    customer_ref = models.CharField(max_length=CUSTOMER_REF_MAX, blank=True, default="", db_default="")
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.RUNNING)
     deadline = models.DateTimeField(null=True, blank=True, help_text="Wall-clock deadline.")
     schema_version = models.CharField(max_length=40)
@@ -149,11 +156,13 @@ class Run(models.Model):
             models.Index(fields=["tenant", "-created_at"], name="run_tenant_recent_idx"),
             models.Index(fields=["tenant", "ticket_id"], name="run_tenant_ticket_idx"),
             models.Index(fields=["tenant", "order_id"], name="run_tenant_order_idx"),
-            # The console's search: any part of a ticket or order id, in any case, over every run
-            # (console.selectors.run_search). Trigram indexes on the upper-cased ids answer the
-            # UPPER(...) LIKE UPPER('%…%') that `icontains` writes without reading every run.
+            # The console's search: any part of a ticket or order id or a customer reference, in
+            # any case, over every run (console.selectors.search_q). Trigram indexes on the
+            # upper-cased values answer the UPPER(...) LIKE UPPER('%…%') that `icontains` writes
+            # without reading every run.
             GinIndex(OpClass(Upper("ticket_id"), name="gin_trgm_ops"), name="run_ticket_trgm_idx"),
             GinIndex(OpClass(Upper("order_id"), name="gin_trgm_ops"), name="run_order_trgm_idx"),
+            GinIndex(OpClass(Upper("customer_ref"), name="gin_trgm_ops"), name="run_customer_trgm_idx"),
             models.Index(
                 fields=["tenant", "created_at"], condition=Q(awaiting_person=True), name="run_awaiting_idx"
             ),

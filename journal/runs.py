@@ -22,6 +22,7 @@ from .errors import Conflict, InvalidInput
 from .escalations import cancelled_in_doubt_hand_over
 from .events import Actor, event_record
 from .models import (
+    CUSTOMER_REF_MAX,
     Intent,
     IntentStatus,
     JournalEvent,
@@ -50,6 +51,7 @@ def run_create(
     plan: list[dict[str, Any]] | None = None,
     ticket_id: str = "",
     order_id: str = "",
+    customer_ref: str = "",
     deadline: datetime | None = None,
     external_id: str = "",
     actor: Actor,
@@ -62,6 +64,7 @@ def run_create(
     checked_plan = clean_plan(plan or [])
     ticket_id = clean_text(ticket_id, field="ticket_id", limit=100)
     order_id = clean_text(order_id, field="order_id", limit=100)
+    customer_ref = clean_text(customer_ref, field="customer_ref", limit=CUSTOMER_REF_MAX)
     external_id = clean_text(external_id, field="external_id", limit=200)
     if deadline is not None:
         check_time(deadline, field="deadline", horizon=timedelta(days=settings.SEAM_MAX_DEADLINE_DAYS))
@@ -79,6 +82,7 @@ def run_create(
                 task_type=task_type,
                 ticket_id=ticket_id,
                 order_id=order_id,
+                customer_ref=customer_ref,
                 deadline=deadline,
                 schema_version=versions["schema"],
                 flow_version=versions["flow"],

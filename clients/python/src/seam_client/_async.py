@@ -83,6 +83,7 @@ class AsyncSeamClient:
         order_id: str | None = None,
         external_id: str | None = None,
         deadline: datetime | str | None = None,
+        customer_ref: str | None = None,
     ) -> AsyncRun:
         """Open a run (idempotent on `external_id`; without one, the client makes one)."""
         answer = await self.send(
@@ -94,6 +95,7 @@ class AsyncSeamClient:
                 order_id=order_id,
                 external_id=external_id,
                 deadline=deadline,
+                customer_ref=customer_ref,
             )
         )
         return AsyncRun(self, str(answer.body["id"]), data=answer.body, created=answer.status == 201)

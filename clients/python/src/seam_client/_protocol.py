@@ -78,6 +78,7 @@ def start_run(
     order_id: str | None,
     external_id: str | None,
     deadline: datetime | str | None,
+    customer_ref: str | None,
 ) -> Request:
     # Without an external id a retried create would open a second run; with one, Seam returns the
     # first. So the client names every run it opens.
@@ -91,6 +92,8 @@ def start_run(
         body["ticket_id"] = ticket_id
     if order_id:
         body["order_id"] = order_id
+    if customer_ref:
+        body["customer_ref"] = customer_ref
     if deadline is not None:
         body["deadline"] = _iso(deadline)
     return Request("POST", "/runs/", body)

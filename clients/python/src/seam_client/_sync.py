@@ -99,6 +99,7 @@ class SeamClient:
         order_id: str | None = None,
         external_id: str | None = None,
         deadline: datetime | str | None = None,
+        customer_ref: str | None = None,
     ) -> Run:
         """Open a run (idempotent on `external_id`: the same one again returns the first run,
         `created` false). Without one, the client makes one, so its own retries are safe."""
@@ -111,6 +112,7 @@ class SeamClient:
                 order_id=order_id,
                 external_id=external_id,
                 deadline=deadline,
+                customer_ref=customer_ref,
             )
         )
         return Run(self, str(answer.body["id"]), data=answer.body, created=answer.status == 201)

@@ -49,7 +49,7 @@ class QueueFilters:
     reason: str = ""
     status: str = ""
     assignee: str = ""  # "me", "none", or a username
-    q: str = ""  # any part of a ticket or order id, in any case: searches every run, ended too
+    q: str = ""  # any part of a ticket id, order id or customer reference, any case: every run
     sort: str = "deadline"  # "deadline" (nearest first, then oldest) or "oldest"
 
     @property
@@ -149,12 +149,20 @@ def _status_q(status: str) -> Q:
     return Q(status_now=status)
 
 
-def search_q(text: str) -> Q:
-    """Runs whose ticket or order id contains `text`, in any case. `icontains` is
-    UPPER(col) LIKE UPPER('%text%') with `%` and `_` escaped, which the trigram indexes
-    run_ticket_trgm_idx and run_order_trgm_idx answer (journal.models.Run)."""
+# The columns a search reads: what a person has in hand when a customer calls or writes.
+SEARCHED = ("ticket_id", "order_id", "customer_ref")
+
+
+def search_q(text: str, *, through: str = "") -> Q:
+    """Runs whose ticket id, order id or customer reference contains `text`, in any case (rows
+    that reach their run `through` a relation, e.g. "run__", with it). `icontains` is UPPER(col)
+    LIKE UPPER('%text%') with `%` and `_` escaped, which the trigram indexes run_ticket_trgm_idx,
+    run_order_trgm_idx and run_customer_trgm_idx answer (journal.models.Run)."""
     text = text.strip()
-    return Q(ticket_id__icontains=text) | Q(order_id__icontains=text)
+    found = Q()
+    for column in SEARCHED:
+        found |= Q(**{f"{through}{column}__icontains": text})
+    return found
 
 
 def queue_runs(*, tenant: Tenant, user: Any, filters: QueueFilters, now: datetime) -> QuerySet[Run]:
@@ -275,11 +283,8 @@ def audit_entries(*, tenant: Tenant, filters: AuditFilters) -> QuerySet[AuditEnt
     entries = AuditEntry.objects.filter(tenant=tenant).select_related("run")
     if filters.person:
         entries = entries.filter(username=filters.person)
-    if filters.run:
-        try:
-            entries = entries.filter(run_id=uuid.UUID(filters.run))
-        except ValueError:
-            entries = entries.filter(Q(run__ticket_id=filters.run) | Q(run__order_id=filters.run))
+    if filters.run.strip():
+        entries = entries.filter(_audit_run_q(filters.run.strip()))
     if filters.action:
         entries = entries.filter(action=filters.action)
     if filters.since:
@@ -287,6 +292,28 @@ def audit_entries(*, tenant: Tenant, filters: AuditFilters) -> QuerySet[AuditEnt
     if filters.until:
         entries = entries.filter(at__date__lte=filters.until)
     return entries.order_by("-at", "-seq")
+
+
+# A run id's characters: a fragment of only these may be part of one (and anything shorter
+# than this would match most runs, so it is read as a ticket's or order's fragment only).
+_RUN_ID_CHARS = frozenset("0123456789abcdef-")
+_RUN_ID_FRAGMENT_MIN = 4
+
+
+def _audit_run_q(text: str) -> Q:
+    """Entries about a run found as the queue's search finds it (search_q: any part of its
+    ticket id, order id or customer reference, in any case), or by any part of its id, as it was
+    copied from a page or a log ("2fcf4fa9", "2FCF4FA9-6c3b"): a whole id is looked up by its
+    primary key, a fragment is compared with the id's text."""
+    try:
+        return Q(run_id=uuid.UUID(text))
+    except ValueError:
+        pass
+    found = search_q(text, through="run__")
+    lowered = text.lower()
+    if len(lowered) >= _RUN_ID_FRAGMENT_MIN and set(lowered) <= _RUN_ID_CHARS:
+        found |= Q(run__id__icontains=lowered)
+    return found
 
 
 @dataclass(frozen=True)
@@ -384,6 +411,6 @@ def run_get_for_page(*, tenant: Tenant, run_id: Any) -> Run | None:
 
 def runs_listed(*, tenant: Tenant, q: str = "") -> QuerySet[Run]:
     """Every run of the tenant with its intent tallies, newest first; with `q`, those whose
-    ticket or order id contains it (search_q)."""
+    ticket id, order id or customer reference contains it (search_q)."""
     runs = journal_runs_with_counts(tenant=tenant).annotate(status_now=status_now_case())
     return runs.filter(search_q(q)) if q.strip() else runs

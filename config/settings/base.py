@@ -198,7 +198,8 @@ AXES_LOCKOUT_CALLABLE = "console.login_throttle.login_locked_out_response"
 AXES_USERNAME_CALLABLE = "console.login_throttle.login_username"
 
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "handover:run_list"
+# Staff come to the console to see who waits for them: the queue, not every run.
+LOGIN_REDIRECT_URL = "handover:queue"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-gb"

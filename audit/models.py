@@ -29,6 +29,7 @@ class AuditAction(models.TextChoices):
     LOGIN_LOCKED_OUT = "login_locked_out", "Locked out after too many failed logins"
     LOGIN_UNLOCKED = "login_unlocked", "Let a locked-out person sign in again"
     AUDIT_VERIFY = "audit_verify", "Re-ran the audit chain's verification"
+    ALLOW_ATTEMPT = "allow_attempt", "Allowed a refused call again"
 
 
 class AuditEntry(models.Model):

@@ -36,8 +36,8 @@ from handover import (
     run_state_token,
     words,
 )
+from journal import attempts, transitions
 from journal import services as journal
-from journal import transitions
 from journal.models import (
     CustomerMessage,
     Intent,
@@ -426,6 +426,35 @@ def step_lookup_retry(ctx: StaffContext, *, run_id: Any, step_id: str, state: st
             new={"status": IntentStatus.INTENDED},
         )
         transaction.on_commit(lambda: reconcile_intent.delay(intent.pk))
+    return intent
+
+
+def step_attempt_allow(ctx: StaffContext, *, run_id: Any, step_id: str, state: str) -> Intent:
+    """A person allows a failed step's call again, which the taxonomy refuses after its
+    `permanent` or `invalid_input` failure (journal.attempts): the agent's next such call is
+    admitted once. The run's status is left as it is: a run handed over as looping is resumed
+    by a person as any other."""
+
+    with _acting_on(ctx, run_id, state) as run:
+        intent = _step(run, step_id)
+        if intent.status != IntentStatus.FAILED:
+            raise ActionRefused(
+                words.say(words.ALLOW_ONLY_FAILED, step=step_id, status=intent.status), field="step_id"
+            )
+        if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
+            raise ActionRefused(words.say(words.ALLOW_RUN_CLOSED, status=run.status), field="run")
+        code = attempts.attempt_allow(run=run, intent=intent, actor=ctx.actor)
+        if code is None:
+            raise ActionRefused(words.say(words.ALLOW_NOT_REFUSED, step=step_id), field="step_id")
+        _bump(run)
+        _audit(
+            ctx,
+            AuditAction.ALLOW_ATTEMPT,
+            run,
+            step_id=step_id,
+            old={"status": intent.status, "error_class": intent.error_class, "refused": str(code)},
+            new={"allowed": intent.tool},
+        )
     return intent
 
 

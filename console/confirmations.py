@@ -25,6 +25,8 @@ from handover import (
     warnings_for,
     words,
 )
+from handover.attempts import is_looping
+from journal import attempts
 from journal.models import Intent, IntentStatus, Run, RunStatus
 
 from .actions import resume_preview
@@ -205,3 +207,27 @@ def mark(*, performed: bool) -> Confirm:
         )
 
     return confirm
+
+
+def allow_again(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
+    rows = whole_rows(run, rows)
+    intent = _step(rows, step_id)
+    if intent is None:
+        return Confirmation(str(words.ALLOW_A_CALL), blockers=[words.no_step_words(step_id)])
+    title, effect, button = words.ALLOW_AGAIN
+    failed = [i for i in rows.intents if i.status == IntentStatus.FAILED and i.tool == intent.tool]
+    code = attempts.allowable_steps(run, failed).get(step_id)
+    blockers = [] if code is not None else [words.say(words.ALLOW_NOT_REFUSED, step=step_id)]
+    warnings = [str(words.ALLOW_FIX_FIRST)]
+    if is_looping(run.outcome_why) and run.status != RunStatus.RUNNING:
+        warnings.append(str(words.ALLOW_LOOPING_STAYS))
+    return Confirmation(
+        words.say(title, tool=words.tool_words(intent.tool)),
+        [words.say(effect, tool=words.tool_words(intent.tool), failed=words.ALLOW_FAILED.get(code, ""))]
+        if code is not None
+        else [],
+        warnings,
+        blockers,
+        step_id=step_id,
+        button=str(button),
+    )

@@ -29,7 +29,8 @@ from django.template import Template
 
 from compensations.models import DeadLetter
 from handover import CompletedStep, Handover, HandoverRows, UncertainStep
-from journal.models import Run
+from journal import attempts
+from journal.models import IntentStatus, Run, RunStatus
 
 from . import actions, confirmations, dead_letters, forms, selectors
 from .actions import ACT, BulkOutcome, ResumePreview, StaffContext
@@ -51,6 +52,7 @@ class Place(enum.StrEnum):
     NEXT = "next"  # under the run's next action
     COMPLETED = "completed"  # on a completed step
     UNCERTAIN = "uncertain"  # on an uncertain step
+    FAILED = "failed"  # on a failed step whose call is refused now
     LETTER = "letter"  # on an open dead letter
 
 
@@ -262,9 +264,15 @@ def runs_bulk(
 
 
 def run_offers(page: RunPage) -> dict[str, Any]:
-    """The buttons of the run page, by place: `assignee` and `next` are lists; `completed` and
-    `uncertain` map a step id to its list."""
-    offers: dict[str, Any] = {Place.ASSIGNEE: [], Place.NEXT: [], Place.COMPLETED: {}, Place.UNCERTAIN: {}}
+    """The buttons of the run page, by place: `assignee` and `next` are lists; `completed`,
+    `uncertain` and `failed` map a step id to its list."""
+    offers: dict[str, Any] = {
+        Place.ASSIGNEE: [],
+        Place.NEXT: [],
+        Place.COMPLETED: {},
+        Place.UNCERTAIN: {},
+        Place.FAILED: {},
+    }
     for action in permitted(Kind.RUN, page.user):
         for offer in action.offer(action, page):
             if offer.step_id:
@@ -330,6 +338,17 @@ def offer_on_steps(place: Place) -> OfferRule:
             yield Offer(action, place, step_id=item.step_id)
 
     return offer
+
+
+def _offer_allow_again(action: StaffAction, page: RunPage) -> Iterator[Offer]:
+    # Only where it can work: a failed step whose call the taxonomy refuses now, in a run that
+    # may still send it (journal.attempts.allowable_steps; no query when nothing failed).
+    if page.run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
+        return
+    failed = [i for i in page.rows.intents if i.status == IntentStatus.FAILED]
+    if failed:
+        for step_id in attempts.allowable_steps(page.run, failed):
+            yield Offer(action, Place.FAILED, step_id=step_id)
 
 
 def _mark_action(name: str, *, label: str, performed: bool) -> StaffAction:
@@ -509,6 +528,19 @@ CONSOLE_ACTIONS = (
     ),
     _mark_action("mark-performed", label="It happened", performed=True),
     _mark_action("mark-not-performed", label="It did not happen", performed=False),
+    StaffAction(
+        kind=Kind.RUN,
+        name="allow-again",
+        label="Allow this call again",
+        permission=ACT,
+        form_class=forms.StepActionForm,
+        perform=lambda ctx, run, data: actions.step_attempt_allow(
+            ctx, run_id=run.pk, step_id=data["step_id"], state=data["state"]
+        ),
+        done_message="Allowed: the agent's next such call is admitted once.",
+        confirm=confirmations.allow_again,
+        offer=_offer_allow_again,
+    ),
     # The dead-letter queue.
     StaffAction(
         kind=Kind.DEAD_LETTER,

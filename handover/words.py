@@ -31,6 +31,7 @@ from django.utils.translation import gettext_lazy as _
 
 from compensations.reversibility import ReversibilityKind, ReversibilityNow
 from compensations.tasks import EXECUTOR
+from journal.attempts import AttemptCode
 from journal.models import ErrorClass, RunStatus
 from reconciliation.tasks import SWEEP_ACTOR
 
@@ -554,6 +555,23 @@ ASK_AGAIN = (
     _("Ask again"),
 )
 SETTLE_A_STEP = _("Settle a step")
+ALLOW_A_CALL = _("Allow a call again")
+ALLOW_AGAIN = (
+    _("Allow %(tool)s again"),
+    _("the agent's next %(tool)s with these arguments is admitted once, though it %(failed)s"),
+    _("Allow again"),
+)
+ALLOW_FAILED = {
+    AttemptCode.PERMANENT_REPEATED: _("failed for good"),
+    AttemptCode.INVALID_REPEATED: _("was refused as invalid"),
+}
+ALLOW_LOOPING_STAYS = _(
+    "the run stays as it is: it was handed over as looping, so resume it once the cause is put right"
+)
+ALLOW_FIX_FIRST = _("allow it only once what made it fail is put right: otherwise it fails again")
+ALLOW_ONLY_FAILED = _("%(step)s is %(status)s; only a failed call is allowed again")
+ALLOW_RUN_CLOSED = _("the run is %(status)s; no call of it is sent again")
+ALLOW_NOT_REFUSED = _("%(step)s is not refused now: the agent may already send it, or it was allowed since")
 MARK = {
     True: (
         _("Mark %(tool)s performed"),

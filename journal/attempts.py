@@ -15,10 +15,17 @@ of a tool failed, what the agent may do next with that tool.
 Each refusal is an AttemptRefused with a typed `code` (AttemptCode) the runtime acts on, and a
 journal event; a run refused `loop_refusals` times within `loop_minutes` is looping and goes to a
 person (RunWhy.LOOPING) with the calls that show it. The budgets are per task type, from
-settings.SEAM_ERROR_BUDGETS ("*" the default)."""
+settings.SEAM_ERROR_BUDGETS ("*" the default).
+
+A person may allow a call refused after a `permanent` or `invalid_input` failure
+(`attempt_allow`, an attempt_allowed event on the failed intent): that call's failures up to the
+allowed one no longer count against the next intent, until the same call is recorded again, so
+exactly one more such call is admitted; and the run's refusals before the allowance no longer
+count toward a loop."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -32,6 +39,7 @@ from .durability import durable
 from .errors import Conflict
 from .escalations import run_hand_over
 from .events import Actor, event_record
+from .keys import canonical_json
 from .models import ErrorClass, Intent, IntentStatus, JournalEvent, OutcomeReason, Run, RunStatus
 from .why import RunWhy, why
 
@@ -47,6 +55,10 @@ class AttemptCode(StrEnum):
 # The refusals that count toward a loop: the agent repeating what a permanent or invalid-input
 # error already answered.
 LOOPING_CODES = (AttemptCode.PERMANENT_REPEATED, AttemptCode.INVALID_REPEATED, AttemptCode.REPAIRS_SPENT)
+# The refusals a person may lift for one call (attempt_allow): the same call again after a
+# permanent or invalid-input failure, which only a change outside the call (a permission granted,
+# the downstream's data put right) can make pass.
+ALLOWABLE_CODES = (AttemptCode.PERMANENT_REPEATED, AttemptCode.INVALID_REPEATED)
 
 
 class AttemptRefused(Conflict):
@@ -75,6 +87,8 @@ def budgets_for(task_type: str) -> Budgets:
 
 @dataclass(frozen=True)
 class _Failure:
+    pk: int
+    tool: str
     args: dict[str, Any]
     error_class: str
     settled_at: datetime | None
@@ -91,20 +105,52 @@ def attempt_check(*, run_pk: Any, tool: str, args: dict[str, Any], actor: Actor)
     earlier failures of that tool says so (the module's docstring): AttemptRefused, after its
     event is recorded and, when the run is looping, the run is handed to a person."""
     run = Run.objects.get(pk=run_pk)
-    refusal = _refusal(run, tool, args)
+    refusal = _refusal(tool, args, _failures(run, tool), budgets_for(run.task_type))
     if refusal is not None:
         _refused(run, tool, refusal, actor=actor)
         raise refusal
 
 
-def _refusal(run: Run, tool: str, args: dict[str, Any]) -> AttemptRefused | None:
-    budgets = budgets_for(run.task_type)
+def _failures(run: Run, tool: str) -> list[_Failure]:
+    """The run's failed calls of `tool` that count against its next intent, in order."""
     failures = [
-        _Failure(f["args"], f["error_class"], f["settled_at"])
+        _Failure(f["id"], tool, f["args"], f["error_class"], f["settled_at"])
         for f in Intent.objects.filter(run=run, tool=tool, status=IntentStatus.FAILED)
         .order_by("intended_at", "id")
-        .values("args", "error_class", "settled_at")
+        .values("id", "args", "error_class", "settled_at")
     ]
+    return _counted(run, failures)
+
+
+def _counted(run: Run, failures: list[_Failure]) -> list[_Failure]:
+    """The run's `failures` without those a person allowed: an allowance lifts its call's
+    failures up to the allowed one, until that call (tool and arguments) is recorded again,
+    which spends it."""
+    if not failures:
+        return failures
+    allowed_ids = set(
+        JournalEvent.objects.filter(
+            run=run, kind=JournalEvent.Kind.ATTEMPT_ALLOWED, intent_id__in=[f.pk for f in failures]
+        ).values_list("intent_id", flat=True)
+    )
+    lifted: set[int] = set()
+    for allowed in (f for f in failures if f.pk in allowed_ids):
+        spent = Intent.objects.filter(
+            run=run, tool=allowed.tool, args=allowed.args, pk__gt=allowed.pk
+        ).exists()
+        if not spent:
+            lifted.update(
+                f.pk
+                for f in failures
+                if (f.tool, f.args) == (allowed.tool, allowed.args) and f.pk <= allowed.pk
+            )
+    return [f for f in failures if f.pk not in lifted]
+
+
+def _refusal(
+    tool: str, args: dict[str, Any], failures: list[_Failure], budgets: Budgets
+) -> AttemptRefused | None:
+    """The refusal of a call of `tool` with `args` after the tool's counted `failures`, if any."""
     same = [f for f in failures if f.args == args]
     if any(f.error_class == ErrorClass.PERMANENT for f in same):
         return AttemptRefused(
@@ -141,6 +187,54 @@ def _retry_refusal(tool: str, transient: list[_Failure], budgets: Budgets) -> At
     return None
 
 
+# --- a person allows a refused call again --------------------------------------------------------
+
+
+def allowable_steps(run: Run, failed: Iterable[Intent]) -> dict[str, AttemptCode]:
+    """Of the run's failed intents (`failed`, every one of them, as a page has them loaded), the
+    steps a person may allow again, each with the refusal it lifts: the newest counted failure of
+    each call the taxonomy would refuse now with an ALLOWABLE_CODES refusal. Reads the run's
+    allowances only when there is a failure."""
+    intents = sorted(
+        (i for i in failed if i.status == IntentStatus.FAILED), key=lambda i: (i.intended_at, i.pk)
+    )
+    counted = _counted(run, [_Failure(i.pk, i.tool, i.args, i.error_class, i.settled_at) for i in intents])
+    steps = {i.pk: i.step_id for i in intents}
+    budgets = budgets_for(run.task_type)
+    newest: dict[tuple[str, str], _Failure] = {}
+    for failure in counted:
+        newest[(failure.tool, canonical_json(failure.args))] = failure
+    allowable: dict[str, AttemptCode] = {}
+    for failure in newest.values():
+        of_tool = [f for f in counted if f.tool == failure.tool]
+        refusal = _refusal(failure.tool, failure.args, of_tool, budgets)
+        if refusal is not None and refusal.code in ALLOWABLE_CODES:
+            allowable[steps[failure.pk]] = refusal.code
+    return allowable
+
+
+def attempt_allow(
+    *, run: Run, intent: Intent, actor: Actor, at: datetime | None = None
+) -> AttemptCode | None:
+    """A person allows the failed `intent`'s call again: the refusal it lifts, recorded as an
+    attempt_allowed event; or None, and nothing written, when the call is not one a person may
+    allow now (allowable_steps). Written in the caller's transaction, which holds the run's row
+    lock and writes the person's audit row beside it (console.actions)."""
+    failed = Intent.objects.filter(run=run, tool=intent.tool, status=IntentStatus.FAILED)
+    code = allowable_steps(run, failed).get(intent.step_id)
+    if code is None:
+        return None
+    event_record(
+        run=run,
+        intent=intent,
+        kind=JournalEvent.Kind.ATTEMPT_ALLOWED,
+        actor=actor,
+        at=at or timezone.now(),
+        data={"tool": intent.tool, "intent": intent.pk, "code": str(code)},
+    )
+    return code
+
+
 def _refused(run: Run, tool: str, refusal: AttemptRefused, *, actor: Actor) -> None:
     """Record the refusal; hand a run that keeps being refused to a person."""
     now = timezone.now()
@@ -157,8 +251,18 @@ def _refused(run: Run, tool: str, refusal: AttemptRefused, *, actor: Actor) -> N
         since = now - timedelta(minutes=budgets.loop_minutes)
         # Only repeats against a permanent or invalid-input error make a loop (the reason says
         # so); a retry storm on a transient error is refused, and paced, but is no such loop.
+        # A person's allowance starts the count afresh: the refusals it answered are not the loop.
+        allowed = (
+            locked.events.filter(kind=JournalEvent.Kind.ATTEMPT_ALLOWED)
+            .order_by("-id")
+            .values_list("id", flat=True)
+            .first()
+        )
         refusals = locked.events.filter(
-            kind=JournalEvent.Kind.ATTEMPT_REFUSED, data__code__in=LOOPING_CODES, at__gte=since
+            kind=JournalEvent.Kind.ATTEMPT_REFUSED,
+            data__code__in=LOOPING_CODES,
+            at__gte=since,
+            id__gt=allowed or 0,
         ).count()
         if refusals >= budgets.loop_refusals and locked.status == RunStatus.RUNNING:
             run_hand_over(

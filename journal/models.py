@@ -379,6 +379,9 @@ class JournalEvent(models.Model):
         COMPENSATION_REQUESTED = "compensation_requested", "Compensation requested"
         RESUME_REQUESTED = "resume_requested", "Resumption requested"
         ESCALATION_RESOLVED = "escalation_resolved", "Escalation resolved"
+        # The failed call's refusal lifted once (journal.attempts.attempt_allow): its call is
+        # admitted again, and earlier refusals stop counting toward a loop.
+        ATTEMPT_ALLOWED = "attempt_allowed", "Call allowed again by a person"
 
     # The run and the intent are foreign keys without database constraints (db_constraint=False).
     # Every writer takes both ids from a row it holds: journal_sql's statements from the intent

@@ -81,6 +81,7 @@ def test_the_registry_lists_exactly_the_console_actions_with_their_permissions_a
         ("retry-lookup", ACT, forms.RetryLookupForm),
         ("mark-performed", ACT, forms.MarkStepForm),
         ("mark-not-performed", ACT, forms.MarkStepForm),
+        ("allow-again", ACT, forms.StepActionForm),
     ]
     assert [(a.name, a.permission, a.form_class) for a in staff_actions.dead_letter_actions()] == [
         ("take", ACT, forms.DeadLetterTakeForm),

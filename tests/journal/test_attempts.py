@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.db import transaction
 from django.test import override_settings
 from django.utils import timezone
 
@@ -17,7 +18,7 @@ from handover.why_words import run_why_words
 from insights.errors import errors_per_task_type
 from insights.selectors import InsightsFilters
 from journal import services
-from journal.attempts import AttemptCode, AttemptRefused
+from journal.attempts import AttemptCode, AttemptRefused, attempt_allow
 from journal.models import Escalation, IntentStatus, JournalEvent, Run, RunStatus
 from journal.why import RunWhy
 from tests.agent_api.test_api_journal import new_agent_client
@@ -25,6 +26,7 @@ from tests.agent_api.test_api_journal import new_agent_client
 pytestmark = pytest.mark.django_db(transaction=True)
 
 AGENT = services.Actor.agent("bot")
+PERSON = services.Actor.system("lead")
 REFUND = {"order_id": "SO-1", "amount": "9.99"}
 BUDGETS = {"repairs": 2, "retries": 2, "retry_spacing_seconds": 0.0, "loop_refusals": 50, "loop_minutes": 10}
 
@@ -212,3 +214,84 @@ def test_the_rest_api_refuses_each_repeat_with_its_code(
 
     assert (refused.status_code, refused.json()["code"]) == (409, code)
     assert run.intents.count() == len(classes)
+
+
+# --- a person allows a refused call again --------------------------------------------------------
+
+
+def _allow(run: Run, turn: int) -> AttemptCode | None:
+    """attempt_allow as the console calls it: under the run's row lock, in its transaction."""
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        intent = locked.intents.get(turn=turn)
+        return attempt_allow(run=locked, intent=intent, actor=PERSON)
+
+
+@override_settings(SEAM_ERROR_BUDGETS={"*": BUDGETS})
+@pytest.mark.parametrize(
+    ("error_class", "code"),
+    [("permanent", AttemptCode.PERMANENT_REPEATED), ("invalid_input", AttemptCode.INVALID_REPEATED)],
+)
+def test_a_call_a_person_allowed_is_admitted_once_and_refused_after_its_next_failure(
+    make_run: Callable[..., Run], error_class: str, code: AttemptCode
+) -> None:
+    run = make_run()
+    _failed(run, 1, error_class)
+    with pytest.raises(AttemptRefused):
+        _next(run, 2)
+
+    assert _allow(run, 1) == code
+    admitted = _next(run, 3)
+    with pytest.raises(AttemptRefused) as while_open:  # spent by the call it admitted
+        _next(run, 4)
+    services.outcome_record(
+        intent=admitted.intent, ok=False, summary="refused", error_class=error_class, actor=AGENT
+    )
+    with pytest.raises(AttemptRefused) as after:
+        _next(run, 5)
+
+    assert admitted.created and admitted.intent.status == IntentStatus.INTENDED
+    assert (while_open.value.code, after.value.code) == (code, code)
+    [allowed] = JournalEvent.objects.filter(run=run, kind="attempt_allowed")
+    assert (allowed.intent_id, allowed.data) == (
+        run.intents.get(turn=1).pk,
+        {"tool": "issue_refund", "intent": run.intents.get(turn=1).pk, "code": str(code)},
+    )
+
+
+@override_settings(SEAM_ERROR_BUDGETS={"*": BUDGETS})
+def test_a_call_the_taxonomy_does_not_refuse_is_not_allowed_and_nothing_is_written(
+    make_run: Callable[..., Run],
+) -> None:
+    run = make_run()
+    _failed(run, 1, "transient")  # retried within its budget: not refused
+    _failed(run, 2, "permanent", {**REFUND, "amount": "1.00"})
+    _failed(run, 3, "permanent", {**REFUND, "amount": "2.00"})
+
+    assert _allow(run, 1) is None
+    assert _allow(run, 2) == AttemptCode.PERMANENT_REPEATED
+    assert _allow(run, 2) is None  # allowed already: the call is admitted, nothing to lift
+    assert JournalEvent.objects.filter(run=run, kind="attempt_allowed").count() == 1
+    with pytest.raises(AttemptRefused):  # the other call's refusal stands
+        _next(run, 4, {**REFUND, "amount": "2.00"})
+
+
+@override_settings(SEAM_ERROR_BUDGETS={"*": {**BUDGETS, "loop_refusals": 3}})
+def test_refusals_before_an_allowance_no_longer_count_toward_a_loop(make_run: Callable[..., Run]) -> None:
+    run = make_run()
+    _failed(run, 1, "permanent")
+    for turn in (2, 3):
+        with pytest.raises(AttemptRefused):
+            _next(run, turn)
+    _allow(run, 1)
+    _failed(run, 4, "permanent")  # the allowed call, failed again
+    for turn in (5, 6):
+        with pytest.raises(AttemptRefused):
+            _next(run, turn)
+
+    run.refresh_from_db()
+    assert (run.status, run.awaiting_person) == (RunStatus.RUNNING, False)  # 2 since, not 4
+    with pytest.raises(AttemptRefused):
+        _next(run, 7)
+    run.refresh_from_db()
+    assert (run.status, run.outcome_why["code"]) == (RunStatus.ESCALATED, RunWhy.LOOPING)

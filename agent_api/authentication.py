@@ -102,7 +102,7 @@ def caller_remember(principal: AgentPrincipal, run: Run) -> None:
     _CALLERS[(token.digest, str(run.pk))] = Caller(
         digest=token.digest,
         token_name=token.name,
-        tenant_slug=principal.tenant.slug,
+        key_namespace=principal.tenant.key_namespace,
         run_pk=run.pk,
         policy_version=run.policy_version,
     )

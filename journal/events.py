@@ -44,7 +44,7 @@ class Caller:
 
     digest: str
     token_name: str
-    tenant_slug: str
+    key_namespace: str
     run_pk: uuid.UUID
     policy_version: str
 

@@ -82,7 +82,7 @@ def intent_draft(*, run: Run, tool: Any, args: Any, turn: Any, occurrence: Any) 
     return _draft_of(
         run=run,
         run_pk=run.pk,
-        tenant_slug=run.tenant.slug,
+        key_namespace=run.tenant.key_namespace,
         policy_version=run.policy_version,
         tool=tool,
         args=args,
@@ -95,7 +95,7 @@ def _draft_of(
     *,
     run: Run | None,
     run_pk: Any,
-    tenant_slug: str,
+    key_namespace: str,
     policy_version: str,
     tool: Any,
     args: Any,
@@ -109,7 +109,7 @@ def _draft_of(
     check_registered_arguments(tool, clean)
     run_id = str(run_pk)
     key = idempotency_key_of_json(
-        tenant_slug=tenant_slug,
+        key_namespace=key_namespace,
         run_id=run_id,
         tool=tool,
         args_json=args_json,
@@ -203,7 +203,7 @@ def intent_record_as_caller(
     draft = _draft_of(
         run=None,
         run_pk=caller.run_pk,
-        tenant_slug=caller.tenant_slug,
+        key_namespace=caller.key_namespace,
         policy_version=caller.policy_version,
         tool=tool,
         args=args,

@@ -87,7 +87,7 @@ def canonical_json(value: Any) -> str:
 
 def idempotency_key(
     *,
-    tenant_slug: str,
+    key_namespace: str,
     run_id: str,
     tool: str,
     args: dict[str, Any],
@@ -97,7 +97,7 @@ def idempotency_key(
     """sha256 over the intent's identity. Arguments are canonicalised first, so key order and
     2-versus-2.0 do not change it; anything else that differs does."""
     return idempotency_key_of_json(
-        tenant_slug=tenant_slug,
+        key_namespace=key_namespace,
         run_id=run_id,
         tool=tool,
         args_json=canonical_json(canonical_args(args)),
@@ -107,21 +107,21 @@ def idempotency_key(
 
 
 def idempotency_key_of_json(
-    *, tenant_slug: str, run_id: str, tool: str, args_json: str, policy_version: str, occurrence: int = 0
+    *, key_namespace: str, run_id: str, tool: str, args_json: str, policy_version: str, occurrence: int = 0
 ) -> str:
     """idempotency_key for arguments already canonicalised and serialised by canonical_json: the
     journal's hot path serialises them once, for the key, the size limit and the row. The
     material is spelled exactly as canonical_json spells the list (tests/journal/test_keys.py)."""
     material = (
-        f"{_key_head(tenant_slug, str(run_id), tool)},{args_json},{_key_tail(policy_version, occurrence)}"
+        f"{_key_head(key_namespace, str(run_id), tool)},{args_json},{_key_tail(policy_version, occurrence)}"
     )
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
 # The material's parts before and after the arguments repeat across a run's calls; spelled once.
 @functools.lru_cache(maxsize=4096)
-def _key_head(tenant_slug: str, run_id: str, tool: str) -> str:
-    return canonical_json([KEY_SCHEME, tenant_slug, run_id, tool])[:-1]  # '[...' without ']'
+def _key_head(key_namespace: str, run_id: str, tool: str) -> str:
+    return canonical_json([KEY_SCHEME, key_namespace, run_id, tool])[:-1]  # '[...' without ']'
 
 
 @functools.lru_cache(maxsize=256, typed=True)  # True, 1 and 1.0 are spelled differently

@@ -11,10 +11,11 @@ import secrets
 import uuid
 
 from django.conf import settings
+from django.contrib.postgres.functions import RandomUUID
 from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.db import models
 from django.db.models import JSONField, Q, Value
-from django.db.models.functions import Upper
+from django.db.models.functions import Cast, Upper
 
 from .channels import CustomerChannel
 
@@ -25,6 +26,12 @@ class Tenant(models.Model):
 
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
+    # What the tenant's idempotency keys are derived from (journal.keys), fixed when the tenant is
+    # made: a renamed slug must not change the key of a call the agent replays. Tenants made
+    # before it existed keep their slug here, so the keys they already sent stay the same.
+    key_namespace = models.CharField(
+        max_length=64, db_default=Cast(RandomUUID(), output_field=models.CharField()), editable=False
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

@@ -157,7 +157,7 @@ def plan_with_keys(run: Run) -> list[dict[str, Any]]:
         {
             **step,
             "key": idempotency_key(
-                tenant_slug=run.tenant.slug,
+                key_namespace=run.tenant.key_namespace,
                 run_id=str(run.pk),
                 tool=step["tool"],
                 args=step.get("args", {}),

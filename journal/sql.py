@@ -110,7 +110,7 @@ _CALLER_OWNS_RUN = f"""AND run.tenant_id = (
         SELECT token.tenant_id FROM {_TOKEN} AS token
         JOIN {_TENANT} AS tenant ON tenant.id = token.tenant_id
         WHERE token.digest = %s::text AND token.revoked_at IS NULL
-        AND token.name = %s::text AND tenant.slug = %s::text)
+        AND token.name = %s::text AND tenant.key_namespace = %s::text)
     AND run.policy_version = %s::text"""  # noqa: S608
 INSERT_INTENT_AS_CALLER = INSERT_INTENT.replace("/*caller*/", _CALLER_OWNS_RUN)
 INSERT_INTENT = INSERT_INTENT.replace("\n    /*caller*/", "")
@@ -234,7 +234,7 @@ def insert_intent_params(
     asserted = (
         ()
         if caller is None
-        else (caller.digest, caller.token_name, caller.tenant_slug, caller.policy_version)
+        else (caller.digest, caller.token_name, caller.key_namespace, caller.policy_version)
     )
     drafted = {
         "step_id": step_id,

@@ -930,22 +930,31 @@ def test_an_agents_first_call_about_a_run_reads_its_token_and_each_later_call_is
 def test_a_remembered_caller_renamed_or_rescoped_is_answered_as_the_rows_now_say(tenant: Tenant) -> None:
     """Whatever changed since a token's last call about a run (its name, its tenant's slug) is
     what the next call's rows say: the one statement writes nothing for a caller not as
-    remembered, and the call is answered the long way."""
+    remembered, and the call is answered the long way. A renamed tenant's keys do not move: they
+    derive from its key namespace, so a call replayed after the rename is the same call."""
     caller = new_agent_client(tenant, "before")
     run = create_run(caller)
-    record_intent(caller, run["id"])
+    first = record_intent(caller, run["id"])
     AgentToken.objects.filter(name="before").update(name="after")
     Tenant.objects.filter(pk=tenant.pk).update(slug="renamed-tenant")
 
-    second = record_intent(caller, run["id"], turn=2)
+    replayed = caller.post(
+        intents_url(run["id"]),
+        {"tool": "start_return", "args": {"order_id": "SU-90317"}, "turn": 1},
+        format="json",
+    )
+    second = record_intent(caller, run["id"], args={"order_id": "SU-2"}, turn=2)
     settled = record_outcome(caller, run["id"], second["step_id"])
 
+    assert replayed.status_code == 200, replayed.content
+    assert replayed.json()["step_id"] == first["step_id"]
+    assert replayed.json()["idempotency_key"] == first["idempotency_key"]
     stored = Run.objects.get(pk=run["id"])
     assert second["idempotency_key"] == idempotency_key(
-        tenant_slug="renamed-tenant",
+        key_namespace=Tenant.objects.get(pk=tenant.pk).key_namespace,
         run_id=run["id"],
         tool="start_return",
-        args={"order_id": "SU-90317"},
+        args={"order_id": "SU-2"},
         policy_version=stored.policy_version,
     )
     assert settled["status"] == IntentStatus.PERFORMED

@@ -18,6 +18,8 @@ from journal.keys import (
     idempotency_key,
     idempotency_key_of_json,
 )
+from journal.models import Run, Tenant
+from journal.selectors import plan_with_keys
 
 # Any text PostgreSQL can store: every character but U+0000 and lone surrogates, which
 # canonical_args refuses (tested below).
@@ -51,7 +53,7 @@ json_objects = st.dictionaries(
 )
 
 BASE = {
-    "tenant_slug": "sundry",
+    "key_namespace": "sundry",
     "run_id": "6d1f0b1e-0000-4000-8000-000000000001",
     "tool": "issue_refund",
     "policy_version": "2026-11",
@@ -93,7 +95,7 @@ def test_different_arguments_give_different_keys(a: dict[str, Any], b: dict[str,
 @pytest.mark.parametrize(
     "field,other",
     [
-        ("tenant_slug", "acme"),
+        ("key_namespace", "acme"),
         ("run_id", "6d1f0b1e-0000-4000-8000-000000000002"),
         ("tool", "reverse_refund"),
         ("policy_version", "2026-12"),
@@ -141,11 +143,11 @@ def test_the_key_is_the_hash_of_the_intents_canonical_json(
 ) -> None:
     """The scheme recorded keys were derived with: the journal's hot path spells the material
     itself from the arguments' canonical JSON, and must spell it exactly so."""
-    parts = {**BASE, "tenant_slug": tenant, "tool": tool, "occurrence": occurrence}
+    parts = {**BASE, "key_namespace": tenant, "tool": tool, "occurrence": occurrence}
     material = canonical_json(
         [
             KEY_SCHEME,
-            parts["tenant_slug"],
+            parts["key_namespace"],
             str(parts["run_id"]),
             parts["tool"],
             canonical_args(args),
@@ -157,3 +159,19 @@ def test_the_key_is_the_hash_of_the_intents_canonical_json(
     assert idempotency_key(args=args, **parts) == expected
     args_json = canonical_json(canonical_args(args))
     assert idempotency_key_of_json(args_json=args_json, **parts) == expected
+
+
+@pytest.mark.django_db
+def test_a_tenants_keys_do_not_move_when_its_slug_is_renamed(make_run: Any) -> None:
+    """Keys derive from the namespace the tenant was given when it was made, not from its slug,
+    which an admin may edit: the planned step's key after a rename is the key before it."""
+    run = make_run(plan=[{"tool": "start_return", "args": {"order_id": "SU-90317"}}])
+    namespace = run.tenant.key_namespace
+    before = plan_with_keys(run)[0]["key"]
+
+    Tenant.objects.filter(pk=run.tenant.pk).update(slug="renamed")
+    renamed = Run.objects.select_related("tenant").get(pk=run.pk)
+
+    assert namespace not in ("", run.tenant.slug)
+    assert renamed.tenant.key_namespace == namespace
+    assert plan_with_keys(renamed)[0]["key"] == before

@@ -58,9 +58,16 @@ run = Run.objects.create(
     schema_version="1", flow_version="1", policy_version="1", capability_version="1",
     plan=[{"tool": "start_return", "args": {"order_id": "SU-90317"}}], awaiting_person=True,
 )
+# The key as that release derived it, from the tenant's slug (spelled here as it was then).
+import hashlib
+material = json.dumps(
+    ["seam-v1", "sundry", str(run.pk), "start_return", {"order_id": "SU-90317"}, "1", 0],
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+)
 intent = Intent.objects.create(
     run=run, step_id=f"{run.pk}:1:start_return", turn=1, tool="start_return",
-    args={"order_id": "SU-90317"}, idempotency_key="k" * 64, status="performed",
+    args={"order_id": "SU-90317"}, idempotency_key=hashlib.sha256(material.encode()).hexdigest(),
+    status="performed",
     receipt={"label": "RL-7734"}, intended_at=now, settled_at=now,
 )
 Event.objects.create(run=run, intent=intent, kind="intent_recorded", actor_kind="agent", actor_name="bot", at=now)
@@ -93,6 +100,7 @@ from django.contrib.auth.models import User
 from journal.models import Run, Intent, JournalEvent
 from compensations.models import Compensation
 from audit.models import AuditEntry
+from journal.selectors import plan_with_keys
 run = Run.objects.get(ticket_id="T-40912")
 intent = run.intents.get()
 log = LogEntry.objects.get()
@@ -101,6 +109,7 @@ print(json.dumps({
     "tenant": run.tenant.slug,
     "intent": intent.pk,
     "receipt": intent.receipt,
+    "key_derived_now": plan_with_keys(run)[0]["key"] == intent.idempotency_key,
     "events": list(JournalEvent.objects.filter(run=run).values_list("kind", flat=True)),
     "told": list(run.customer_messages.values_list("body", flat=True)),
     "escalations": run.escalation_records.count(),
@@ -164,6 +173,8 @@ def test_a_database_with_rows_migrates_across_the_move_of_the_journal(scratch_da
         "tenant": "sundry",
         "intent": written["intent"],
         "receipt": {"label": "RL-7734"},
+        # The tenant keeps its slug as its key namespace: the key its agent sent is still derived.
+        "key_derived_now": True,
         "events": ["intent_recorded"],
         "told": ["Return label sent."],
         "escalations": 1,

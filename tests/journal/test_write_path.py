@@ -453,7 +453,7 @@ def _caller_of(run: Any, token: AgentToken, **changes: Any) -> Caller:
     known = {
         "digest": token.digest,
         "token_name": token.name,
-        "tenant_slug": run.tenant.slug,
+        "key_namespace": run.tenant.key_namespace,
         "run_pk": run.pk,
         "policy_version": run.policy_version,
     }
@@ -479,7 +479,7 @@ def test_a_caller_records_and_settles_what_the_rows_then_hold(make_run: Any) -> 
     assert intent is not None
     assert _columns(intent) == _columns(Intent.objects.get(pk=intent.pk))
     assert intent.idempotency_key == idempotency_key(
-        tenant_slug=run.tenant.slug,
+        key_namespace=run.tenant.key_namespace,
         run_id=str(run.pk),
         tool="start_return",
         args={"order_id": "SU-1"},
@@ -531,9 +531,9 @@ def test_a_caller_whose_token_is_no_longer_so_writes_nothing(
     assert JournalEvent.objects.count() == events
 
 
-@pytest.mark.parametrize("stale", ["tenant_slug", "policy_version"])
+@pytest.mark.parametrize("stale", ["key_namespace", "policy_version"])
 def test_a_caller_with_other_key_inputs_records_no_intent(make_run: Any, stale: str) -> None:
-    """The tenant's slug and the run's policy version make a new intent's key: a caller that
+    """The tenant's key namespace and the run's policy version make a new intent's key: a caller that
     remembers others records nothing, as the key it made is not the run's. An outcome settles
     a step by its stored key, so those two do not bear on it."""
     run = make_run()

@@ -8,14 +8,20 @@ Two worker processes may each reach the bound (docs/operations.md says so), whic
 that must never see more declares for by halving it.
 
 Asking reads no database row (reconciliation.services._ask works from the claimed intents), so
-the threads need no connection of their own; each row's lease is checked as its turn comes."""
+the threads need no connection of their own; each row's lease is checked as its turn comes.
+
+The threads are the process's, kept between batches (SEAM_LOOKUP_THREADS of them), so a sweeper
+can start asking about one batch and, while the downstreams answer, settle the batch before it
+(start_asking; reconciliation.services._sweep_claimed): the latency is waited out beside Seam's
+own work instead of after it."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import copy_context
 from dataclasses import dataclass
 from datetime import datetime
@@ -77,22 +83,67 @@ def _gate(intent: Intent) -> _Downstream:
         return _gates.setdefault((name, bound), _Downstream(bound))
 
 
+_pools: dict[int, ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
+
+
+def _forget_threads() -> None:
+    """A forked child (a prefork pool process) has none of its parent's threads: it starts its
+    own pools, and gates no thread of its own holds."""
+    _pools.clear()
+    _gates.clear()
+
+
+os.register_at_fork(after_in_child=_forget_threads)
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """The process's lookup threads, at most `threads` of them, started as they are needed."""
+    with _pools_lock:
+        pool = _pools.get(threads)
+        if pool is None:
+            pool = _pools[threads] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="seam-lookup")
+        return pool
+
+
+class Asking[T]:
+    """The lookups of one claimed batch, under way: `result()` waits for their answers."""
+
+    def __init__(self, claimed: Sequence[Intent], outcomes: list[Future[T | None]] | list[T | None]) -> None:
+        self.claimed = claimed
+        self._outcomes = outcomes
+
+    def result(self) -> tuple[list[T], list[int]]:
+        """(the answers, in the rows' order; the ids of rows whose lease lapsed before their
+        turn, not asked about)."""
+        outcomes = [o.result() if isinstance(o, Future) else o for o in self._outcomes]
+        answers = [answer for answer in outcomes if answer is not None]
+        lapsed = [intent.pk for intent, answer in zip(self.claimed, outcomes, strict=True) if answer is None]
+        return answers, lapsed
+
+
+def start_asking[T](
+    claimed: Sequence[Intent], ask: Callable[[Intent], T], *, lease_end: datetime
+) -> Asking[T]:
+    """Start asking about each claimed row, concurrently within each downstream's bound, on the
+    process's lookup threads; with one thread (SEAM_LOOKUP_THREADS=1), one row at a time, here,
+    before returning."""
+    threads = int(settings.SEAM_LOOKUP_THREADS)
+    if threads <= 1 or len(claimed) <= 1:
+        return Asking(claimed, [_asked(intent, ask, lease_end) for intent in claimed])
+    pool = _pool(threads)
+    # Each row's own context (its log fields), as if asked in the sweeper's thread.
+    return Asking(
+        claimed, [pool.submit(copy_context().run, _asked, intent, ask, lease_end) for intent in claimed]
+    )
+
+
 def ask_each[T](
     claimed: Sequence[Intent], ask: Callable[[Intent], T], *, lease_end: datetime
 ) -> tuple[list[T], list[int]]:
     """Ask about each claimed row, concurrently within each downstream's bound: (the answers, in
     the rows' order; the ids of rows whose lease lapsed before their turn, not asked about)."""
-    threads = min(int(settings.SEAM_LOOKUP_THREADS), len(claimed))
-    if threads <= 1:
-        outcomes = [_asked(intent, ask, lease_end) for intent in claimed]
-    else:
-        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="seam-lookup") as pool:
-            # Each row's own context (its log fields), as if asked in the sweeper's thread.
-            futures = [pool.submit(copy_context().run, _asked, intent, ask, lease_end) for intent in claimed]
-            outcomes = [future.result() for future in futures]
-    answers = [answer for answer in outcomes if answer is not None]
-    lapsed = [intent.pk for intent, answer in zip(claimed, outcomes, strict=True) if answer is None]
-    return answers, lapsed
+    return start_asking(claimed, ask, lease_end=lease_end).result()
 
 
 def _asked[T](intent: Intent, ask: Callable[[Intent], T], lease_end: datetime) -> T | None:

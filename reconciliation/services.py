@@ -53,7 +53,7 @@ from tools import services as tools
 from tools.connectors import AlreadySo, LookupResult, NotPerformed, Performed, Unknown, caused_by_intent
 from tools.registry import UnknownTool, in_flight_floor
 
-from .lookups import ask_each
+from .lookups import Asking, start_asking
 
 MAX_REASON_CHARS = 4000
 # A lookup is a read: a failure to get an answer, even after the request left, changes nothing
@@ -421,7 +421,14 @@ def _ask_in_context(intent: Intent) -> Verdict:
 def _reconcile_claimed(claimed: Sequence[Intent], lease_end: datetime, actor: Actor) -> list[Reconciled]:
     """Ask about each claimed row and settle the batch: one result per row, in order, each logged
     and counted."""
-    verdicts, lapsed = ask_each(claimed, _ask_in_context, lease_end=lease_end)
+    return _settle_asked(start_asking(claimed, _ask_in_context, lease_end=lease_end), actor)
+
+
+def _settle_asked(asking: Asking[Verdict], actor: Actor) -> list[Reconciled]:
+    """Wait for a batch's answers and settle it: one result per claimed row, in order, each logged
+    and counted."""
+    verdicts, lapsed = asking.result()
+    claimed = asking.claimed
     try:
         settled = _settle(verdicts, actor)
     except DatabaseError:
@@ -513,12 +520,25 @@ def reconcile_sweep(
     # different batches instead of each finding the other's batch taken. A claimed row leaves the
     # stale set (its lease is later than `now`); a batch that comes back short means nothing
     # stale is left that nobody holds, and the sweep ends without asking again.
-    while len(results) < limit:
-        wanted = min(size, limit - len(results))
+    # Once a batch's answers are in, the next batch is claimed and asked about before the answered
+    # one is settled: its downstreams' latency passes while this thread writes the settle, not
+    # after it. The sweeper still waits for each batch's answers before claiming another, so it
+    # holds at most one batch that is being asked about.
+    answered: Asking[Verdict] | None = None
+    taken = 0
+    while taken < limit:
+        wanted = min(size, limit - taken)
         claimed, lease_end = _claim(candidates=stale, limit=wanted, now=timezone.now())
-        results += _reconcile_claimed(claimed, lease_end, actor)
+        taken += len(claimed)
+        asking = start_asking(claimed, _ask_in_context, lease_end=lease_end)
+        if answered is not None:
+            results += _settle_asked(answered, actor)
+        answered = asking
         if len(claimed) < wanted:
             break
+        asking.result()  # its answers in before the next claim
+    if answered is not None:
+        results += _settle_asked(answered, actor)
     counts = Counter(str(r.outcome) for r in results)
     return SweepReport(
         counts={o.value: counts.get(o.value, 0) for o in ReconcileOutcome},

@@ -376,8 +376,9 @@ SEAM_LOOKUP_LEASE_SECONDS = _env_or_fail(env.float, "SEAM_LOOKUP_LEASE_SECONDS",
 # (SEAM_LOOKUP_LEASE_SECONDS); a row whose lease lapsed before its turn is left to the next sweep.
 SEAM_RECONCILE_BATCH_SIZE = _env_or_fail(env.int, "SEAM_RECONCILE_BATCH_SIZE", default=50)
 # Threads a sweeper asks a batch's downstreams with, side by side, each downstream within its
-# declared bound (ToolSpec.lookup_concurrency and lookup_rate; reconciliation.lookups).
-SEAM_LOOKUP_THREADS = _env_or_fail(env.int, "SEAM_LOOKUP_THREADS", default=16)
+# declared bound (ToolSpec.lookup_concurrency and lookup_rate; reconciliation.lookups). More than
+# a batch, so a batch's lookups can all be in flight at once: they mostly wait on the network.
+SEAM_LOOKUP_THREADS = _env_or_fail(env.int, "SEAM_LOOKUP_THREADS", default=64)
 SEAM_SWEEP_INTERVAL_SECONDS = _env_or_fail(env.float, "SEAM_SWEEP_INTERVAL_SECONDS", default=10.0)
 # A pending compensation no worker has touched for this long lost its message (a broker restart
 # or flush, a whole worker killed) and is queued again from its row. Longer than the longest

@@ -363,6 +363,16 @@ def _lean_response(view_class: type[APIView], data: dict[str, Any], status_code:
     return response
 
 
+def _lean_refusal(view_class: type[APIView], refused: AttemptRefused) -> HttpResponse:
+    """The answer exception_handler gives the view's AttemptRefused: its body and Retry-After."""
+    answer = exception_handler(refused, {})
+    assert answer is not None
+    response = _lean_response(view_class, answer.data, answer.status_code)
+    if answer.has_header("Retry-After"):
+        response["Retry-After"] = answer["Retry-After"]
+    return response
+
+
 class IntentCreateApi(APIView):
     permission_classes = [IsAgentForWrites]
     parser_classes = PARSERS
@@ -388,6 +398,10 @@ class IntentCreateApi(APIView):
             if principal is None or run is None:
                 return None
             answer, status_code = _record_intent(run, v, services.Actor.agent(principal.get_username()))
+        except AttemptRefused as refused:
+            # Its refusal is recorded (an event counted toward a loop): answered here as the view
+            # would answer it, since asking again would record, and count, it twice.
+            return _lean_refusal(cls, refused)
         except services.JournalError:
             return None  # nothing was written; the view asks again and answers with the reason
         caller_remember(principal, run)

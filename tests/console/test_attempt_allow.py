@@ -99,7 +99,7 @@ def test_a_person_allows_a_refused_call_and_the_agent_s_same_call_is_admitted_on
     allowed = _allow(client, run, step)
 
     assert allowed.status_code == 200
-    [entry] = AuditEntry.objects.filter(run=run)
+    [entry] = AuditEntry.objects.filter(run=run, action=AuditAction.ALLOW_ATTEMPT)
     assert (entry.action, entry.username, entry.step_id, entry.request_id) == (
         AuditAction.ALLOW_ATTEMPT,
         lead.username,

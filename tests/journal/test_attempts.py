@@ -214,6 +214,8 @@ def test_the_rest_api_refuses_each_repeat_with_its_code(
 
     assert (refused.status_code, refused.json()["code"]) == (409, code)
     assert run.intents.count() == len(classes)
+    # One refusal, one event: the agent lane answers it without the view recording it again.
+    assert JournalEvent.objects.filter(run=run, kind="attempt_refused").count() == 1
 
 
 # --- a person allows a refused call again --------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from . import _protocol as api
-from ._common import HeartbeatState, RunState, http_options, intent_of, next_page
+from ._common import TOO_SOON_WAIT, HeartbeatState, RunState, TooSoon, http_options, intent_of, next_page
 from ._errors import ErrorClass, IntentInDoubt, OutcomeNotRecorded, SeamError, SeamRefused
 from ._resume import HonoursKey, HonoursKeys, KeyRefused, SettleWait, declared_for, honours_keys, settle_bound
 from ._sync import RUN_LISTS, list_page
@@ -22,8 +22,8 @@ from ._types import AsyncCall, Handover, Intent, Outcome
 
 
 class AsyncSeamClient:
-    """SeamClient for asyncio: one per process (it keeps its HTTP connections). `honours_key`
-    and `wait_for_settle` as SeamClient's."""
+    """SeamClient for asyncio: one per process (it keeps its HTTP connections). `honours_key`,
+    `wait_for_settle` and `too_soon_wait` as SeamClient's."""
 
     def __init__(
         self,
@@ -36,8 +36,10 @@ class AsyncSeamClient:
         transport: httpx.AsyncBaseTransport | None = None,
         honours_key: HonoursKeys = (),
         wait_for_settle: float = 0.0,
+        too_soon_wait: float = TOO_SOON_WAIT,
     ) -> None:
         self.retries = retries
+        self.too_soon_wait = too_soon_wait
         self.backoff = backoff
         self.honours_key = honours_keys(honours_key)
         self.wait_for_settle = settle_bound(wait_for_settle)
@@ -151,8 +153,20 @@ class AsyncRun(RunState):
     async def _record_intent(
         self, tool: str, args: Mapping[str, Any], *, turn: int, occurrence: int | None
     ) -> tuple[Intent, bool]:
-        answer = await self.client.send(self.intent_request(tool, args, turn=turn, occurrence=occurrence))
-        return intent_of(answer), answer.after_lost_answer
+        # One request, sent again as it is after a retry_too_soon refusal (the occurrence is
+        # derived once): the same intent, admitted once its failure is far enough behind.
+        request = self.intent_request(tool, args, turn=turn, occurrence=occurrence)
+        too_soon = TooSoon(self.client.too_soon_wait)
+        while True:
+            try:
+                answer = await self.client.send(request)
+            except SeamRefused as refused:
+                delay = too_soon.delay(refused)
+                if delay is None:
+                    raise
+                await asyncio.sleep(delay)
+            else:
+                return intent_of(answer), answer.after_lost_answer
 
     async def record_intent(
         self, tool: str, args: Mapping[str, Any], *, turn: int, occurrence: int | None = None

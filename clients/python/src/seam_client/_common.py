@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -13,7 +14,7 @@ from typing import Any
 
 from . import _protocol as api
 from . import _resume
-from ._errors import ErrorClass, IntentInDoubt, SeamError, ToolError
+from ._errors import ErrorClass, IntentInDoubt, SeamError, SeamRefused, ToolError
 from ._resume import HonoursKey, KeyRefused
 from ._types import CALL_ID_KEY, Intent, Outcome
 
@@ -52,6 +53,38 @@ def canonical_json(args: Mapping[str, Any]) -> str:
     """The arguments spelled as Seam spells them for the key: sorted keys, no spaces, integral
     floats as integers, so two calls Seam would key alike are counted alike."""
     return json.dumps(_canonical(args), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+# Seam's refusal of a retry that came too soon after a transient failure, with `retry_after`.
+RETRY_TOO_SOON = "retry_too_soon"
+# The most refusals of one intent a handle waits out, whatever its bound in seconds.
+TOO_SOON_TRIES = 3
+# The default bound, in seconds, of the waiting for one intent (SeamClient's `too_soon_wait`).
+TOO_SOON_WAIT = 30.0
+
+
+class TooSoon:
+    """Waits out Seam's `retry_too_soon` refusals of one intent: each for its `retry_after`
+    seconds and up to a quarter more, at random, so agents refused together do not all come back
+    together; at most TOO_SOON_TRIES times and `bound` seconds in all. Past either, or for any
+    other refusal, `delay` is None: the refusal is raised, with its code, to the runtime."""
+
+    def __init__(self, bound: float) -> None:
+        self.bound = max(bound, 0.0)
+        self.tries = 0
+        self.waited = 0.0
+
+    def delay(self, refused: SeamRefused) -> float | None:
+        if refused.code != RETRY_TOO_SOON or refused.retry_after is None:
+            return None
+        wait = max(refused.retry_after, 0.0)
+        delay = wait * (1 + random.random() / 4) + random.random() * 0.05
+        if self.tries >= TOO_SOON_TRIES or self.waited + delay > self.bound:
+            return None
+        self.tries += 1
+        self.waited += delay
+        logger.info("Seam refused a retry as too soon; asking again in %.2f s", delay)
+        return delay
 
 
 class Occurrences:

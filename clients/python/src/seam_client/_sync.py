@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from . import _protocol as api
-from ._common import HeartbeatState, RunState, http_options, intent_of, next_page
+from ._common import TOO_SOON_WAIT, HeartbeatState, RunState, TooSoon, http_options, intent_of, next_page
 from ._errors import ErrorClass, IntentInDoubt, OutcomeNotRecorded, SeamError, SeamRefused
 from ._resume import HonoursKey, HonoursKeys, KeyRefused, SettleWait, declared_for, honours_keys, settle_bound
 from ._types import Call, Handover, Intent, Outcome
@@ -39,7 +39,9 @@ class SeamClient:
     idempotency key (tool names, or each tool's HonoursKey with its key lifetime): a call of one
     found open is sent again under its key. `wait_for_settle` is how many seconds `perform` waits,
     by default, for Seam to settle a call found open that is not sent again (0: it raises
-    IntentInDoubt at once)."""
+    IntentInDoubt at once). `too_soon_wait` bounds, in seconds, how long recording one intent
+    waits out Seam's `retry_too_soon` refusals (each for its `retry_after` and a random part more,
+    at most three): past it, or at 0, the SeamRefused is raised with its code."""
 
     def __init__(
         self,
@@ -52,8 +54,10 @@ class SeamClient:
         transport: httpx.BaseTransport | None = None,
         honours_key: HonoursKeys = (),
         wait_for_settle: float = 0.0,
+        too_soon_wait: float = TOO_SOON_WAIT,
     ) -> None:
         self.retries = retries
+        self.too_soon_wait = too_soon_wait
         self.backoff = backoff
         self.honours_key = honours_keys(honours_key)
         self.wait_for_settle = settle_bound(wait_for_settle)
@@ -166,8 +170,20 @@ class Run(RunState):
     def _record_intent(
         self, tool: str, args: Mapping[str, Any], *, turn: int, occurrence: int | None
     ) -> tuple[Intent, bool]:
-        answer = self.client.send(self.intent_request(tool, args, turn=turn, occurrence=occurrence))
-        return intent_of(answer), answer.after_lost_answer
+        # One request, sent again as it is after a retry_too_soon refusal (the occurrence is
+        # derived once): the same intent, admitted once its failure is far enough behind.
+        request = self.intent_request(tool, args, turn=turn, occurrence=occurrence)
+        too_soon = TooSoon(self.client.too_soon_wait)
+        while True:
+            try:
+                answer = self.client.send(request)
+            except SeamRefused as refused:
+                delay = too_soon.delay(refused)
+                if delay is None:
+                    raise
+                time.sleep(delay)
+            else:
+                return intent_of(answer), answer.after_lost_answer
 
     def record_intent(
         self, tool: str, args: Mapping[str, Any], *, turn: int, occurrence: int | None = None

@@ -12,6 +12,10 @@ from them. The first call after a resume that repeats the run's last journaled c
 same arguments) is taken as the retry of that call: it gets that call's turn, so its key, and is
 answered from the journal (or, found open, not sent again). Any other call counts on.
 
+Refusals. A call whose intent Seam refuses is not sent: the client gets an error result saying
+so, with the refusal's typed code in `_meta` (`seam/refusal_code`, and `seam/retry_after` for a
+retry that came too soon) for its runtime to act on, never a sentence to parse.
+
 Errors. A server's error answer (`isError`) from a tool that is not read-only is evidence, not
 proof: the tool may have acted before it failed. It is recorded `ambiguous` (the intent stays
 open for reconciliation, the error text kept) unless the tool is declared
@@ -33,7 +37,7 @@ from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from .._common import canonical_json
-from .._errors import ErrorClass, IntentInDoubt, SeamError, ToolError
+from .._errors import ErrorClass, IntentInDoubt, SeamError, SeamRefused, ToolError
 from .._resume import within_key_lifetime as within_key_lifetime  # the proxy's name for the core rule
 from .._types import Intent, Outcome
 from ..adapters import SETTLED_WITHOUT_ERROR, error_answer, replay_text
@@ -49,6 +53,9 @@ KEY_META = "seam/idempotency_key"
 STEP_META = "seam/step_id"
 RUN_META = "seam/run_id"
 STATUS_META = "seam/status"
+# A call Seam refused to record: the refusal's typed code, and when to come back (seconds).
+REFUSAL_META = "seam/refusal_code"
+RETRY_AFTER_META = "seam/retry_after"
 # Where the proxy's own notes go in an outcome's receipt, beside the server's structured result.
 HINTS_RECEIPT_KEY = "_mcp"
 CALL_ID_RECEIPT_KEY = "_call_id"
@@ -220,7 +227,7 @@ class SessionJournal:
         except SeamError as exc:
             if forwarded.result is not None:  # carried out, but the outcome could not be recorded
                 return forwarded.result
-            return refusal(f"Seam did not record the intent, so {name} was not sent: {exc}")
+            return refused_by_seam(name, exc)
         finally:
             self.open_calls -= 1
             self.last_used = time.monotonic()
@@ -333,6 +340,20 @@ def text_of(result: types.CallToolResult) -> str:
 
 def refusal(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def refused_by_seam(name: str, exc: SeamError) -> types.CallToolResult:
+    """Seam refused the call's intent, so the call was not sent: said in words for the model,
+    and, for the client's runtime to act on, the refusal's typed code in `_meta` (the error
+    taxonomy's `permanent_repeated`, `retry_too_soon`, …, and its `retry_after` in seconds)."""
+    result = refusal(f"Seam did not record the intent, so {name} was not sent: {exc}")
+    code = exc.code if isinstance(exc, SeamRefused) else ""
+    if not code:
+        return result
+    meta: dict[str, Any] = {REFUSAL_META: code}
+    if isinstance(exc, SeamRefused) and exc.retry_after is not None:
+        meta[RETRY_AFTER_META] = exc.retry_after
+    return with_meta(result, meta)
 
 
 def replayed(intent: Intent) -> types.CallToolResult:

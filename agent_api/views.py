@@ -69,6 +69,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     body over the upload limit is a 413 naming the limit (Django would answer a 400 page)."""
     if isinstance(exc, services.JournalError):
         body: dict[str, Any] = {exc.field: [exc.message]} if exc.field else {"detail": exc.message}
+        if isinstance(exc, services.RunDiffers):
+            body["differences"] = exc.differences
         if isinstance(exc, AttemptRefused):
             # A typed code the agent's runtime acts on (journal.attempts.AttemptCode), and for a
             # retry that came too soon, when to come back.

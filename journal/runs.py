@@ -69,10 +69,19 @@ def run_create(
     if deadline is not None:
         check_time(deadline, field="deadline", horizon=timedelta(days=settings.SEAM_MAX_DEADLINE_DAYS))
 
+    sent = {
+        "task_type": task_type,
+        "versions": versions,
+        "plan": checked_plan,
+        "ticket_id": ticket_id,
+        "order_id": order_id,
+        "customer_ref": customer_ref,
+        "deadline": deadline,
+    }
     if external_id:
         existing = Run.objects.filter(tenant=tenant, external_id=external_id).first()
         if existing is not None:
-            return RunCreated(run=existing, created=False)
+            return _created_before(existing, sent)
     now = timezone.now()
     try:
         with durable():
@@ -99,9 +108,40 @@ def run_create(
                 data={"task_type": task_type, "plan_steps": len(checked_plan), "versions": versions},
             )
     except IntegrityError:
-        # Two identical creates raced on the external id; the other one won.
-        return RunCreated(run=Run.objects.get(tenant=tenant, external_id=external_id), created=False)
+        # Two creates raced on the external id; the other one won.
+        return _created_before(Run.objects.get(tenant=tenant, external_id=external_id), sent)
     return RunCreated(run=run, created=True)
+
+
+class RunDiffers(Conflict):
+    """A create named the external id of a run opened with another body: not a retry of that
+    create, and not a new run either. `differences` names each field that differs."""
+
+    def __init__(self, external_id: str, differences: list[str]) -> None:
+        super().__init__(
+            f"a run was opened with external_id {external_id!r} and another "
+            f"{', '.join(differences)}; a retried create sends the same body",
+            field="external_id",
+        )
+        self.differences = differences
+
+
+def _created_before(run: Run, sent: dict[str, Any]) -> RunCreated:
+    """The run an earlier create with this external id opened, when this create is its retry
+    (the same body); RunDiffers when it is not."""
+    recorded = {
+        "task_type": run.task_type,
+        "versions": run.versions,
+        "plan": run.plan,
+        "ticket_id": run.ticket_id,
+        "order_id": run.order_id,
+        "customer_ref": run.customer_ref,
+        "deadline": run.deadline,
+    }
+    differences = [field for field, value in sent.items() if recorded[field] != value]
+    if differences:
+        raise RunDiffers(run.external_id, differences)
+    return RunCreated(run=run, created=False)
 
 
 def run_heartbeat(*, run: Run) -> datetime:

@@ -214,12 +214,30 @@ def test_creating_a_run_again_with_the_same_external_id_returns_the_first_run(
     agent_client: APIClient,
 ) -> None:
     first = agent_client.post(RUNS, run_body(external_id="rt-77"), format="json")
-    again = agent_client.post(RUNS, run_body(external_id="rt-77", ticket_id="T-other"), format="json")
+    again = agent_client.post(RUNS, run_body(external_id="rt-77"), format="json")
 
     assert (first.status_code, again.status_code) == (201, 200)
     assert again.json()["id"] == first.json()["id"]
     assert again.json()["ticket_id"] == "T-40912"
     assert Run.objects.count() == 1
+    assert JournalEvent.objects.filter(kind="run_created").count() == 1
+
+
+def test_the_same_external_id_with_another_body_is_a_conflict_naming_what_differs(
+    agent_client: APIClient,
+) -> None:
+    """Not a retry of the first create (its body differs) and not a new run either (the id is
+    taken): 409 naming each field that differs, and nothing written."""
+    first = agent_client.post(RUNS, run_body(external_id="rt-77"), format="json")
+    other = run_body(external_id="rt-77", ticket_id="T-other")
+    other["plan"] = [{"tool": "start_return", "args": {"order_id": "SU-1"}}]
+    again = agent_client.post(RUNS, other, format="json")
+
+    assert (first.status_code, again.status_code) == (201, 409)
+    assert again.json()["differences"] == ["plan", "ticket_id"]
+    assert "ticket_id" in again.json()["external_id"][0]
+    run = Run.objects.get()
+    assert (run.ticket_id, run.plan) == ("T-40912", first.json()["plan"])
     assert JournalEvent.objects.filter(kind="run_created").count() == 1
 
 

@@ -89,9 +89,11 @@ _pools_lock = threading.Lock()
 
 def _forget_threads() -> None:
     """A forked child (a prefork pool process) has none of its parent's threads: it starts its
-    own pools, and gates no thread of its own holds."""
+    own pools, gates and locks, none of them held by a thread it does not have."""
+    global _pools_lock, _gates_lock
     _pools.clear()
     _gates.clear()
+    _pools_lock, _gates_lock = threading.Lock(), threading.Lock()
 
 
 os.register_at_fork(after_in_child=_forget_threads)

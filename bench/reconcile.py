@@ -80,6 +80,9 @@ SWEEP_TASK = "reconciliation.sweep_stale_intents"
 # and what two workers settle over what one does, on this 2-core machine.
 WORKER_RATE_TARGET = 500
 TWO_WORKER_SCALING_TARGET = 1.8
+# Issue 34's: the same two at 50 ms a lookup, and a provider outage's 100,000 calls in doubt
+# settled by two workers within five minutes.
+RECOVERY_TARGET_S = 300
 
 
 # --- the database -----------------------------------------------------------------------------
@@ -268,21 +271,24 @@ def measure_settle(world: World, *, rows: int, rounds: int, slow_ms: int) -> dic
 
 # --- 2. workers -------------------------------------------------------------------------------
 
-# N open `bench_refund` intents of one run, all of them ten minutes old: a run that died. The keys
-# are 64 hex characters like the journal's; bench/stub_tools's lookup answers from the key.
+# N open intents of a stub tool on one run, recorded a millisecond apart, the last ten minutes ago:
+# a run that died. Each its own time, as calls recorded one by one have: rows sharing one
+# intended_at would make every claim sort all of them by id (intent_open_idx orders by
+# intended_at alone), a cost of the seed, not of a real backlog. The keys are 64 hex characters
+# like the journal's; bench/stub_tools's lookups answer from the key.
 STUB_INSERT = """
 INSERT INTO journal_intent (run_id, step_id, turn, tool, args, occurrence, idempotency_key, status,
     error_class, outcome_summary, receipt, request_id, intended_at, settled_at, lookup_attempts,
     last_lookup_error, next_lookup_at, unknown_reason)
-SELECT %(run)s, %(run)s || ':1:bench_refund:' || g, 1, 'bench_refund', %(args)s::jsonb, g,
+SELECT %(run)s, %(run)s || ':1:' || %(tool)s || ':' || g, 1, %(tool)s, %(args)s::jsonb, g,
     md5(%(run)s || ':a:' || g) || md5(%(run)s || ':b:' || g), 'intended', '', '', '{}'::jsonb, '',
-    now() - interval '10 minutes', NULL, 0, '', NULL, ''
+    now() - interval '10 minutes' - (%(n)s - g) * interval '1 millisecond', NULL, 0, '', NULL, ''
 FROM generate_series(1, %(n)s) AS g
 """
 
 
-def stub_batch(world: World, rows: int) -> Any:
-    """A dead run with `rows` open intents of the instant tool, inserted with SQL."""
+def stub_runs(world: World, *, runs: int, rows: int, tool: str) -> list[Any]:
+    """`runs` dead runs with `rows` open intents of the stub `tool` each, inserted with SQL."""
     from django.db import connection
     from django.utils import timezone
 
@@ -294,41 +300,44 @@ def stub_batch(world: World, rows: int) -> Any:
     # decides (the bench's task type has no recovery policy: each is escalated), reading the
     # run's 20,000 intents first: a second of a worker's CPU inside whichever round came next.
     # Decided here, outside every measurement.
-    decide_dead_runs(actor=world.actor)
-    run, _ = world.stale_batch(0)
+    while decide_dead_runs(actor=world.actor):
+        pass
+    made = [world.stale_batch(0)[0] for _ in range(runs)]
     with connection.cursor() as cursor:
         # The rows earlier rounds settled leave dead entries in intent_open_idx, older than this
         # round's rows, so every claim would walk them first; between sweeps of a real backlog
         # autovacuum removes them. Each round starts from a vacuumed table, so rounds compare.
         cursor.execute("VACUUM (ANALYZE) journal_intent")
-        cursor.execute(STUB_INSERT, {"run": str(run.pk), "n": rows, "args": json.dumps(ARGS)})
-    Run.objects.filter(pk=run.pk).update(last_heartbeat_at=timezone.now() - dt.timedelta(minutes=10))
-    return run
+        for run in made:
+            cursor.execute(
+                STUB_INSERT, {"run": str(run.pk), "n": rows, "args": json.dumps(ARGS), "tool": tool}
+            )
+        cursor.execute("ANALYZE journal_intent")
+    Run.objects.filter(pk__in=[run.pk for run in made]).update(
+        last_heartbeat_at=timezone.now() - dt.timedelta(minutes=10)
+    )
+    return made
 
 
-def settle_span(run: Any) -> tuple[int, float]:
-    """How many of the run's rows are settled, and the seconds from the first settle to the last."""
+def settle_span(runs: list[Any]) -> tuple[int, float, dt.datetime | None]:
+    """How many of the runs' rows are settled, the seconds from the first settle to the last, and
+    when the last was."""
     from django.db.models import Count, Max, Min
 
-    from journal.models import IntentStatus
+    from journal.models import Intent, IntentStatus
 
-    agg = run.intents.exclude(status=IntentStatus.INTENDED).aggregate(
-        n=Count("id"), first=Min("settled_at"), last=Max("settled_at")
+    agg = (
+        Intent.objects.filter(run__in=[run.pk for run in runs])
+        .exclude(status=IntentStatus.INTENDED)
+        .aggregate(n=Count("id"), first=Min("settled_at"), last=Max("settled_at"))
     )
     span = (agg["last"] - agg["first"]).total_seconds() if agg["n"] else 0.0
-    return agg["n"], span
+    return agg["n"], span, agg["last"]
 
 
-def measure_workers(
-    world: World, *, url: str, broker: str, counts: list[int], rows: int, rounds: int
-) -> dict[str, Any]:
-    from django.test import modify_settings
-
-    from config.celery import app
-    from journal.services import Actor
-    from reconciliation.services import reconcile_sweep
-
-    env = {
+def worker_env(url: str, broker: str) -> dict[str, str]:
+    """The workers' environment: the bench's database and Redis, the stub tools installed."""
+    return {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings.test",
         "DATABASE_URL": url,
@@ -337,79 +346,141 @@ def measure_workers(
         "DJANGO_CONN_MAX_AGE": "60",  # persistent connections, as production
         "DJANGO_DEBUG": "false",
         "PYTHONUNBUFFERED": "1",
+        # The slow stub's downstream publishes the most lookups it had in flight at once.
+        "SEAM_BENCH_PEAK_REDIS_URL": broker,
     }
+
+
+def any_open_row() -> bool:
+    """Whether any row is still open: the first entry of the partial index of open rows. A count
+    would visit every open row's heap tuple (a round's rows are fresh, not yet all-visible),
+    about 5 ms a poll at 20,000 rows: CPU taken from the workers measured when two of them fill
+    both cores, and none when one worker leaves a core idle."""
     from journal.models import Intent, IntentStatus
 
-    def open_rows() -> int:
-        return Intent.objects.filter(status=IntentStatus.INTENDED).count()
+    return Intent.objects.filter(status=IntentStatus.INTENDED).exists()
 
-    def any_open_row() -> bool:
-        # Whether any row is still open: the first entry of the partial index of open rows. A
-        # count would visit every open row's heap tuple (a round's rows are fresh, not yet
-        # all-visible), about 5 ms a poll at 20,000 rows: CPU taken from the workers measured
-        # when two of them fill both cores, and none when one worker leaves a core idle.
-        return Intent.objects.filter(status=IntentStatus.INTENDED).exists()
 
-    rates: dict[str, list[float]] = {"in_process": [], **{str(k): [] for k in counts}}
-    wall_rates: dict[str, list[float]] = {str(k): [] for k in counts}
+def open_rows() -> int:
+    from journal.models import Intent, IntentStatus
+
+    return Intent.objects.filter(status=IntentStatus.INTENDED).count()
+
+
+def workers_round(
+    *, env: dict[str, str], logs: Path, client: Any, label: str, count: int, beat: bool, timeout: float
+) -> dict[str, Any]:
+    """Start `count` `celery worker` processes (concurrency 1 each, each the leader of its own
+    process group), wait until each is ready, then feed them sweeps until no row is open: with
+    `beat`, a real `celery beat` at the settings' interval, else the bench keeps one
+    `reconciliation.sweep_stale_intents` queued per worker (what beat does every
+    SEAM_SWEEP_INTERVAL_SECONDS, without the wait). Returns the seconds from the first task (or
+    beat's start) until no row was open, when that was, and the stub downstream's peak lookups in
+    flight in any one process."""
+    from bench.stub_tools import PEAK_KEY
+    from config.celery import app
+
+    workers = Fleet(env=env, logs_dir=logs)
+    names = [f"bench-{label}-{count}-{i}" for i in range(count)]
+    try:
+        for name in names:
+            workers.worker(name, concurrency=1)
+        workers.wait_ready(*names)
+        started_at = dt.datetime.now(dt.UTC)
+        started = time.perf_counter()
+        if beat:
+            workers.beat(f"bench-{label}-beat-{time.time_ns()}")
+        deadline = time.monotonic() + timeout
+        while any_open_row():
+            workers.check_alive()
+            if time.monotonic() > deadline:
+                raise BenchError(f"{count} workers left {open_rows()} rows open after {timeout:.0f} s")
+            if not beat:
+                # Keep one sweep waiting per worker: each takes the next one as it finishes.
+                for _ in range(max(count - int(client.llen("celery")), 0)):
+                    app.send_task(SWEEP_TASK)
+            time.sleep(0.05)
+        wall = time.perf_counter() - started
+        peaks = [int(v) for v in client.mget(keys)] if (keys := client.keys(f"{PEAK_KEY}*")) else []
+    finally:
+        workers.stop_all(grace=10.0)
+        client.flushdb()
+    return {"wall_s": wall, "started_at": started_at, "peak_in_flight": max(peaks, default=0)}
+
+
+def measure_workers(
+    world: World, *, url: str, broker: str, counts: list[int], rows: int, slow_rows: int, rounds: int
+) -> dict[str, Any]:
+    from django.test import modify_settings
+
+    from bench.stub_tools import LOOKUP_LATENCY, SLOW_CONCURRENCY, SLOW_TOOL, TOOL
+    from journal.services import Actor
+    from reconciliation.services import reconcile_sweep
+
+    env = worker_env(url, broker)
+    slow_counts = [1, 2]
+    rates: dict[str, list[float]] = {
+        "in_process": [],
+        **{str(k): [] for k in counts},
+        **{f"slow{k}": [] for k in slow_counts},
+    }
+    wall_rates: dict[str, list[float]] = {k: [] for k in rates if k != "in_process"}
+    peaks: list[int] = []
     actor = Actor.system("bench-reconcile-sweep")
 
     def in_process() -> None:
-        run = stub_batch(world, rows)
+        runs = stub_runs(world, runs=1, rows=rows, tool=TOOL)
         with modify_settings(INSTALLED_APPS={"append": "bench.stub_tools"}):
             while True:
-                report = reconcile_sweep(run_id=run.pk, limit=500, actor=actor)
+                report = reconcile_sweep(run_id=runs[0].pk, limit=500, actor=actor)
                 if not any(report.counts.values()):
                     break
-        settled, span = settle_span(run)
+        settled, span, _ = settle_span(runs)
         if settled != rows:
             raise BenchError(f"in process: {settled} of {rows} rows settled")
         rates["in_process"].append(rows / span)
 
-    def with_workers(count: int, logs: Path, client: Any) -> None:
-        run = stub_batch(world, rows)
-        # `count` workers of concurrency 1, each the leader of its own process group.
-        workers = Fleet(env=env, logs_dir=logs)
-        names = [f"bench-{count}-{i}" for i in range(count)]
-        try:
-            for name in names:
-                workers.worker(name, concurrency=1)
-            workers.wait_ready(*names)
-            started = time.perf_counter()
-            deadline = time.monotonic() + 300
-            while True:
-                if not any_open_row():
-                    break
-                workers.check_alive()
-                if time.monotonic() > deadline:
-                    raise BenchError(f"{count} workers left {open_rows()} of {rows} rows open after 300 s")
-                # Keep one sweep waiting per worker: each takes the next one as it finishes.
-                for _ in range(max(count - int(client.llen("celery")), 0)):
-                    app.send_task(SWEEP_TASK)
-                time.sleep(0.05)
-            wall = time.perf_counter() - started
-        finally:
-            workers.stop_all(grace=10.0)
-            client.flushdb()
-        settled, span = settle_span(run)
-        if settled != rows:
-            raise BenchError(f"{count} workers: {settled} of {rows} rows settled")
-        rates[str(count)].append(rows / span)
-        wall_rates[str(count)].append(rows / wall)
-        progress(f"  {count} worker(s): {rows / span:.0f} rows/s ({rows} rows in {span:.2f} s)")
+    def with_workers(key: str, logs: Path, client: Any) -> None:
+        slow = key.startswith("slow")
+        count = int(key.removeprefix("slow"))
+        n = slow_rows if slow else rows
+        runs = stub_runs(world, runs=1, rows=n, tool=SLOW_TOOL if slow else TOOL)
+        done = workers_round(
+            env=env, logs=logs, client=client, label=key, count=count, beat=False, timeout=300
+        )
+        settled, span, _ = settle_span(runs)
+        if settled != n:
+            raise BenchError(f"{key} workers: {settled} of {n} rows settled")
+        rates[key].append(n / span)
+        wall_rates[key].append(n / done["wall_s"])
+        if slow:
+            peaks.append(done["peak_in_flight"])
+        latency = f" at +{LOOKUP_LATENCY * 1e3:.0f} ms" if slow else ""
+        progress(f"  {count} worker(s){latency}: {n / span:.0f} rows/s ({n} rows in {span:.2f} s)")
 
+    keys = [str(k) for k in counts] + [f"slow{k}" for k in slow_counts]
     with emptied_redis(broker) as client, tempfile.TemporaryDirectory(prefix="bench-workers-") as logs:
         for n in range(rounds):
-            order = counts if n % 2 == 0 else counts[::-1]
-            progress(f"round {n + 1}/{rounds}: in process, then {', '.join(map(str, order))} worker(s)")
+            order = keys if n % 2 == 0 else keys[::-1]
+            progress(f"round {n + 1}/{rounds}: in process, then {', '.join(order)} worker(s)")
             in_process()
             progress(f"  in process: {rates['in_process'][-1]:.0f} rows/s")
-            for count in order:
-                with_workers(count, Path(logs), client)
+            for key in order:
+                with_workers(key, Path(logs), client)
     medians = {k: statistics.median(v) for k, v in rates.items()}
     one = str(counts[0])
+
+    def paired(a: str, b: str) -> float:
+        return statistics.median(x / y for x, y in zip(rates[a], rates[b], strict=True))
+
     per_worker = medians[one]
-    two_over_one = statistics.median(a / b for a, b in zip(rates["2"], rates[one], strict=True))
+    two_over_one = paired("2", one)
+    slow_per_worker = medians["slow1"]
+    slow_two_over_one = paired("slow2", "slow1")
+    peak = max(peaks, default=0)
+    if peak > SLOW_CONCURRENCY:
+        raise BenchError(f"the slow downstream had {peak} lookups in flight; it declared {SLOW_CONCURRENCY}")
+    ms = f"{LOOKUP_LATENCY * 1e3:.0f} ms"
     return {
         "targets": [
             {
@@ -424,6 +495,18 @@ def measure_workers(
                 "bound": f">= {TWO_WORKER_SCALING_TARGET}",
                 "met": two_over_one >= TWO_WORKER_SCALING_TARGET,
             },
+            {
+                "name": f"reconciliation: rows settled per second by 1 worker, lookups answered after {ms}",
+                "value": slow_per_worker,
+                "bound": f">= {WORKER_RATE_TARGET}",
+                "met": slow_per_worker >= WORKER_RATE_TARGET,
+            },
+            {
+                "name": f"reconciliation: 2 workers / 1 worker at {ms} a lookup (paired by round)",
+                "value": slow_two_over_one,
+                "bound": f">= {TWO_WORKER_SCALING_TARGET}",
+                "met": slow_two_over_one >= TWO_WORKER_SCALING_TARGET,
+            },
         ],
         "connector": "bench/stub_tools bench_refund: every lookup answered at once, no I/O",
         "rows_per_round": rows,
@@ -435,13 +518,90 @@ def measure_workers(
                 "rows_per_s": medians[k],
                 "rows_per_s_per_worker": medians[k] / int(k),
                 "rows_per_s_wall": statistics.median(wall_rates[k]),
-                "over_1_worker": statistics.median(a / b for a, b in zip(rates[k], rates[one], strict=True)),
-                "over_in_process": statistics.median(
-                    a / b for a, b in zip(rates[k], rates["in_process"], strict=True)
-                ),
+                "over_1_worker": paired(k, one),
+                "over_in_process": paired(k, "in_process"),
             }
             for k in map(str, counts)
         },
+        "latency": {
+            "connector": f"bench/stub_tools {SLOW_TOOL}: every lookup answered after {ms}",
+            "lookup_latency_ms": LOOKUP_LATENCY * 1e3,
+            "declared_concurrency": SLOW_CONCURRENCY,
+            "peak_in_flight_per_process": peak,
+            "rows_per_round": slow_rows,
+            "workers": {
+                str(k): {
+                    "workers": k,
+                    "rows_per_s": medians[f"slow{k}"],
+                    "rows_per_s_per_worker": medians[f"slow{k}"] / k,
+                    "rows_per_s_wall": statistics.median(wall_rates[f"slow{k}"]),
+                    "over_1_worker": paired(f"slow{k}", "slow1"),
+                    # What the latency costs: the same workers with every lookup answered at once.
+                    "over_zero_latency": paired(f"slow{k}", str(k)),
+                }
+                for k in slow_counts
+            },
+        },
+    }
+
+
+def measure_recovery(
+    world: World, *, url: str, broker: str, rows: int, runs: int, workers: int, zero_latency: float | None
+) -> dict[str, Any]:
+    """A provider outage's backlog: `rows` calls in doubt across `runs` dead runs, all of the slow
+    stub tool, recovered by `workers` real workers fed by a real `celery beat` at the settings'
+    interval (nothing else queues sweeps). The time is from beat's start (the workers already
+    up) until no row is open."""
+    from django.conf import settings
+
+    from bench.stub_tools import LOOKUP_LATENCY, SLOW_CONCURRENCY, SLOW_TOOL
+
+    made = stub_runs(world, runs=runs, rows=rows // runs, tool=SLOW_TOOL)
+    total = rows // runs * runs
+    progress(f"  {total:,} open rows over {runs} dead runs; {workers} workers and beat")
+    with emptied_redis(broker) as client, tempfile.TemporaryDirectory(prefix="bench-recovery-") as logs:
+        done = workers_round(
+            env=worker_env(url, broker),
+            logs=Path(logs),
+            client=client,
+            label="recovery",
+            count=workers,
+            beat=True,
+            timeout=RECOVERY_TARGET_S * 2,
+        )
+    settled, span, last = settle_span(made)
+    if settled != total:
+        raise BenchError(f"recovery: {settled} of {total} rows settled")
+    if done["peak_in_flight"] > SLOW_CONCURRENCY:
+        raise BenchError(f"the slow downstream had {done['peak_in_flight']} lookups in flight")
+    assert last is not None
+    seconds = (last - done["started_at"]).total_seconds()
+    rate = total / seconds
+    progress(f"  recovered {total:,} rows in {seconds:.1f} s ({rate:.0f} rows/s)")
+    return {
+        "targets": [
+            {
+                "name": (
+                    f"reconciliation: seconds to settle {total:,} calls in doubt, {workers} workers and "
+                    f"beat, lookups answered after {LOOKUP_LATENCY * 1e3:.0f} ms"
+                ),
+                "value": seconds,
+                "bound": f"<= {RECOVERY_TARGET_S}",
+                "met": seconds <= RECOVERY_TARGET_S,
+            }
+        ],
+        "rows": total,
+        "runs": runs,
+        "workers": workers,
+        "sweep_interval_s": float(settings.SEAM_SWEEP_INTERVAL_SECONDS),
+        "lookup_latency_ms": LOOKUP_LATENCY * 1e3,
+        "seconds": seconds,
+        "settle_span_s": span,
+        "rows_per_s": rate,
+        "peak_in_flight_per_process": done["peak_in_flight"],
+        # Against the rate the same number of workers reach with lookups answered at once.
+        "zero_latency_rows_per_s": zero_latency,
+        "over_zero_latency": rate / zero_latency if zero_latency else None,
     }
 
 
@@ -655,7 +815,7 @@ def stale_batch_unsent(world: World, count: int) -> tuple[Any, None]:
 
 # --- the run ----------------------------------------------------------------------------------
 
-PARTS = ("query", "workers", "settle")
+PARTS = ("query", "workers", "recovery", "settle")
 
 
 def machine() -> dict[str, Any]:
@@ -702,7 +862,20 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                         broker=broker,
                         counts=[1, 2, 4],
                         rows=args.worker_rows,
+                        slow_rows=args.slow_worker_rows,
                         rounds=args.worker_rounds,
+                    )
+                if "recovery" in args.parts:
+                    progress(f"recovery of {args.recovery_rows:,} calls in doubt by 2 workers")
+                    zero = result.get("workers", {}).get("workers", {}).get("2", {}).get("rows_per_s")
+                    result["recovery"] = measure_recovery(
+                        world,
+                        url=url,
+                        broker=broker,
+                        rows=args.recovery_rows,
+                        runs=args.recovery_runs,
+                        workers=2,
+                        zero_latency=zero,
                     )
                 if "settle" in args.parts:
                     settle = []
@@ -765,9 +938,39 @@ def render(result: dict[str, Any]) -> str:
         lines.append(
             "   (rows/s: first settle to last; incl. start: from the first task sent, workers already up)"
         )
+        lat = w["latency"]
+        lines += [
+            "",
+            f"   at +{lat['lookup_latency_ms']:.0f} ms a lookup ({lat['connector']}; {lat['rows_per_round']} rows per "
+            f"round; declared {lat['declared_concurrency']} in flight per process, peak seen "
+            f"{lat['peak_in_flight_per_process']})",
+            f"   {'workers':>8} {'rows/s':>8} {'per worker':>11} {'incl. start':>12} {'/ 1 worker':>11} "
+            f"{'/ at 0 ms':>13}",
+        ]
+        for k in lat["workers"].values():
+            lines.append(
+                f"   {k['workers']:>8} {k['rows_per_s']:>8.0f} {k['rows_per_s_per_worker']:>11.0f} "
+                f"{k['rows_per_s_wall']:>12.0f} {k['over_1_worker']:>11.2f} {k['over_zero_latency']:>13.2f}"
+            )
         lines += [
             f"   target: {t['name']}: {t['value']:.2f} {t['bound']}: {'met' if t['met'] else 'NOT MET'}"
             for t in w["targets"]
+        ]
+    if "recovery" in result:
+        r = result["recovery"]
+        against = (
+            f"; / the same workers at 0 ms: {r['over_zero_latency']:.2f}" if r["over_zero_latency"] else ""
+        )
+        lines += [
+            "",
+            f"2b. recovery: {r['rows']:,} calls in doubt over {r['runs']} dead runs, {r['workers']} workers and "
+            f"celery beat every {r['sweep_interval_s']:.0f} s, +{r['lookup_latency_ms']:.0f} ms a lookup",
+            f"   {r['seconds']:.1f} s from beat's start to the last settle ({r['rows_per_s']:.0f} rows/s{against}; "
+            f"peak {r['peak_in_flight_per_process']} lookups in flight per process)",
+            *(
+                f"   target: {t['name']}: {t['value']:.2f} {t['bound']}: {'met' if t['met'] else 'NOT MET'}"
+                for t in r["targets"]
+            ),
         ]
     if "query" in result:
         q = result["query"]
@@ -805,6 +1008,18 @@ def main(argv: list[str] | None = None) -> int:
         "--worker-rows", type=int, default=20000, help="stale intents per worker round (default 20000)"
     )
     parser.add_argument("--worker-rounds", type=int, default=3, help="worker rounds (default 3)")
+    parser.add_argument(
+        "--slow-worker-rows",
+        type=int,
+        default=10000,
+        help="stale intents per worker round at 50 ms a lookup (default 10000)",
+    )
+    parser.add_argument(
+        "--recovery-rows", type=int, default=100_000, help="calls in doubt to recover (default 100,000)"
+    )
+    parser.add_argument(
+        "--recovery-runs", type=int, default=100, help="dead runs they belong to (default 100)"
+    )
     parser.add_argument("--repetitions", type=int, default=20, help="query repetitions (default 20)")
     parser.add_argument(
         "--settled-rows",
@@ -816,7 +1031,7 @@ def main(argv: list[str] | None = None) -> int:
         "--parts",
         type=lambda v: [p for p in v.split(",") if p],
         default=list(PARTS),
-        help="what to measure, comma-separated: query,workers,settle (default all)",
+        help="what to measure, comma-separated: query,workers,recovery,settle (default all)",
     )
     parser.add_argument(
         "--database", default="seam_bench_reconcile", help="database (default seam_bench_reconcile)"
@@ -831,8 +1046,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rows < 2 or args.slow_rows < 2 or args.rounds < 1 or args.repetitions < 2 or args.slow_ms < 1:
         parser.error("need --rows >= 2, --slow-rows >= 2, --rounds >= 1, --repetitions >= 2, --slow-ms >= 1")
-    if args.worker_rows < 10 or args.worker_rounds < 1 or args.settled_rows < 1:
-        parser.error("need --worker-rows >= 10, --worker-rounds >= 1, --settled-rows >= 1")
+    if args.worker_rows < 10 or args.slow_worker_rows < 10 or args.worker_rounds < 1 or args.settled_rows < 1:
+        parser.error(
+            "need --worker-rows >= 10, --slow-worker-rows >= 10, --worker-rounds >= 1, --settled-rows >= 1"
+        )
+    if args.recovery_runs < 1 or args.recovery_rows < args.recovery_runs:
+        parser.error("need --recovery-runs >= 1 and --recovery-rows >= --recovery-runs")
     if set(args.parts) - set(PARTS) or not args.parts:
         parser.error(f"--parts takes a comma-separated subset of {','.join(PARTS)}")
     if "bench" not in args.database or "bench" not in args.sweep_database:

@@ -212,6 +212,51 @@ def reconcile(r: dict[str, Any]) -> list[str]:
                 for k in w["workers"].values()
             ],
         )
+        if "latency" in w:
+            lat = w["latency"]
+            lines += [
+                f"**The same at +{lat['lookup_latency_ms']:.0f} ms a lookup** ({lat['connector']}; "
+                f"{lat['rows_per_round']} rows per round; the downstream declares "
+                f"{lat['declared_concurrency']} lookups in flight per process and saw at most "
+                f"{lat['peak_in_flight_per_process']}).",
+                "",
+            ]
+            lines += table(
+                [
+                    "workers",
+                    "rows/s",
+                    "rows/s per worker",
+                    "incl. task pickup",
+                    "/ 1 worker",
+                    "/ same at 0 ms",
+                ],
+                [
+                    [
+                        k["workers"],
+                        f"{k['rows_per_s']:.0f}",
+                        f"{k['rows_per_s_per_worker']:.0f}",
+                        f"{k['rows_per_s_wall']:.0f}",
+                        f"{k['over_1_worker']:.2f}",
+                        f"{k['over_zero_latency']:.2f}",
+                    ]
+                    for k in lat["workers"].values()
+                ],
+            )
+    if "recovery" in r:
+        c = r["recovery"]
+        against = (
+            f", {c['over_zero_latency']:.2f} of the same workers' rate at 0 ms"
+            if c["over_zero_latency"]
+            else ""
+        )
+        lines += [
+            f"**Recovery of {c['rows']:,} calls in doubt** over {c['runs']} dead runs by {c['workers']} "
+            f"workers fed by `celery beat` every {c['sweep_interval_s']:.0f} s, +{c['lookup_latency_ms']:.0f} ms "
+            f"a lookup: **{c['seconds']:.1f} s** from beat's start to the last settle "
+            f"({c['rows_per_s']:.0f} rows/s{against}; at most {c['peak_in_flight_per_process']} lookups in "
+            "flight per process).",
+            "",
+        ]
     if "settle" in r:
         lines += [
             "**Settle rate in process against the sandbox** (reconcile_sweep vs the same lookups made "

@@ -9,7 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client, override_settings
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -210,19 +212,28 @@ def _row(body: str, ticket: str) -> str:
 
 @override_settings(SEAM_ERROR_BUDGETS={"*": {**BUDGETS, "loop_refusals": 2}})
 def test_the_queue_and_all_runs_flag_a_looping_run(make_run: Callable[..., Run], persona: Any) -> None:
-    looping = make_run(ticket_id="T-loop")
-    agent = Agent(looping)
-    agent.call_failing("permanent")
-    for _ in range(2):
-        agent.intend()
     other = make_run(ticket_id="T-other")
     Agent(other).call_failing("permanent")
     Run.objects.filter(pk=other.pk).update(
         status=RunStatus.ESCALATED, awaiting_person=True, outcome_reason="policy"
     )
-    client = _client(persona("support_staff", looping.tenant))
+    client = _client(persona("support_staff", other.tenant))
+    client.get(reverse("handover:queue"))  # warm the session and permission caches
+    with CaptureQueriesContext(connection) as without:
+        client.get(reverse("handover:queue"))
+    looping = make_run(ticket_id="T-loop")
+    agent = Agent(looping)
+    agent.call_failing("permanent")
+    for _ in range(2):
+        agent.intend()
 
-    for page in ("handover:queue", "handover:run_list"):
-        body = client.get(reverse(page)).content.decode()
+    with CaptureQueriesContext(connection) as with_looping:
+        queue = client.get(reverse("handover:queue")).content.decode()
+
+    assert len(with_looping) == len(without)  # the flag is read from the row: no query of its own
+    for page, body in (
+        ("queue", queue),
+        ("all runs", client.get(reverse("handover:run_list")).content.decode()),
+    ):
         assert 'class="pill warn looping"' in _row(body, "T-loop"), page
         assert "looping" not in _row(body, "T-other"), page

@@ -82,35 +82,41 @@ def run_create(
         existing = Run.objects.filter(tenant=tenant, external_id=external_id).first()
         if existing is not None:
             return _created_before(existing, sent)
-    now = timezone.now()
     try:
-        with durable():
-            run = Run.objects.create(
-                tenant=tenant,
-                external_id=external_id,
-                task_type=task_type,
-                ticket_id=ticket_id,
-                order_id=order_id,
-                customer_ref=customer_ref,
-                deadline=deadline,
-                schema_version=versions["schema"],
-                flow_version=versions["flow"],
-                policy_version=versions["policy"],
-                capability_version=versions["capability"],
-                plan=checked_plan,
-                last_heartbeat_at=now,
-            )
-            event_record(
-                run=run,
-                kind=JournalEvent.Kind.RUN_CREATED,
-                actor=actor,
-                at=now,
-                data={"task_type": task_type, "plan_steps": len(checked_plan), "versions": versions},
-            )
+        return RunCreated(run=_run_insert(tenant, external_id, sent, actor), created=True)
     except IntegrityError:
         # Two creates raced on the external id; the other one won.
         return _created_before(Run.objects.get(tenant=tenant, external_id=external_id), sent)
-    return RunCreated(run=run, created=True)
+
+
+def _run_insert(tenant: Tenant, external_id: str, sent: dict[str, Any], actor: Actor) -> Run:
+    """The new run's row and its creation event, committed together."""
+    now = timezone.now()
+    versions = sent["versions"]
+    with durable():
+        run = Run.objects.create(
+            tenant=tenant,
+            external_id=external_id,
+            task_type=sent["task_type"],
+            ticket_id=sent["ticket_id"],
+            order_id=sent["order_id"],
+            customer_ref=sent["customer_ref"],
+            deadline=sent["deadline"],
+            schema_version=versions["schema"],
+            flow_version=versions["flow"],
+            policy_version=versions["policy"],
+            capability_version=versions["capability"],
+            plan=sent["plan"],
+            last_heartbeat_at=now,
+        )
+        event_record(
+            run=run,
+            kind=JournalEvent.Kind.RUN_CREATED,
+            actor=actor,
+            at=now,
+            data={"task_type": sent["task_type"], "plan_steps": len(sent["plan"]), "versions": versions},
+        )
+    return run
 
 
 class RunDiffers(Conflict):

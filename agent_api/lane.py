@@ -8,8 +8,9 @@ login lockout concern people. Walking that chain was about a fifth of each call'
 So this middleware, placed after the request id and the security headers and before the rest,
 sends a call whose path is under /api/v1/ and whose Authorization is a bearer token straight to
 its view, doing what Django's handler would do after the middleware (resolve, call the view,
-render). Everything else, and any such call whose path does not resolve (a missing trailing
-slash gets Django's redirect, an unknown path Django's 404), goes down the whole chain. The
+render). Everything else, and any such call whose path does not resolve (an unknown path,
+answered in JSON by agent_api.edges, which also checked the Host before), goes down the whole
+chain. The
 view still authenticates the token and checks every argument: the lane skips middleware, never
 the API's own checks.
 

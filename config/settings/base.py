@@ -9,6 +9,7 @@ from typing import Any
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -36,6 +37,24 @@ SEAM_AUDIT_KEY = env("SEAM_AUDIT_KEY", default="insecure-local-only-audit-key-do
 SEAM_AUDIT_WITNESS = env("SEAM_AUDIT_WITNESS", default=str(BASE_DIR / "var" / "audit-witness.log"))
 DEBUG = _env_or_fail(env.bool, "DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = _env_or_fail(env.list, "DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
+
+# Every page's Content-Security-Policy: scripts, styles, images and requests from this origin
+# only, no inline script or style (the console has none; htmx's indicator styles are off in
+# templates/base.html), no framing, forms posting here only. The browser tests fail on any
+# violation (tests/browser/conftest.py). The API's Swagger page alone allows its viewer's inline
+# style block (config/urls.py).
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "font-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -76,8 +95,12 @@ MIDDLEWARE = [
     # First, so every later middleware's and view's log records carry the request id.
     "observability.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Every /api/ request, both ways it travels: the Host checked, a missing trailing slash
+    # answered, every refusal in JSON (agent_api/edges.py).
+    "agent_api.edges.ApiEdgesMiddleware",
     # Before the lane, so the API's answers carry it too (it only sets a response header).
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     # Agent-token calls to /api/v1/ go from here to their view (agent_api/lane.py): the
     # middleware below serves the console's people, not agent runtimes.
     "agent_api.lane.AgentLaneMiddleware",

@@ -317,3 +317,21 @@
     });
   });
 })();
+
+/* A poll that waits while the person is busy: an element's data-poll-pauses names a function
+   (window[name]) that says whether they are (ticking runs, typing a note); while it answers
+   true, the poll's requests are dropped. Other triggers of the same element (an event) still go.
+   htmx's trigger filter ("every 10s [!busy()]") would do this by evaluating a string, which the
+   pages' Content-Security-Policy forbids (htmx's allowEval is off in base.html). */
+(function () {
+  "use strict";
+
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    const elt = event.detail.elt;
+    const name = elt && elt.getAttribute ? elt.getAttribute("data-poll-pauses") : null;
+    const config = event.detail.requestConfig;
+    if (!name || (config && config.triggeringEvent)) return;
+    const busy = window[name];
+    if (typeof busy === "function" && busy()) event.preventDefault();
+  });
+})();

@@ -49,8 +49,10 @@ def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Browser]:
     # Django refuse ORM calls from the test; the loop never runs concurrently with them.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     expect.set_options(timeout=TIMEOUT_MS)
+    violations: list[str] = []
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        _report_policy_violations(chromium, violations)
         try:
             yield chromium
         finally:
@@ -58,6 +60,25 @@ def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Browser]:
             # context of their own; close them here, or they outlive the test database.
             connections.close_all()
             chromium.close()
+    assert not violations, "pages broke the Content-Security-Policy:\n" + "\n".join(violations)
+
+
+def _report_policy_violations(chromium: Browser, violations: list[str]) -> None:
+    """Every context the test opens reports what Chromium refused under the pages' policy (it
+    says so on the console), so a page that needs an inline script or style fails its test."""
+    new_context = chromium.new_context
+
+    def reporting_context(*args: Any, **kwargs: Any) -> Any:
+        context = new_context(*args, **kwargs)
+        context.on(
+            "console",
+            lambda message: (
+                violations.append(message.text) if "Content Security Policy" in message.text else None
+            ),
+        )
+        return context
+
+    chromium.new_context = reporting_context  # type: ignore[method-assign]
 
 
 @pytest.fixture

@@ -6,11 +6,13 @@ started outside the period never count."""
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
@@ -153,3 +155,21 @@ def test_the_page_draws_them_and_their_csv_says_the_same(tenant: Tenant, persona
         ["exchanges", "0.0", "0.0", "0.0", "2.0", "0.0", "1", "0"],
         ["returns", "3.5", "0.5", "0.5", "2.0", "0.5", "2", "1"],
     ]
+
+
+@pytest.mark.usefixtures("seen")
+def test_the_insights_command_prints_the_panels_numbers_as_a_table(tenant: Tenant) -> None:
+    out = io.StringIO()
+    call_command(
+        "insights", tenant=tenant.slug, panel=["errors"], since=PERIOD.since, until=PERIOD.until, stdout=out
+    )
+    lines = out.getvalue().splitlines()
+
+    assert lines[0] == "Retries, repairs and replans, per task type (errors, 2026-11-02 to 2026-11-15)"
+    assert lines[1].split()[:2] == ["Task", "type"]
+    assert lines[3].split() == ["returns", "3.5", "0.5", "0.5", "2.0", "0.5", "2", "1"]
+
+
+def test_the_insights_command_names_a_tenant_it_does_not_know() -> None:
+    with pytest.raises(CommandError, match="no tenant with the slug 'nobody'"):
+        call_command("insights", tenant="nobody")

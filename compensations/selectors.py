@@ -5,8 +5,11 @@ entry up goes through here, so a tenant's override is used everywhere or nowhere
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
-from .models import CatalogueEntry
+from journal.models import Intent, IntentStatus
+
+from .models import CatalogueEntry, Compensation, CompensationStatus
 
 
 def catalogue_entry_for(*, tenant_id: int | None, tool: str) -> CatalogueEntry | None:
@@ -22,3 +25,25 @@ def catalogue_for(*, tenant_id: int | None, tools: Iterable[str] | None = None) 
         rows = rows.filter(tool__in=list(tools))
     entries: dict[str, CatalogueEntry] = rows.governing(tenant_id)
     return entries
+
+
+def undo_is_sent(compensation: Compensation | None) -> bool:
+    """Whether compensating the run sends an undo for a step whose newest compensation this is:
+    none yet, or one still pending. A finished one (done, partial, dead-lettered or not possible)
+    is left as it ended; a dead letter is retried from its own page."""
+    return compensation is None or compensation.status == CompensationStatus.PENDING
+
+
+def steps_to_undo(
+    intents: Iterable[Intent], *, compensation_intent_ids: set[int], compensations: dict[int, Any]
+) -> list[Intent]:
+    """The steps "compensate the run" undoes, in the run's order: performed, not an undo itself,
+    and not already undone (undo_is_sent). The confirmation lists these, the request records them
+    and compensations.services.run_compensate sends by the same rule."""
+    return [
+        intent
+        for intent in intents
+        if intent.status == IntentStatus.PERFORMED
+        and intent.pk not in compensation_intent_ids
+        and undo_is_sent(compensations.get(intent.pk))
+    ]

@@ -37,7 +37,7 @@ from .models import (
     Reversibility,
 )
 from .reversibility import reversibility_now
-from .selectors import catalogue_entry_for
+from .selectors import catalogue_entry_for, undo_is_sent
 
 FINISHED = (
     CompensationStatus.DONE,
@@ -458,7 +458,7 @@ def run_compensate(*, run: Run, actor: journal.Actor) -> RunCompensation:
         if compensation.status == CompensationStatus.NOT_POSSIBLE:
             result.not_undone.append((step.tool, compensation.not_undone))
             continue
-        if compensation.status not in FINISHED:
+        if undo_is_sent(compensation):
             if sent >= settings.SEAM_STEPS_PER_PASS:
                 result.pending.append(step.tool)
                 result.queued.append(compensation.pk)

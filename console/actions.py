@@ -27,6 +27,7 @@ from audit.chain import audit_record, audit_verification_queue
 from audit.models import AuditAction, AuditEntry, AuditVerification
 from audit.tasks import verify_audit_chain
 from compensations.models import Compensation, CompensationStatus
+from compensations.selectors import steps_to_undo
 from compensations.tasks import compensate_run, compensation_schedule
 from handover import (
     UNDONE,
@@ -240,11 +241,12 @@ def run_compensate_request(ctx: StaffContext, *, run_id: Any, state: str) -> lis
     with _acting_on(ctx, run_id, state) as run:
         _refuse_if_agent_active(run)
         rows = handover_rows(run)
-        steps = [
-            i.step_id
-            for i in rows.intents
-            if i.status == IntentStatus.PERFORMED and i.pk not in rows.compensation_intent_ids
-        ]
+        undone_by_this = steps_to_undo(
+            rows.intents,
+            compensation_intent_ids=rows.compensation_intent_ids,
+            compensations=rows.compensations,
+        )
+        steps = [intent.step_id for intent in undone_by_this]
         if not steps:
             raise ActionRefused("nothing this run did is left to undo", field="run")
         _bump(run)

@@ -14,7 +14,7 @@ from typing import Any
 from django.utils import timezone
 
 from compensations.mapping import MappingError, compensation_args
-from compensations.selectors import catalogue_entry_for
+from compensations.selectors import catalogue_entry_for, steps_to_undo
 from handover import (
     HandoverRows,
     ReversibilityNow,
@@ -122,11 +122,11 @@ def resume(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
 
 def compensate_run(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
     rows = whole_rows(run, rows)
-    steps = [
-        i
-        for i in reversed(rows.intents)
-        if i.status == IntentStatus.PERFORMED and i.pk not in rows.compensation_intent_ids
-    ]
+    steps = steps_to_undo(
+        reversed(rows.intents),
+        compensation_intent_ids=rows.compensation_intent_ids,
+        compensations=rows.compensations,
+    )
     effects, warnings = [], []
     for performed_step in steps:
         effect, more = _undo_words(performed_step)

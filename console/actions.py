@@ -52,6 +52,7 @@ from journal.selectors import compensation_intent_ids, plan_with_keys
 from journal.why import CallVerdict, RunWhy, why
 from reconciliation.tasks import reconcile_intent, resume_run
 
+from .claiming import run_claim_if_unassigned
 from .selectors import VERIFICATION_WAIT
 
 ACT = "handover.act_on_run"
@@ -120,7 +121,8 @@ def changes_since(run: Run, seen_state: str) -> list[str]:
 
 @contextlib.contextmanager
 def _acting_on(ctx: StaffContext, run_id: Any, seen_state: str, permission: str = ACT) -> Iterator[Run]:
-    """The run, locked for the rest of the transaction, after checking who acts and what they saw."""
+    """The run, locked for the rest of the transaction, after checking who acts and what they saw;
+    once the action is done, a run nobody had is theirs (console.claiming)."""
     _require(ctx, permission)
     with journal.durable():
         run = (
@@ -136,6 +138,7 @@ def _acting_on(ctx: StaffContext, run_id: Any, seen_state: str, permission: str 
         if seen_state != run_state_token(run):
             raise RunChanged(run, changes_since(run, seen_state))
         yield run
+        run_claim_if_unassigned(run=run, user=ctx.user, tenant=ctx.tenant, request_id=ctx.request_id)
 
 
 def _bump(run: Run, **changes: Any) -> None:

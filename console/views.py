@@ -34,6 +34,7 @@ from handover import (
     handover_rows,
     run_events,
     run_state_token,
+    words,
 )
 from journal.models import Run
 from journal.services import JournalError
@@ -430,10 +431,18 @@ def run_act(request: HtmxHttpRequest, run_id: str, action: str) -> HttpResponse:
     if request.htmx and queue_parameters is not None:
         return _queue(request, queue_parameters)
     if request.htmx:
+        was_unassigned = run.assignee_id is None
         run = _run_or_404(request, run_id)
-        context = _run_context(run, request, flash=entry.done_message)
+        context = _run_context(run, request, flash=_done_message(entry, run, request.user, was_unassigned))
         return render(request, "handover/run_detail.html#panel", context)
     return redirect("handover:run_detail", run_id=run.pk)
+
+
+def _done_message(entry: staff_actions.StaffAction, run: Run, user: Any, was_unassigned: bool) -> str:
+    """The action's own message, and, when the run nobody had became the person's by it
+    (console.claiming), that too: the Assignee beside it changed without being asked."""
+    claimed = was_unassigned and run.assignee_id == user.pk and not entry.name.startswith("assign")
+    return f"{entry.done_message} {words.NOW_YOURS}" if claimed else entry.done_message
 
 
 def _changed_dialog(

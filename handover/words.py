@@ -649,3 +649,9 @@ def audit_value_words(value: Any) -> str:
     else:
         text = str(value)
     return text if len(text) <= SAID_LIMIT else text[: SAID_LIMIT - 1] + "…"
+
+
+# A run nobody had, taken by the person who acted on it (console.claiming): the audit row's note,
+# and what the page says after the action.
+ASSIGNED_ON_ACTING = _("assigned to the person acting on it: nobody had it")
+NOW_YOURS = _("The run is now assigned to you, as nobody had it.")

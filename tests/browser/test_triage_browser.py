@@ -142,7 +142,12 @@ def test_bulk_resolve_and_bulk_assign_from_the_queue_report_each_run(
 
     resolved = AuditEntry.objects.filter(action=AuditAction.RESOLVE).order_by("seq")
     assert [e.run.ticket_id for e in resolved if e.run] == ["T-40912", "T-41402"]
-    assert AuditEntry.objects.filter(action=AuditAction.ASSIGN, username="sam").count() == 2
+    handed = AuditEntry.objects.filter(
+        action=AuditAction.ASSIGN, username="sam", new_state={"assignee": "kim"}
+    )
+    assert handed.count() == 2
+    # T-41402 had nobody: resolving it made it sam's (console.claiming).
+    assert Run.objects.get(ticket_id="T-41402").assignee.get_username() == "sam"  # type: ignore[union-attr]
     assert not Run.objects.filter(awaiting_person=True).exists()
 
 

@@ -28,7 +28,7 @@ from audit.models import AuditAction, AuditEntry
 from compensations.models import Compensation, CompensationStatus, DeadLetter
 from compensations.tasks import compensate_step
 from console import selectors
-from handover import NextActionCode, handover_for, run_state_token
+from handover import NextActionCode, handover_for, run_state_token, words
 from journal import services
 from journal.models import CustomerMessage, Escalation, IntentStatus, Run, RunStatus, Tenant
 from journal.services import Actor
@@ -76,7 +76,9 @@ def _step_of(run: Run, tool: str) -> str:
 
 
 def _only_entry(run: Run) -> AuditEntry:
-    entries = list(AuditEntry.objects.filter(run=run))
+    """The action's one audit row, beside the one that gave the run nobody had to the person
+    acting (console.claiming)."""
+    entries = list(AuditEntry.objects.filter(run=run).exclude(note=str(words.ASSIGNED_ON_ACTING)))
     assert len(entries) == 1, entries
     return entries[0]
 
@@ -865,6 +867,8 @@ def audited(quiet_run: Run, make_run: Callable[..., Run], persona: Any) -> dict[
     support = persona("support_staff", tenant)
     lead = persona("team_lead", tenant)
     other = _escalated(make_run, task_type="warranty", ticket_id="T-50002")
+    # The lead's own run: acting on it assigns nothing more (console.claiming).
+    Run.objects.filter(pk=other.pk).update(assignee=lead)
     _act(_client(support), quiet_run, "assign", {"state": run_state_token(quiet_run)}, request_id="r-1")
     _act(
         _client(lead),

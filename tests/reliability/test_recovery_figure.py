@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from handover.objects import AttemptCounts
 from journal import services as journal
 from journal.models import Intent, IntentStatus, Run
 from journal.why import RunWhy
@@ -22,9 +23,12 @@ from tests.support.recovery_figure import (
     MACHINE,
     OPEN,
     PERSON,
+    Baseline,
     Figure,
     Row,
+    attempts_table,
     is_needless,
+    load_baseline,
     split_violations,
     table,
     tool_knowable,
@@ -127,9 +131,70 @@ def test_the_table_counts_each_matrix_and_the_total() -> None:
     )
     header, _, flows, mcp, _, total = table(figure)
     assert header.split()[:3] == ["matrix", "kill", "points"]
-    assert flows.split() == ["flows", "2", "1", "1", "1", "0", "0", "0"]
-    assert mcp.split() == ["mcp", "2", "0", "1", "0", "1", "1", "1"]
-    assert total.split() == ["total", "4", "1", "2", "1", "1", "1", "1"]
+    assert flows.split() == ["flows", "2", "1", "-", "1", "1", "0", "0", "0"]
+    assert mcp.split() == ["mcp", "2", "0", "-", "1", "0", "1", "1", "1"]
+    assert total.split() == ["total", "4", "1", "-", "2", "1", "1", "1", "1"]
+
+
+def test_before_counts_the_same_kill_points_finished_by_machine_at_the_baselines_commit() -> None:
+    figure = Figure(
+        [
+            Row("flows", "a", MACHINE, test="t::a"),
+            Row("flows", "b", MACHINE, test="t::b"),
+            Row("mcp", "c", MACHINE, test="t::c"),
+            Row("mcp", "d", OPEN, test="t::d"),  # a point the baseline did not measure
+        ]
+    )
+    baseline = Baseline(commit="03e6b2c8df", points={"t::a": PERSON, "t::b": MACHINE, "t::c": OPEN})
+
+    header, _, flows, mcp, _, total = table(figure, baseline)
+
+    assert "before (03e6b2c)" in header
+    assert flows.split()[:4] == ["flows", "2", "2", "1"]
+    assert mcp.split()[:6] == ["mcp", "2", "1", "0", "of", "1"]
+    assert total.split()[:6] == ["total", "4", "3", "1", "of", "3"]
+
+
+def test_the_stored_baseline_names_its_commit_and_only_known_endings() -> None:
+    baseline = load_baseline()
+    assert len(baseline.commit) == 40 and baseline.points
+    assert set(baseline.points.values()) <= {MACHINE, PERSON, OPEN}
+
+
+def test_the_attempts_table_sums_each_matrixs_counts_and_its_loops() -> None:
+    def counts(retries: int, looping: bool = False) -> AttemptCounts:
+        return AttemptCounts(
+            attempts=retries + 1,
+            retries=retries,
+            repairs=1,
+            replans=0,
+            reflections=2,
+            escalations=0,
+            derived={},
+            reported={},
+            by_tool=[],
+            error_classes={},
+            looping=looping,
+        )
+
+    figure = Figure(
+        [
+            Row("flows", "a", MACHINE, attempts=counts(1)),
+            Row("flows", "b", PERSON, attempts=counts(3, looping=True)),
+            Row("mcp", "c", OPEN),  # recorded without counts: not summed
+        ]
+    )
+
+    header, _, flows, mcp, _, total = attempts_table(figure)
+
+    assert header.split() == [
+        *["matrix", "runs", "retries", "repairs", "replans", "reflections", "escalations"],
+        "loops",
+        "caught",
+    ]
+    assert flows.split() == ["flows", "2", "4", "2", "0", "4", "0", "1"]
+    assert mcp.split() == ["mcp", "0", "0", "0", "0", "0", "0", "0"]
+    assert total.split() == ["total", "2", "4", "2", "0", "4", "0", "1"]
 
 
 # --- runs the decision itself handed over ---------------------------------------------------------

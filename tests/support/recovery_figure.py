@@ -45,22 +45,34 @@ the figure errs towards showing a fault. `expected_effects`, where given, compar
 check_run's count with what the policy's outcome should have left. A matrix whose world is another
 provider's (giftdesk, an MCP server) passes what its own checks of that provider found instead.
 
+Beside each matrix's "by machine", `before` is how many of the same kill points (by pytest node
+id) finished by machine at the commit before issue 30's work, as tests/support/recovery_baseline.json
+holds it (measured by devtools/measure_recovery_baseline.py, by `how_ended`'s rule): a plain number
+when the baseline measured every point of the row, `n of m` when only m of them. A second table
+sums issue 35's attempt counts over each matrix's runs (handover.attempts.run_attempts, read when
+the run is recorded, before the test's database is flushed).
+
 Under CI (CI=1/true/yes, as .ci/run sets it) a needless run makes the session fail (exit status
 1, set in `pytest_sessionfinish`) and the summary says so in capitals; elsewhere it is printed just
 as loudly and the exit status is left to the tests."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 from django.utils import timezone
 
+from handover.attempts import run_attempts
+from handover.objects import AttemptCounts
+from handover.rows import handover_rows
 from journal.models import Escalation, Intent, Run, RunStatus
 from journal.why import RunWhy
 from tools.connectors import HttpConnector
@@ -69,6 +81,9 @@ from tools.registry import ToolSpec, UnknownTool, find_tool
 PERSON, MACHINE, OPEN = "person", "machine", "open"
 HANDOVER_VIOLATIONS = ("the handover lists ", "but the handover does not list it as completed")
 CI_VALUES = {"1", "true", "TRUE", "True", "yes"}
+# How each kill point's run ended at the commit before issue 30's work, measured by
+# devtools/measure_recovery_baseline.py: the figure's "before" column.
+BASELINE = Path(__file__).with_name("recovery_baseline.json")
 
 
 @dataclass(frozen=True)
@@ -82,6 +97,8 @@ class Row:
     needless: bool = False
     doubled_or_lost: tuple[str, ...] = ()
     false_statements: tuple[str, ...] = ()
+    test: str = ""  # the pytest node id, the baseline's key for the same kill point
+    attempts: AttemptCounts | None = None  # issue 35's counts of the run, read before the flush
 
 
 @dataclass
@@ -182,10 +199,14 @@ def _knowable_in(run: Run) -> Callable[[Mapping[str, Any]], bool]:
     return knowable
 
 
+def _current_test() -> str:
+    """The running test's node id (`tests/x.py::test_y[T-41518-after-2]`)."""
+    return os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
+
+
 def _current_point() -> str:
     """The running test's parameters (`T-41518-after-2`), else its name."""
-    current = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
-    name = current.rsplit("::", 1)[-1]
+    name = _current_test().rsplit("::", 1)[-1]
     return name[name.index("[") + 1 : -1] if "[" in name else name
 
 
@@ -227,6 +248,8 @@ def record(
         ),
         doubled_or_lost=doubled,
         false_statements=false,
+        test=_current_test(),
+        attempts=run_attempts(handover_rows(run)),
     )
     FIGURE.rows.append(row)
     return row
@@ -272,32 +295,54 @@ COLUMNS = (
     "matrix",
     "kill points",
     "by machine",
+    "before",
     "to a person",
     "needless (target 0)",
     "doubled/lost",
     "false statements",
     "left open",
 )
+ATTEMPT_COLUMNS = (
+    "matrix",
+    "runs",
+    "retries",
+    "repairs",
+    "replans",
+    "reflections",
+    "escalations",
+    "loops caught",
+)
 
 
-def table(figure: Figure) -> list[str]:
-    """The figure as text lines: one row per matrix, then the total."""
-    lines: list[tuple[str, ...]] = [COLUMNS]
-    matrices = figure.by_matrix()
-    for name, rows in [*matrices.items(), ("total", figure.rows)]:
-        lines.append(
-            (
-                name,
-                str(len(rows)),
-                str(sum(r.ended == MACHINE for r in rows)),
-                str(sum(r.ended == PERSON for r in rows)),
-                str(sum(r.needless for r in rows)),
-                str(sum(len(r.doubled_or_lost) for r in rows)),
-                str(sum(len(r.false_statements) for r in rows)),
-                str(sum(r.ended == OPEN for r in rows)),
-            )
-        )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(COLUMNS))]
+@dataclass(frozen=True)
+class Baseline:
+    """How each kill point's run ended at `commit` (tests/support/recovery_baseline.json), by
+    node id: MACHINE, PERSON or OPEN."""
+
+    commit: str = ""
+    points: Mapping[str, str] = field(default_factory=dict)
+
+    def before(self, rows: list[Row]) -> str:
+        """The "before" cell: of these rows' kill points, how many the commit finished by machine;
+        `n of m` when it measured only m of them, `-` when none."""
+        measured = [self.points[row.test] for row in rows if row.test in self.points]
+        if not measured:
+            return "-"
+        by_machine = str(sum(ended == MACHINE for ended in measured))
+        return by_machine if len(measured) == len(rows) else f"{by_machine} of {len(measured)}"
+
+
+def load_baseline(path: Path = BASELINE) -> Baseline:
+    if not path.exists():
+        return Baseline()
+    stored = json.loads(path.read_text())
+    return Baseline(commit=stored["commit"], points=stored["points"])
+
+
+def _aligned(lines: list[tuple[str, ...]]) -> list[str]:
+    """Rows of cells as text, the first column left-aligned, a rule under the header and above
+    the last (total) row."""
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
     text = [
         "  ".join(
             cell.ljust(w) if i == 0 else cell.rjust(w)
@@ -306,6 +351,48 @@ def table(figure: Figure) -> list[str]:
         for line in lines
     ]
     return [text[0], "-" * len(text[0]), *text[1:-1], "-" * len(text[0]), text[-1]]
+
+
+def table(figure: Figure, baseline: Baseline | None = None) -> list[str]:
+    """The figure as text lines: one row per matrix, then the total. `before`: how many of the
+    same kill points finished by machine at the baseline's commit."""
+    baseline = baseline or Baseline()
+    header = tuple(f"before ({baseline.commit[:7]})" if c == "before" else c for c in COLUMNS)
+    lines: list[tuple[str, ...]] = [header]
+    matrices = figure.by_matrix()
+    for name, rows in [*matrices.items(), ("total", figure.rows)]:
+        lines.append(
+            (
+                name,
+                str(len(rows)),
+                str(sum(r.ended == MACHINE for r in rows)),
+                baseline.before(rows),
+                str(sum(r.ended == PERSON for r in rows)),
+                str(sum(r.needless for r in rows)),
+                str(sum(len(r.doubled_or_lost) for r in rows)),
+                str(sum(len(r.false_statements) for r in rows)),
+                str(sum(r.ended == OPEN for r in rows)),
+            )
+        )
+    return _aligned(lines)
+
+
+def attempts_table(figure: Figure) -> list[str]:
+    """Issue 35's counts over each matrix's runs (handover.attempts.run_attempts, read when the
+    run was recorded): retries, repairs, replans, reflections, escalations, and the runs stopped
+    for looping."""
+    lines: list[tuple[str, ...]] = [ATTEMPT_COLUMNS]
+    for name, rows in [*figure.by_matrix().items(), ("total", figure.rows)]:
+        counted = [r.attempts for r in rows if r.attempts is not None]
+        lines.append(
+            (
+                name,
+                str(len(counted)),
+                *(str(sum(getattr(a, column) for a in counted)) for column in ATTEMPT_COLUMNS[2:-1]),
+                str(sum(a.looping for a in counted)),
+            )
+        )
+    return _aligned(lines)
 
 
 def under_ci() -> bool:
@@ -317,8 +404,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     write = terminalreporter.write_line
     terminalreporter.write_sep("=", "recovery figure (issue 30): runs handed to a person needlessly")
-    for line in table(FIGURE):
+    baseline = load_baseline()
+    for line in table(FIGURE, baseline):
         write(line)
+    if baseline.commit:
+        write(
+            f"  before: of the same kill points, finished by machine at {baseline.commit[:7]} ({BASELINE.name})"
+        )
     for name, rows in FIGURE.by_matrix().items():
         reasons = Counter(row.why or "no why" for row in rows if row.ended == PERSON)
         if reasons:
@@ -331,6 +423,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             *row.false_statements,
         ]
         write(f"  {row.matrix} / {row.point}: {'; '.join(what)}", red=True)
+    terminalreporter.write_sep("-", "attempts over the killed runs (issue 35)")
+    for line in attempts_table(FIGURE):
+        write(line)
     needless = len(FIGURE.needless())
     if needless:
         verdict = "THIS RUN FAILS (CI)" if under_ci() else "CI would fail this run"

@@ -126,3 +126,39 @@ def test_the_audit_page_finds_a_runs_entries_from_any_part_of_its_ticket_or_id(
     run_filter.press("Enter")
     expect(entries).to_have_count(1)
     expect(entries.first).to_contain_text("T-41402")
+
+
+@pytest.mark.parametrize("viewport", WIDTHS, ids=["1280", "390"])
+def test_acting_on_a_run_nobody_had_makes_it_yours_and_a_lead_hands_it_on(
+    runs: dict[str, Run],
+    persona: Callable[..., Any],
+    log_in: Callable[..., Page],
+    viewport: ViewportSize,
+) -> None:
+    run = runs["lamp"]
+    kim = persona("support_staff", run.tenant, "kim")
+    page = log_in(persona("support_staff", run.tenant, "sam"), viewport=viewport)
+    page.goto(f"/runs/{run.pk}/")
+    facts = page.locator("#run-panel dl.facts")
+    expect(facts).to_contain_text("nobody")
+
+    page.locator("#run-panel").get_by_role(
+        "button", name=re.compile(r"^Add what the customer was told")
+    ).click()
+    dialog = page.locator("dialog#dialog")
+    dialog.get_by_label("What they were told").fill("We are looking into it.")
+    dialog.get_by_role("button", name="Record").click()
+
+    expect(page.locator("#run-panel .flash")).to_contain_text("now assigned to you")
+    expect(facts).to_contain_text("sam")
+    assert Run.objects.get(pk=run.pk).assignee.get_username() == "sam"  # type: ignore[union-attr]
+
+    # Undone as any assignment is: a lead hands it to someone else from the same page.
+    lead = log_in(persona("team_lead", run.tenant, "lee"), viewport=viewport)
+    lead.goto(f"/runs/{run.pk}/")
+    lead.get_by_role("button", name="assign to a colleague…").click()
+    handing = lead.get_by_role("dialog")
+    handing.get_by_label("Colleague").select_option(label="kim")
+    handing.get_by_role("button", name="Assign", exact=True).click()
+    expect(lead.locator("#run-panel dl.facts")).to_contain_text("kim")
+    assert Run.objects.get(pk=run.pk).assignee == kim

@@ -492,9 +492,9 @@ INSIGHTS_SEED = [
         """
         INSERT INTO compensations_deadletter (
             compensation_id, error_class, error, attempts, owner_id, created_at, resolved_at,
-            resolved_by_id, resolution_note)
+            resolved_by_id, resolution_note, version)
         SELECT c.id, 'permanent', 'seeded for the benchmark: refused', 5, NULL, c.created_at,
-               CASE WHEN c.id %% 2 = 0 THEN c.created_at + interval '1 day' END, NULL, ''
+               CASE WHEN c.id %% 2 = 0 THEN c.created_at + interval '1 day' END, NULL, '', 0
         FROM compensations_compensation AS c
         JOIN journal_intent AS i ON i.id = c.original_id
         JOIN journal_run AS r ON r.id = i.run_id

@@ -30,6 +30,7 @@ class AuditAction(models.TextChoices):
     LOGIN_UNLOCKED = "login_unlocked", "Let a locked-out person sign in again"
     AUDIT_VERIFY = "audit_verify", "Re-ran the audit chain's verification"
     ALLOW_ATTEMPT = "allow_attempt", "Allowed a refused call again"
+    CATALOGUE_EDIT = "catalogue_edit", "Changed a compensation catalogue entry"
 
 
 class AuditEntry(models.Model):

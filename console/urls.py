@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import dead_letter_views, views
+from . import catalogue_views, dead_letter_views, views
 
 app_name = "handover"
 
@@ -22,4 +22,6 @@ urlpatterns = [
         name="dead_letter_act",
     ),
     path("catalogue/", dead_letter_views.catalogue, name="catalogue"),
+    path("catalogue/<int:entry_id>/edit/", catalogue_views.catalogue_edit, name="catalogue_edit"),
+    path("catalogue/<int:entry_id>/preview/", catalogue_views.catalogue_preview, name="catalogue_preview"),
 ]

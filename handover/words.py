@@ -655,3 +655,20 @@ def audit_value_words(value: Any) -> str:
 # and what the page says after the action.
 ASSIGNED_ON_ACTING = _("assigned to the person acting on it: nobody had it")
 NOW_YOURS = _("The run is now assigned to you, as nobody had it.")
+
+
+# --- the catalogue editor (console.catalogue_editor) --------------------------------------------
+
+CATALOGUE_MAPPING_NOT_JSON = _("not JSON (%(error)s)")
+CATALOGUE_MAPPING_NOT_OBJECT = _('write an object of argument → source, e.g. {"label": "receipt.label"}')
+CATALOGUE_MAPPING_BAD_SOURCE = _("%(argument)s: %(why)s")
+CATALOGUE_NONE_UNDOES_NOTHING = _("an entry that is not reversible has no undo tool and no argument mapping")
+CATALOGUE_UNDO_NEEDED = _("a reversible entry needs the tool that undoes it")
+CATALOGUE_WINDOW_NEEDED = _("say until when it can be undone (a condition, or the receipt's deadline field)")
+CATALOGUE_LOSS_NEEDED = _("say what a partial undo loses")
+CATALOGUE_DEADLINE_NOT_IN_RECEIPT = _("%(field)s is not in the tool's receipt, which carries %(fields)s")
+CATALOGUE_CHANGED = _(
+    "This entry changed since you opened it: nothing was saved. Reload it to see the change."
+)
+CATALOGUE_EDITED_IN_CONSOLE = _("edited in the console's catalogue editor")
+CATALOGUE_SAVED = _("Saved. Runs of your tenant use this entry from now on.")

@@ -32,6 +32,8 @@ def test_the_consoles_pages_allow_scripts_and_styles_from_this_origin_only(perso
         assert policy["script-src"] == ["'self'"], path
         assert policy["style-src"] == ["'self'"], path
         assert policy["frame-ancestors"] == ["'none'"] and policy["object-src"] == ["'none'"], path
+        # A template comment is one line; one spread over two is shown to the person as text.
+        assert b"{#" not in response.content and b"#}" not in response.content, path
 
 
 def test_the_api_docs_allow_the_viewers_inline_style_and_serve_its_script_as_a_file() -> None:

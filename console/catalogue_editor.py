@@ -13,16 +13,19 @@ import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.http import Http404
+from django.utils import timezone
 
 from audit.chain import audit_record
 from audit.models import AuditAction
 from compensations.checks import broken_mappings
 from compensations.mapping import MappingError, MissingSource, compensation_args, parse_source
 from compensations.models import CatalogueEntry, Compensation, CompensationStatus, Reversibility
+from compensations.reversibility import reversibility_now
 from compensations.selectors import catalogue_entry_for
 from handover import words
 from journal.errors import Conflict, InvalidInput
@@ -128,6 +131,11 @@ def parse_mapping(text: str) -> dict[str, Any]:
 def draft_problems(draft: Draft) -> dict[str, str]:
     """field → why the draft cannot be saved ({} when it can): the reversibility's own rules,
     then the system check's (compensations.checks), so a saved entry never fails `manage.py check`."""
+    return _grade_problems(draft) or _declared_problems(draft)
+
+
+def _grade_problems(draft: Draft) -> dict[str, str]:
+    """What the reversibility grade asks of the other fields."""
     problems: dict[str, str] = {}
     if draft.reversibility == Reversibility.NONE:
         if draft.compensating_tool or draft.argument_mapping:
@@ -140,20 +148,23 @@ def draft_problems(draft: Draft) -> dict[str, str]:
         problems["until_condition"] = str(words.CATALOGUE_WINDOW_NEEDED)
     if draft.reversibility == Reversibility.PARTIAL and not draft.loss:
         problems["loss"] = str(words.CATALOGUE_LOSS_NEEDED)
-    if problems:
-        return problems
+    return problems
+
+
+def _declared_problems(draft: Draft) -> dict[str, str]:
+    """What the declared tools say of the draft (nothing when its tool is not declared)."""
     tools = all_tools()
     spec = tools.get(draft.tool)
     if spec is not None and draft.deadline_field and draft.deadline_field not in spec.receipt_fields:
-        problems["deadline_field"] = words.say(
-            words.CATALOGUE_DEADLINE_NOT_IN_RECEIPT,
-            field=draft.deadline_field,
-            fields=", ".join(spec.receipt_fields),
-        )
+        return {
+            "deadline_field": words.say(
+                words.CATALOGUE_DEADLINE_NOT_IN_RECEIPT,
+                field=draft.deadline_field,
+                fields=", ".join(spec.receipt_fields),
+            )
+        }
     checked = broken_mappings({draft.tool: draft}, tools)
-    if checked and not problems:
-        problems["argument_mapping"] = "; ".join(str(error.msg) for error in checked)
-    return problems
+    return {"argument_mapping": "; ".join(str(error.msg) for error in checked)} if checked else {}
 
 
 # --- the preview --------------------------------------------------------------------------------
@@ -161,10 +172,15 @@ def draft_problems(draft: Draft) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class OpenRun:
+    """An open run the change governs: its steps of the tool left to undo, whether their undo
+    can be built, and how far they can be taken back, under the entry now and after the change."""
+
     run: Run
     steps: int
     buildable_now: bool
     buildable_after: bool
+    reversible_now: str = ""
+    reversible_after: str = ""
 
 
 @dataclass
@@ -253,6 +269,7 @@ def catalogue_preview(*, tenant: Tenant, draft: Draft) -> Preview:
     for step in open_steps(tenant=tenant, tool=draft.tool):
         by_run.setdefault(step.run_id, []).append(step)
     preview.open_runs_total = len(by_run)
+    now = timezone.now()
     for steps in list(by_run.values())[:RUNS_NAMED]:
         preview.open_runs.append(
             OpenRun(
@@ -260,9 +277,19 @@ def catalogue_preview(*, tenant: Tenant, draft: Draft) -> Preview:
                 steps=len(steps),
                 buildable_now=all(_buildable(current, step) for step in steps),
                 buildable_after=all(_buildable(draft, step) for step in steps),
+                reversible_now=_reversible_words(current, steps, now),
+                reversible_after=_reversible_words(draft, steps, now),
             )
         )
     return preview
+
+
+def _reversible_words(entry: Draft | CatalogueEntry | None, steps: list[Intent], now: datetime) -> str:
+    """How far the steps can be taken back at `now` under `entry`, as the run page says it (the
+    distinct answers, oldest step's first): the window a reversible_until entry reads from each
+    receipt is what the change means for the run."""
+    said = [words.reversibility_sentence(reversibility_now(entry, step.receipt, now)) for step in steps]
+    return "; ".join(dict.fromkeys(said))
 
 
 # --- saving -------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -188,6 +189,21 @@ def test_the_preview_reads_the_newest_receipts_only(
     draft = editor.Draft.of(default_entry)
     preview = editor.catalogue_preview(tenant=tenant, draft=draft)
     assert (preview.receipts, preview.buildable) == (2, 2)
+
+
+def test_the_preview_says_what_a_new_window_means_for_each_open_run(
+    tenant: Any, default_entry: CatalogueEntry, make_run: Any
+) -> None:
+    passed, coming = make_run(ticket_id="T-PASSED"), make_run(ticket_id="T-COMING")
+    _performed(passed, 1, {"label": "RL-1", "cutoff": (timezone.now() - timedelta(hours=1)).isoformat()})
+    _performed(coming, 2, {"label": "RL-2", "cutoff": (timezone.now() + timedelta(days=1)).isoformat()})
+    Run.objects.filter(pk__in=[passed.pk, coming.pk]).update(status=RunStatus.RUNNING)
+    draft = replace(editor.Draft.of(default_entry), deadline_field="cutoff", loss="the courier's fee")
+    preview = editor.catalogue_preview(tenant=tenant, draft=draft)
+    said = {o.run.ticket_id: (o.reversible_now, o.reversible_after) for o in preview.open_runs}
+    assert said["T-PASSED"] == ("until collection", "partially: past its deadline, the courier's fee is lost")
+    assert said["T-COMING"][0] == "until collection"
+    assert said["T-COMING"][1].startswith("until ") and "the courier's fee is lost" in said["T-COMING"][1]
 
 
 # --- saving ---------------------------------------------------------------------------------------

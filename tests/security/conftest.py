@@ -42,3 +42,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(
             "responses by status: " + ", ".join(f"{code}: {n}" for code, n in fuzz["statuses"].items())
         )
+    if figures.OUTBOUND_FUZZ:
+        fuzz = figures.OUTBOUND_FUZZ
+        terminalreporter.section("Outbound guard fuzzing")
+        terminalreporter.write_line(
+            f"{fuzz['spellings']} spellings of addresses inside the network: {fuzz['saved']} saved by "
+            f"the admin form, {fuzz['sent']} sent by the worker, {fuzz['heard']} heard by the listener"
+        )

@@ -16,3 +16,6 @@ MATRIX: dict[str, int] = {}
 PAGE_FUZZ: dict[str, Any] = {}
 # The admin's fuzzing (test_page_fuzz): models, requests made, and the responses by status.
 ADMIN_FUZZ: dict[str, Any] = {}
+# The outbound guard's fuzzing (test_outbound_webhooks): spellings of addresses inside the
+# network tried, admin forms that saved one, and requests the listener heard.
+OUTBOUND_FUZZ: dict[str, int] = {}

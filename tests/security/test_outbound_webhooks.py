@@ -281,3 +281,61 @@ def test_agent_text_reaches_the_chat_payload_escaped(
     assert "<" not in text and ">" not in text
     # The data fields keep what the agent wrote, for a receiver that reads them as data.
     assert payload["ticket_id"] == ticket
+
+
+# --- fuzzed: every spelling of an address inside the network ------------------------------------
+
+
+def _inside_spellings(port: int) -> list[str]:
+    """Ways to write loopback, a private network, link-local and cloud metadata addresses: the
+    forms an address parser accepts beside the dotted quad (decimal, octal, hex, short), IPv6
+    and IPv4-mapped forms, names, trailing dots, user-info and an unusual case. (A name this
+    machine cannot resolve is no address here; names resolving inside are tested above.)"""
+    loopback = [
+        "127.0.0.1", "127.1", "127.0.1", "2130706433", "0x7f000001", "0x7f.0.0.1", "0177.0.0.1",
+        "017700000001", "127.255.255.254", "0.0.0.0", "0",  # noqa: S104 (in a URL, never bound)
+        "[::1]", "[0:0:0:0:0:0:0:1]",
+        "[::ffff:127.0.0.1]", "[::ffff:7f00:1]", "localhost", "LOCALHOST", "localhost.",
+    ]  # fmt: skip
+    private = [
+        "10.0.0.1", "10.255.255.255", "172.16.0.1", "172.31.255.254", "192.168.0.1", "192.168.1.254",
+        "100.64.0.1", "[fc00::1]", "[fd12:3456::1]", "[::ffff:10.0.0.1]",
+    ]  # fmt: skip
+    link_local = [
+        "169.254.169.254", "169.254.0.1", "[fe80::1]", "[fd00:ec2::254]", "100.100.100.200",
+        "[::ffff:169.254.169.254]", "0xa9fea9fe", "2852039166",
+    ]  # fmt: skip
+    urls = []
+    for host in [*loopback, *private, *link_local]:
+        for scheme in ("http", "https"):
+            urls.append(f"{scheme}://{host}:{port}/internal-admin/")
+        urls.append(f"https://hooks.example.com@{host}:{port}/internal-admin/")
+    return urls
+
+
+def test_fuzzed_spellings_of_inside_addresses_are_never_saved_nor_posted_to(
+    tenant: Tenant,
+    tenant_admin: Client,
+    listener: Listener,
+    http_allowed: None,
+    escalate: Callable[..., dict[str, Any]],
+) -> None:
+    from tests.security.figures import OUTBOUND_FUZZ
+
+    spellings = _inside_spellings(listener.port)
+    saved = [url for url in spellings if _admin_post(tenant_admin, tenant, url).status_code != 200]
+    # Rows written before the form checked addresses (or straight into the table): the worker
+    # checks again, after resolving, at sending time.
+    NotificationRule.objects.bulk_create(
+        NotificationRule(tenant=tenant, webhook_url=url) for url in spellings
+    )
+
+    report = escalate()
+
+    OUTBOUND_FUZZ.update(
+        spellings=len(spellings), saved=len(saved), sent=len(report["sent"]), heard=len(listener.hits)
+    )
+    assert saved == []
+    assert listener.hits == []
+    assert report["sent"] == [] and report["failed"] == {}
+    assert len(report["refused"]) == len(spellings)

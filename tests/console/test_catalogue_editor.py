@@ -206,6 +206,25 @@ def test_the_preview_says_what_a_new_window_means_for_each_open_run(
     assert said["T-COMING"][1].startswith("until ") and "the courier's fee is lost" in said["T-COMING"][1]
 
 
+def test_the_preview_reads_a_fixed_number_of_queries(
+    tenant: Any,
+    persona: Any,
+    default_entry: CatalogueEntry,
+    make_run: Any,
+    django_assert_max_num_queries: Any,
+) -> None:
+    client = _client(persona("tenant_admin", tenant))
+    form = _form(client, default_entry)
+    for n in range(1, 13):
+        run = make_run(ticket_id=f"T-{n}")
+        _performed(run, n, {"label": f"RL-{n}"} if n % 3 else {})
+    Run.objects.update(status=RunStatus.ESCALATED)
+    with django_assert_max_num_queries(10):
+        answer = client.post(_preview_url(default_entry), form, headers=HTMX)
+    preview = answer.context["preview"]
+    assert (preview.receipts, preview.buildable, preview.open_runs_total) == (12, 8, 12)
+
+
 # --- saving ---------------------------------------------------------------------------------------
 
 

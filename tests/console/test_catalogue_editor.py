@@ -261,6 +261,10 @@ def test_a_save_writes_the_tenants_own_entry_with_history_and_an_audit_row(
     assert audit.old_state["argument_mapping"] == {"label": "receipt.label"}
     assert audit.new_state["argument_mapping"] == own.argument_mapping
     assert (audit.old_state["default"], audit.new_state["entry"]) == (True, own.pk)
+    # The audit page says it, with what changed.
+    trail = _client(persona("team_lead", tenant)).get(reverse("handover:audit")).content.decode()
+    assert "Changed a compensation catalogue entry" in trail
+    assert "args.reason" in trail
 
     # A second save edits that same row (from the page drawn after the first).
     form = _form(client, own, loss="the pickup fee")

@@ -92,6 +92,8 @@ def test_an_admin_previews_then_saves_an_entry(
     mapping.fill(json.dumps({"label": "receipt.label", "tracking": "receipt.tracking"}))
     page.get_by_role("button", name="Preview").click()
     expect(preview).to_contain_text("2 of the last 3")
+    # The form and its preview fit the screen: no sideways scroll at either width.
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     if os.environ.get("SEAM_SCREENSHOTS") == "1":
         path = ROOT / "docs" / "screenshots" / f"catalogue-editor-{viewport['width']}.png"
         page.screenshot(path=path, full_page=True)

@@ -44,12 +44,13 @@ def _when(value: Any) -> str:
     # cost a long run's page a third of its time.
     if isinstance(value, str) and value[:4].isdigit() and value[4:5] == "-":
         # A plain date first: Python's ISO parser would read "2026-12-01" as a naive midnight.
+        # Dates and moments are written the one way every page writes them (words.when_words).
         day = parse_date(value) if len(value) == 10 else None
         if day is not None:
-            return day.strftime("%a %d %b")
+            return day.isoformat()
         moment = parse_datetime(value)
         if moment is not None and timezone.is_aware(moment):
-            return timezone.localtime(moment).strftime("%a %d %b %H:%M")
+            return words.when_words(moment)
     return str(value)
 
 

@@ -167,7 +167,7 @@ def reversibility_sentence(reversible: ReversibilityNow) -> str:
             return say(PARTIAL_PAST_DEADLINE, loss=reversible.loss)
         return say(REVERSIBILITY_WORDS[reversible.kind], loss=reversible.loss or str(NOT_EVERYTHING))
     if reversible.kind == ReversibilityKind.UNTIL and reversible.deadline is not None:
-        deadline = f"{timezone.localtime(reversible.deadline):%a %d %b %H:%M}"
+        deadline = when_words(reversible.deadline)
         if reversible.loss:
             return say(UNTIL_DEADLINE_THEN_LOST, deadline=deadline, loss=reversible.loss)
         return say(UNTIL_DEADLINE, deadline=deadline)

@@ -64,12 +64,12 @@ def _cutoff(delta: timedelta) -> dict[str, str]:
             "until collection",
         ),
         (_entry(Reversibility.REVERSIBLE_UNTIL), {}, ReversibilityKind.YES, "yes", True),
-        (_reship(), _cutoff(timedelta(hours=6)), ReversibilityKind.UNTIL, "until Sun 29 Nov 18:00", None),
+        (_reship(), _cutoff(timedelta(hours=6)), ReversibilityKind.UNTIL, "until 2026-11-29 18:00 UTC", None),
         (
             _reship(loss="the recall fee"),
             _cutoff(timedelta(hours=6)),
             ReversibilityKind.UNTIL,
-            "until Sun 29 Nov 18:00; after that the recall fee is lost",
+            "until 2026-11-29 18:00 UTC; after that the recall fee is lost",
             None,
         ),
         (

@@ -60,8 +60,9 @@ def test_the_handover_of_t40912_is_seed_000s(escalated_bench: Run) -> None:
     completed = {c.tool: c for c in handover.completed}
     assert list(completed) == ["start_return", "offer_replacement"]
     assert completed["start_return"].detail.startswith("label RL-")
-    # "label RL-7734, courier pickup booked Fri 20 Mar": the receipt's date, as a person reads it.
-    assert re.search(r"courier pickup booked \w{3} \d{2} \w{3}$", completed["start_return"].detail)
+    # "label RL-7734, courier pickup booked 2026-03-20": the receipt's date, written as every
+    # page writes a date.
+    assert re.search(r"courier pickup booked \d{4}-\d{2}-\d{2}$", completed["start_return"].detail)
     assert completed["start_return"].reversibility == ReversibilityNow.until(condition="until collection")
     assert completed["start_return"].reversible == "until collection"
     assert completed["offer_replacement"].reversibility == ReversibilityNow.yes()

@@ -292,6 +292,25 @@ EXPECTED: dict[str, list[Call]] = {
         ),
     ],
     "catalogue/": [page(read_only=FORBIDDEN)],
+    # The catalogue editor: admins only (the role first), and only their tenant's entry.
+    "catalogue/<int:entry_id>/edit/": [
+        page(
+            support=FORBIDDEN, lead=FORBIDDEN, read_only=FORBIDDEN, outsider=FORBIDDEN, tenant_admin=NOT_FOUND
+        )
+    ],
+    "catalogue/<int:entry_id>/preview/": [
+        Call(
+            "POST",
+            page(
+                support=FORBIDDEN,
+                lead=FORBIDDEN,
+                read_only=FORBIDDEN,
+                outsider=FORBIDDEN,
+                tenant_admin=NOT_FOUND,
+                admin=status(400),
+            ).expect,
+        )
+    ],
     # Logging in and out.
     "accounts/login/": [everyone(OK)],
     "accounts/logout/": [everyone(LOGIN, method="POST")],
@@ -442,6 +461,7 @@ def url_for(route: str, world: World, action: str = "") -> str:
         "run_id": str(world.run.pk),
         "step_id": world.step_id,
         "dead_letter_id": str(world.dead_letter.pk),
+        "entry_id": str(CatalogueEntry.objects.get(tenant=world.run.tenant, tool="start_return").pk),
         "action": action,
         "object_id": pk,
         "id": pk,

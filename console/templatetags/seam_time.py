@@ -9,6 +9,8 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.timesince import timesince
 
+from handover import words
+
 register = template.Library()
 
 
@@ -24,13 +26,10 @@ def elapsed(value: datetime | None, now: datetime | None = None) -> str:
     return timesince(value, now)
 
 
-# One way of writing a moment on every page: the local date and time, to the minute, with the
-# time zone ("2026-12-01 21:43 UTC"), in a <time> element carrying the exact instant.
-WHEN_FORMAT = "%Y-%m-%d %H:%M %Z"
-
-
-def when_text(value: datetime) -> str:
-    return timezone.localtime(value).strftime(WHEN_FORMAT)
+# One way of writing a moment on every page, the handover's prose and receipts included:
+# handover.words.when_words ("2026-12-01 21:43 UTC"), here in a <time> element carrying the
+# exact instant.
+when_text = words.when_words
 
 
 @register.filter

@@ -31,6 +31,7 @@ class AuditAction(models.TextChoices):
     AUDIT_VERIFY = "audit_verify", "Re-ran the audit chain's verification"
     ALLOW_ATTEMPT = "allow_attempt", "Allowed a refused call again"
     CATALOGUE_EDIT = "catalogue_edit", "Changed a compensation catalogue entry"
+    EDIT_STEP = "edit_step", "Edited a not-done step's arguments"
 
 
 class AuditEntry(models.Model):

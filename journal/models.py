@@ -392,6 +392,9 @@ class JournalEvent(models.Model):
         # The failed call's refusal lifted once (journal.attempts.attempt_allow): its call is
         # admitted again, and earlier refusals stop counting toward a loop.
         ATTEMPT_ALLOWED = "attempt_allowed", "Call allowed again by a person"
+        # A person corrected a not-done step's arguments before resuming (journal.step_edits):
+        # its data holds the old and new arguments and keys.
+        STEP_ARGS_EDITED = "step_args_edited", "Step's arguments edited by a person"
 
     # The run and the intent are foreign keys without database constraints (db_constraint=False).
     # Every writer takes both ids from a row it holds: journal_sql's statements from the intent

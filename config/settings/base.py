@@ -421,6 +421,13 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": SEAM_SWEEP_INTERVAL_SECONDS,
         "options": {"expires": SEAM_SWEEP_INTERVAL_SECONDS},
     },
+    # The insights page's error rollup (insights.error_counts): what it has not folded yet is
+    # counted live on each view, so the interval bounds that work, not the numbers' freshness.
+    "insights-fold-error-counts": {
+        "task": "insights.fold_error_counts",
+        "schedule": 60.0,
+        "options": {"expires": 60.0},
+    },
 }
 
 # Logs (observability/logs.py): one JSON object per line with SEAM_LOG_JSON=1 (production's

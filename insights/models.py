@@ -46,9 +46,9 @@ class ErrorCount(models.Model):
 
     class Meta:
         constraints = [
-            # Also the index of the page's read: one tenant, a range of hours.
+            # Also the index of the page's read: one tenant, one grain, a range of hours.
             models.UniqueConstraint(
-                fields=["tenant", "hour", "grain", "task_type", "tool", "error_class"],
+                fields=["tenant", "grain", "hour", "task_type", "tool", "error_class"],
                 name="insights_error_count_key",
             )
         ]

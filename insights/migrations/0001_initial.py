@@ -73,7 +73,7 @@ class Migration(migrations.Migration):
                 "indexes": [models.Index(fields=["hour"], name="insights_error_count_hour_idx")],
                 "constraints": [
                     models.UniqueConstraint(
-                        fields=("tenant", "hour", "grain", "task_type", "tool", "error_class"),
+                        fields=("tenant", "grain", "hour", "task_type", "tool", "error_class"),
                         name="insights_error_count_key",
                     )
                 ],

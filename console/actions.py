@@ -49,6 +49,7 @@ from journal.models import (
     Tenant,
 )
 from journal.selectors import compensation_intent_ids, plan_with_keys
+from journal.step_edits import StepArgsEdited, step_args_edit
 from journal.why import CallVerdict, RunWhy, why
 from reconciliation.tasks import reconcile_intent, resume_run
 
@@ -321,6 +322,7 @@ def _step_preview(step: dict[str, Any], intent: Intent | None, performed_tail: s
         "key": step["key"],
         "action": verb,
         "why": why,
+        "args": step.get("args", {}),
     }
 
 
@@ -389,6 +391,27 @@ def run_resume_request(ctx: StaffContext, *, run_id: Any, state: str) -> ResumeP
         user_id = ctx.user.pk
         transaction.on_commit(lambda: resume_run.delay(str(run.pk), user_id))
     return preview
+
+
+def step_args_edit_request(
+    ctx: StaffContext, *, run_id: Any, step_key: str, args: Any, state: str
+) -> StepArgsEdited:
+    """Correct the arguments of a step that was not done, before resuming: the journal rewrites
+    the planned step (journal.step_edits: schema-checked, a new key derived from the new
+    arguments), and the audit row holds the old and new arguments and keys."""
+
+    with _acting_on(ctx, run_id, state) as run:
+        edited = step_args_edit(run=run, step_key=step_key, args=args, actor=ctx.actor)
+        step_id = edited.event.intent.step_id if edited.event.intent else ""
+        _audit(
+            ctx,
+            AuditAction.EDIT_STEP,
+            run,
+            step_id=step_id,
+            old={"tool": edited.tool, "args": edited.old_args, "key": edited.old_key},
+            new={"tool": edited.tool, "args": edited.new_args, "key": edited.new_key},
+        )
+    return edited
 
 
 def step_lookup_retry(ctx: StaffContext, *, run_id: Any, step_id: str, state: str) -> Intent:

@@ -27,7 +27,7 @@ from handover import (
 )
 from handover.attempts import is_looping
 from journal import attempts
-from journal.models import Intent, IntentStatus, Run, RunStatus
+from journal.models import Intent, IntentStatus, JournalEvent, Run, RunStatus
 
 from .actions import resume_preview
 
@@ -107,6 +107,7 @@ def assign_to_colleague(run: Run, rows: HandoverRows, step_id: str) -> Confirmat
 def resume(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
     preview = resume_preview(run, whole_rows(run, rows))
     effects = [words.resume_step_words(s) for s in preview.steps]
+    effects += edited_args_words(run, preview.steps)
     warnings = list(preview.warnings)
     for planned in preview.steps:
         if planned["action"] == "send":
@@ -231,3 +232,30 @@ def allow_again(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
         step_id=step_id,
         button=str(button),
     )
+
+
+def _args_said(args: dict[str, Any]) -> str:
+    return ", ".join(f"{name} {value}" for name, value in args.items()) or "no arguments"
+
+
+def edited_args_words(run: Run, steps: list[dict[str, Any]]) -> list[str]:
+    """For each step a resume sends with arguments a person edited (journal.step_edits), the
+    arguments it is sent with and what they were: read from the edits' events, one query."""
+    edits = {
+        event.data.get("new_key"): event
+        for event in run.events.filter(kind=JournalEvent.Kind.STEP_ARGS_EDITED).order_by("id")
+    }
+    said = []
+    for step in steps:
+        event = edits.get(step["key"])
+        if event is None or step["action"] != "send":
+            continue
+        old, new = event.data.get("old_args", {}), event.data.get("new_args", {})
+        changed = [
+            f"{name} was {old.get(name, '—')}" for name in {**old, **new} if old.get(name) != new.get(name)
+        ]
+        said.append(
+            f"{step['tool']} is sent with the arguments {words.who(event.actor_name)} edited: "
+            f"{_args_said(new)} ({'; '.join(changed)})"
+        )
+    return said

@@ -32,7 +32,7 @@ from handover import CompletedStep, Handover, HandoverRows, UncertainStep
 from journal import attempts
 from journal.models import IntentStatus, Run, RunStatus
 
-from . import actions, confirmations, dead_letters, forms, selectors
+from . import actions, confirmations, dead_letters, forms, selectors, step_edits
 from .actions import ACT, BulkOutcome, ResumePreview, StaffContext
 from .confirmations import Confirmation
 
@@ -53,6 +53,7 @@ class Place(enum.StrEnum):
     COMPLETED = "completed"  # on a completed step
     UNCERTAIN = "uncertain"  # on an uncertain step
     FAILED = "failed"  # on a failed step whose call is refused now
+    NOT_DONE = "not_done"  # on a not-done step (its step_id is the planned step's key)
     LETTER = "letter"  # on an open dead letter
 
 
@@ -175,6 +176,9 @@ class StaffAction:
     template: Snippet = ""
     on_queue_row: Callable[[Run, Any], bool] | None = None
     bulk: Bulk | None = None
+    # The dialog shows what the typed values change before they are saved (console.views.run_preview
+    # builds the form with previewing=True).
+    previews: bool = False
 
     def confirmation(self, *args: Any) -> Confirmation:
         if self.confirm is None:
@@ -272,6 +276,7 @@ def run_offers(page: RunPage) -> dict[str, Any]:
         Place.COMPLETED: {},
         Place.UNCERTAIN: {},
         Place.FAILED: {},
+        Place.NOT_DONE: {},
     }
     for action in permitted(Kind.RUN, page.user):
         for offer in action.offer(action, page):
@@ -349,6 +354,14 @@ def _offer_allow_again(action: StaffAction, page: RunPage) -> Iterator[Offer]:
     if failed:
         for step_id in attempts.allowable_steps(page.run, failed):
             yield Offer(action, Place.FAILED, step_id=step_id)
+
+
+def _offer_edit_args(action: StaffAction, page: RunPage) -> Iterator[Offer]:
+    # A run a person holds, on each step resuming would send whose tool declares its arguments.
+    if page.run.awaiting_person:
+        for item in page.handover.not_done:
+            if step_edits.tool_schema(item.tool):
+                yield Offer(action, Place.NOT_DONE, step_id=item.idempotency_key)
 
 
 def _mark_action(name: str, *, label: str, performed: bool) -> StaffAction:
@@ -540,6 +553,22 @@ CONSOLE_ACTIONS = (
         done_message="Allowed: the agent's next such call is admitted once.",
         confirm=confirmations.allow_again,
         offer=_offer_allow_again,
+    ),
+    StaffAction(
+        kind=Kind.RUN,
+        name="edit-step",
+        label="Edit arguments",
+        permission=ACT,
+        form_class=step_edits.EditStepArgsForm,
+        form_kwargs=step_edits.form_kwargs,
+        perform=lambda ctx, run, data: actions.step_args_edit_request(
+            ctx, run_id=run.pk, step_key=data["step_id"], args=data["args"], state=data["state"]
+        ),
+        done_message="Arguments changed; resuming sends the step with them, under its new key.",
+        confirm=step_edits.confirm,
+        offer=_offer_edit_args,
+        template="handover/actions/edit_step_fields.html",
+        previews=True,
     ),
     # The dead-letter queue.
     StaffAction(

@@ -12,6 +12,7 @@ urlpatterns = [
     path("runs/<uuid:run_id>/panel/", views.run_panel, name="run_panel"),
     path("runs/<uuid:run_id>/confirm/<slug:action>/", views.run_confirm, name="run_confirm"),
     path("runs/<uuid:run_id>/act/<slug:action>/", views.run_act, name="run_act"),
+    path("runs/<uuid:run_id>/preview/<slug:action>/", views.run_preview, name="run_preview"),
     path("audit/", views.audit, name="audit"),
     path("audit.csv", views.audit_csv, name="audit_csv"),
     path("audit/verify/", views.audit_verify, name="audit_verify"),

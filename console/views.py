@@ -438,6 +438,28 @@ def run_act(request: HtmxHttpRequest, run_id: str, action: str) -> HttpResponse:
     return redirect("handover:run_detail", run_id=run.pk)
 
 
+@login_required
+@require_POST
+@parameters_checked
+def run_preview(request: HtmxHttpRequest, run_id: str, action: str) -> HttpResponse:
+    """The dialog of an action that shows what the typed values change before they are saved
+    (StaffAction.previews): drawn again with them, its form checked and nothing written. 400 with
+    the refused fields marked and what was typed kept."""
+    entry = permitted_action(staff_actions.Kind.RUN, action, request.user)
+    if not entry.previews:
+        raise Http404("This action has no preview.")
+    run = _run_or_404(request, run_id)
+    form = entry.form(request.POST, previewing=True, **_form_kwargs(entry, run))
+    valid = form.is_valid()
+    context = _run_context(run, request, **({} if valid else {"error": FormRefused(form)}))
+    context |= _dialog(entry, context, request.POST.get("step_id", ""), form)
+    status = 200 if valid else 400
+    if request.htmx:
+        response = render(request, "handover/run_detail.html#confirm", context, status=status)
+        return reswap(retarget(response, "#dialog"), "innerHTML")
+    return render(request, "handover/run_detail.html", context, status=status)
+
+
 def _done_message(entry: staff_actions.StaffAction, run: Run, user: Any, was_unassigned: bool) -> str:
     """The action's own message, and, when the run nobody had became the person's by it
     (console.claiming), that too: the Assignee beside it changed without being asked."""

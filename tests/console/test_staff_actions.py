@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from audit.models import AuditEntry
 from compensations.models import Compensation, CompensationStatus, DeadLetter
-from console import actions, confirmations, forms, staff_actions, views
+from console import actions, confirmations, forms, staff_actions, step_edits, views
 from console.actions import ACT
 from console.dead_letters import ASSIGN
 from handover import handover_rows, run_state_token
@@ -82,6 +82,7 @@ def test_the_registry_lists_exactly_the_console_actions_with_their_permissions_a
         ("mark-performed", ACT, forms.MarkStepForm),
         ("mark-not-performed", ACT, forms.MarkStepForm),
         ("allow-again", ACT, forms.StepActionForm),
+        ("edit-step", ACT, step_edits.EditStepArgsForm),
     ]
     assert [(a.name, a.permission, a.form_class) for a in staff_actions.dead_letter_actions()] == [
         ("take", ACT, forms.DeadLetterTakeForm),

@@ -237,6 +237,16 @@ EXPECTED: dict[str, list[Call]] = {
         )
     ],
     "runs/<uuid:run_id>/act/<slug:action>/": [RUN_ACT],
+    # The dialog of an action that shows what the typed values change (StaffAction.previews),
+    # past the role and tenant checks refused without the page's state; nothing is written.
+    "runs/<uuid:run_id>/preview/<slug:action>/": [
+        Call(
+            "POST",
+            RUN_ACT.expect,
+            {"note": "checked the carrier portal"},
+            lambda: tuple(a.name for a in staff_actions.actions_of(staff_actions.Kind.RUN) if a.previews),
+        )
+    ],
     "audit/": [page(support=FORBIDDEN, read_only=FORBIDDEN, outsider=FORBIDDEN)],
     "audit.csv": [page(support=FORBIDDEN, read_only=FORBIDDEN, outsider=FORBIDDEN)],
     # A lead's re-run of the chain's verification: queued, then back to the audit page.

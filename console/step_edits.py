@@ -27,7 +27,7 @@ from journal import services as journal
 from journal.keys import canonical_json
 from journal.models import Run
 from journal.selectors import plan_with_keys
-from journal.step_edits import step_args_check
+from journal.step_edits import step_args_check, step_editable
 from tools.registry import find_tool
 
 from .confirmations import Confirmation
@@ -241,11 +241,12 @@ def form_kwargs(run: Run) -> dict[str, Any]:
 
 
 def confirm(run: Run, rows: HandoverRows, step_key: str) -> Confirmation:
-    step = next((s for s in plan_with_keys(run) if s["key"] == step_key), None)
-    if step is None:
-        return Confirmation(
-            "Edit a step's arguments", blockers=["the run plans no such step; reload the page"]
-        )
+    """What saving does; what stops it now (journal.step_edits.step_editable) as its blockers."""
+    try:
+        index, planned = step_editable(run=run, step_key=step_key)
+    except journal.JournalError as refused:
+        return Confirmation("Edit a step's arguments", blockers=[refused.message], step_id=step_key)
+    step = planned[index]
     detail = f" ({step['detail']})" if step.get("detail") else ""
     return Confirmation(
         f"Edit the arguments of {tool_named(step['tool'])}{detail}",

@@ -52,10 +52,10 @@ class StepArgsEdited:
     event: JournalEvent
 
 
-def step_args_check(*, run: Run, step_key: str, args: Any) -> tuple[int, dict[str, Any], dict[str, Any], str]:
-    """The checks of step_args_edit without writing: the step's place in the plan, its planned
-    entry, the new arguments canonicalised, and the key they would be sent with. The console's
-    preview calls it so the diff it shows is refused by the same rules as the edit."""
+def step_editable(*, run: Run, step_key: str) -> tuple[int, list[dict[str, Any]]]:
+    """The step's place in the run's plan (with every planned step's key), when its arguments
+    may be edited now; else StepNotEditable (or NotFound) saying why. The console's dialog asks
+    it too, so it says what the edit would refuse."""
     if not run.awaiting_person or run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
         raise StepNotEditable("only a run waiting for a person has its steps edited", field="run")
     planned = plan_with_keys(run)
@@ -64,12 +64,20 @@ def step_args_check(*, run: Run, step_key: str, args: Any) -> tuple[int, dict[st
         raise NotFound(
             "the run plans no step with that key (it may have been edited meanwhile)", field="step"
         )
-    step = planned[index]
     sent = Intent.objects.filter(run=run, idempotency_key=step_key).values_list("status", flat=True).first()
     if sent not in EDITABLE_STATUSES:
         raise StepNotEditable(
-            f"{step['tool']} was already sent ({sent}); its arguments stay as sent", field="step"
+            f"{planned[index]['tool']} was already sent ({sent}); its arguments stay as sent", field="step"
         )
+    return index, planned
+
+
+def step_args_check(*, run: Run, step_key: str, args: Any) -> tuple[int, dict[str, Any], dict[str, Any], str]:
+    """The checks of step_args_edit without writing: the step's place in the plan, its planned
+    entry, the new arguments canonicalised, and the key they would be sent with. The console's
+    preview calls it so the diff it shows is refused by the same rules as the edit."""
+    index, planned = step_editable(run=run, step_key=step_key)
+    step = planned[index]
     new_args, _spelled = clean_args_json(args)
     check_registered_arguments(step["tool"], new_args)
     if new_args == step.get("args", {}):

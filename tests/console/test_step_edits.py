@@ -126,7 +126,7 @@ def test_the_dialog_has_one_labelled_field_per_argument_with_its_value(run: Run,
     answer = _client(support).get(url, headers=HTMX)
     body = answer.content.decode()
     assert answer.status_code == 200
-    assert "Edit the arguments of issue_refund" in body
+    assert f"Edit the arguments of {step_edits.tool_named('issue_refund')}" in body
     for name, value in OLD_REFUND.items():
         if name == "currency":
             assert '<select name="args.currency"' in body and '<option value="USD" selected>' in body
@@ -229,3 +229,13 @@ def test_another_tenants_run_is_not_found(run: Run, persona: Callable[..., Any],
     assert _act(_client(outsider), run, _posted(run, NEW_REFUND)).status_code == 404
     assert _preview(_client(outsider), run, _posted(run, NEW_REFUND)).status_code == 404
     _unchanged(run, version)
+
+
+def test_the_dialog_of_a_run_nobody_waits_on_says_why_it_cannot_edit(run: Run, support: Any) -> None:
+    key = _key(run)
+    ctx = StaffContext(user=support, tenant=run.tenant)
+    actions.run_resolve(ctx, run_id=run.pk, note="refunded by hand", state=_state(run))
+    url = reverse("handover:run_confirm", args=[run.pk, EDIT]) + f"?step={key}"
+    body = _client(support).get(url, headers=HTMX).content.decode()
+    assert "only a run waiting for a person has its steps edited" in body
+    assert "Save the changes" not in body and 'name="args.amount"' not in body

@@ -20,6 +20,7 @@ from handover import run_state_token
 from journal.models import JournalEvent, Run
 from journal.selectors import plan_with_keys
 from tests import factories
+from tests.support.plugins import declaring
 from tests.support.stuck_runs import escalated_run
 from tools.registry import reset_registry
 
@@ -239,3 +240,92 @@ def test_the_dialog_of_a_run_nobody_waits_on_says_why_it_cannot_edit(run: Run, s
     body = _client(support).get(url, headers=HTMX).content.decode()
     assert "only a run waiting for a person has its steps edited" in body
     assert "Save the changes" not in body and 'name="args.amount"' not in body
+
+
+COURIER = {
+    "order_id": "SU-1",
+    "boxes": 2,
+    "weight_kg": 3.5,
+    "speed": "standard",
+    "signature": False,
+    "address": {"line": "1 High St", "postcode": "AB1 2CD"},
+}
+
+
+@pytest.fixture
+def courier_run(make_run: Callable[..., Run]) -> Iterator[Run]:
+    with declaring("tests.console.step_edit_tools"):
+        yield escalated_run(make_run, task_type="no-policy", plan=[{"tool": "book_courier", "args": COURIER}])
+
+
+def _courier_form(run: Run, **typed: str) -> step_edits.EditStepArgsForm:
+    key = plan_with_keys(Run.objects.get(pk=run.pk))[0]["key"]
+    shown = {
+        "args.order_id": "SU-1",
+        "args.boxes": "2",
+        "args.weight_kg": "3.5",
+        "args.speed": "standard",
+        "args.signature": "false",
+        "args.address": '{"line":"1 High St","postcode":"AB1 2CD"}',
+    }
+    data = {"state": _state(run), "step_id": key, **shown, **typed}
+    return step_edits.EditStepArgsForm(data, run=Run.objects.get(pk=run.pk), previewing=True)
+
+
+def test_each_kind_of_argument_is_drawn_and_read_back_as_its_type(courier_run: Run) -> None:
+    key = plan_with_keys(courier_run)[0]["key"]
+    unbound = step_edits.EditStepArgsForm(run=courier_run, initial={"step_id": key})
+    widgets = {f.name: f.widget_type for f in unbound.arg_fields()}
+    assert widgets == {
+        "args.order_id": "text",
+        "args.boxes": "text",
+        "args.weight_kg": "text",
+        "args.speed": "select",
+        "args.signature": "select",
+        "args.address": "textarea",
+    }
+    assert unbound["args.address"].value() == '{"line":"1 High St","postcode":"AB1 2CD"}'
+    assert unbound["args.weight_kg"].label == "weight_kg (optional)"
+
+    form = _courier_form(
+        courier_run,
+        **{
+            "args.boxes": "3",
+            "args.weight_kg": "",
+            "args.signature": "true",
+            "args.address": '{"line": "2 Low Rd", "postcode": "AB1 2CD"}',
+        },
+    )
+    assert form.is_valid(), form.errors
+    assert form.new_args == {
+        "order_id": "SU-1",
+        "boxes": 3,
+        "speed": "standard",
+        "signature": True,
+        "address": {"line": "2 Low Rd", "postcode": "AB1 2CD"},
+    }
+    changed = {c.name: (c.old, c.new) for c in form.diff if c.changed}
+    assert changed == {
+        "boxes": ("2", "3"),
+        "weight_kg": ("3.5", "—"),
+        "signature": ("false", "true"),
+        "address": ('{"line":"1 High St","postcode":"AB1 2CD"}', '{"line":"2 Low Rd","postcode":"AB1 2CD"}'),
+    }
+
+
+@pytest.mark.parametrize(
+    ("typed", "field", "says"),
+    [
+        ({"args.boxes": "two"}, "args.boxes", "whole number"),
+        ({"args.boxes": "0"}, "args.boxes", "minimum"),
+        ({"args.boxes": ""}, "args.boxes", "required"),
+        ({"args.address": "{line: 1"}, "args.address", "not valid JSON"),
+        ({"args.address": '{"line": "2 Low Rd"}'}, "args.address", "postcode"),
+    ],
+)
+def test_a_value_the_form_or_the_schema_refuses_is_put_on_its_field(
+    courier_run: Run, typed: dict[str, str], field: str, says: str
+) -> None:
+    form = _courier_form(courier_run, **typed)
+    assert not form.is_valid()
+    assert says in " ".join(form.errors[field]), form.errors

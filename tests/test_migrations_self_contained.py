@@ -109,3 +109,46 @@ def test_a_validator_named_by_makemigrations_passes_and_a_call_of_it_does_not() 
     called = named + "console.models.validate_ticket_url_template('x')\n"
     assert project_imports(named) == []
     assert project_imports(called) == ["line 1: import console.models"]
+
+
+def other_database_writes(source: str) -> list[str]:
+    """Each place in a migration's source that reads or writes rows without naming the database
+    being migrated: a manager call not through `.using(...)`, or `create_permissions` without
+    `using=`. Such a call goes to the default database whichever one `migrate --database` names,
+    so a second database (the reconcile benchmark's sweep database, a replica being built)
+    fails or, worse, changes the default one."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute):
+            manager = node.value
+            if manager.attr == "objects" and node.attr not in {"using", "db_manager"}:
+                found.append(f"line {node.lineno}: .objects.{node.attr}")
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", "") == "create_permissions"
+            and not any(keyword.arg == "using" for keyword in node.keywords)
+        ):
+            found.append(f"line {node.lineno}: create_permissions without using=")
+    return sorted(found, key=lambda place: int(place.split(":")[0].removeprefix("line ")))
+
+
+@pytest.mark.parametrize("path", _migrations(), ids=lambda path: str(path.relative_to(ROOT)))
+def test_a_data_migration_writes_to_the_database_being_migrated(path: Path) -> None:
+    assert other_database_writes(path.read_text()) == [], (
+        f"{path.relative_to(ROOT)}: use schema_editor.connection.alias (`.objects.using(alias)`)"
+    )
+
+
+def test_the_check_finds_a_manager_call_on_the_default_database() -> None:
+    source = (
+        "def forward(apps, schema_editor):\n"
+        "    alias = schema_editor.connection.alias\n"
+        "    apps.get_model('journal', 'Tenant').objects.update(key_namespace='x')\n"
+        "    apps.get_model('journal', 'Tenant').objects.using(alias).update(key_namespace='x')\n"
+        "    create_permissions(config, apps=apps)\n"
+        "    create_permissions(config, apps=apps, using=alias)\n"
+    )
+    assert other_database_writes(source) == [
+        "line 3: .objects.update",
+        "line 5: create_permissions without using=",
+    ]

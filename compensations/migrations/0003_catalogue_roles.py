@@ -13,17 +13,18 @@ ROLE_PERMISSIONS = {
 
 
 def forward(apps, schema_editor):
+    alias = schema_editor.connection.alias
     # Permissions are normally created after the whole migrate (post_migrate); create this app's
     # now so they can be granted.
     app_config = apps.get_app_config("compensations")
     app_config.models_module = True
-    create_permissions(app_config, apps=apps, verbosity=0)
+    create_permissions(app_config, apps=apps, verbosity=0, using=alias)
     app_config.models_module = None
     group_model = apps.get_model("auth", "Group")
     permission_model = apps.get_model("auth", "Permission")
     for group_name, codenames in ROLE_PERMISSIONS.items():
-        group, _ = group_model.objects.get_or_create(name=group_name)
-        permissions = permission_model.objects.filter(
+        group, _ = group_model.objects.using(alias).get_or_create(name=group_name)
+        permissions = permission_model.objects.using(alias).filter(
             content_type__app_label="compensations", codename__in=codenames
         )
         missing = set(codenames) - {p.codename for p in permissions}

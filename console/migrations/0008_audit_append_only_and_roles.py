@@ -44,21 +44,22 @@ ROLE_PERMISSIONS = {"support_staff": SUPPORT, "team_lead": TEAM_LEAD, "admin": A
 
 
 def forward(apps, schema_editor):
+    alias = schema_editor.connection.alias
     schema_editor.execute(FORWARD, params=None)
-    apps.get_model("handover", "AuditChainHead").objects.get_or_create(pk=1)
+    apps.get_model("handover", "AuditChainHead").objects.using(alias).get_or_create(pk=1)
 
     for label in ("handover", "compensations", "reconciliation"):
         app_config = apps.get_app_config(label)
         app_config.models_module = True
-        create_permissions(app_config, apps=apps, verbosity=0)
+        create_permissions(app_config, apps=apps, verbosity=0, using=alias)
         app_config.models_module = None
     group_model = apps.get_model("auth", "Group")
     permission_model = apps.get_model("auth", "Permission")
     for group_name, dotted in ROLE_PERMISSIONS.items():
-        group, _ = group_model.objects.get_or_create(name=group_name)
+        group, _ = group_model.objects.using(alias).get_or_create(name=group_name)
         for name in dotted:
             app_label, codename = name.split(".")
-            permission = permission_model.objects.filter(
+            permission = permission_model.objects.using(alias).filter(
                 content_type__app_label=app_label, codename=codename
             ).first()
             if permission is None:

@@ -121,7 +121,7 @@ def rekey(apps, schema_editor):
         "ALTER TABLE handover_auditentry DISABLE TRIGGER handover_auditentry_append_only", params=None
     )
     old_prev, new_prev, seq = GENESIS, GENESIS, 0
-    for entry in entry_model.objects.order_by("seq").iterator(chunk_size=2000):
+    for entry in entry_model.objects.using(schema_editor.connection.alias).order_by("seq").iterator(chunk_size=2000):
         if entry.seq != seq + 1 or entry.prev_hash != old_prev or entry.hash != _sha256(old_prev, entry):
             raise RuntimeError(
                 f"The audit chain is broken at row #{seq + 1} under its unkeyed hash: not re-keying "
@@ -129,14 +129,14 @@ def rekey(apps, schema_editor):
                 "release and restore the audit table from a backup before migrating."
             )
         new_hash = _mac(f"{new_prev}\n{_canonical(entry)}")
-        entry_model.objects.filter(pk=entry.pk).update(prev_hash=new_prev, hash=new_hash)
+        entry_model.objects.using(schema_editor.connection.alias).filter(pk=entry.pk).update(prev_hash=new_prev, hash=new_hash)
         old_prev, new_prev, seq = entry.hash, new_hash, entry.seq
-    head = head_model.objects.filter(pk=1).first()
+    head = head_model.objects.using(schema_editor.connection.alias).filter(pk=1).first()
     if head is not None and (head.seq, head.hash) != (seq, old_prev):
         raise RuntimeError(
             f"The audit chain head names row #{head.seq}, but the last row is #{seq}: not re-keying it."
         )
-    head_model.objects.update_or_create(
+    head_model.objects.using(schema_editor.connection.alias).update_or_create(
         pk=1, defaults={"seq": seq, "hash": new_prev, "seal": _mac(f"head\n{seq}\n{new_prev}")}
     )
     schema_editor.execute(
@@ -154,11 +154,11 @@ def unkey(apps, schema_editor):
         "ALTER TABLE handover_auditentry DISABLE TRIGGER handover_auditentry_append_only", params=None
     )
     prev = GENESIS
-    for entry in entry_model.objects.order_by("seq").iterator(chunk_size=2000):
+    for entry in entry_model.objects.using(schema_editor.connection.alias).order_by("seq").iterator(chunk_size=2000):
         new_hash = _sha256(prev, entry)
-        entry_model.objects.filter(pk=entry.pk).update(prev_hash=prev, hash=new_hash)
+        entry_model.objects.using(schema_editor.connection.alias).filter(pk=entry.pk).update(prev_hash=prev, hash=new_hash)
         prev = new_hash
-    head_model.objects.filter(pk=1).update(hash=prev)
+    head_model.objects.using(schema_editor.connection.alias).filter(pk=1).update(hash=prev)
     schema_editor.execute(
         "ALTER TABLE handover_auditentry ENABLE TRIGGER handover_auditentry_append_only", params=None
     )

@@ -10,7 +10,7 @@ from django.db.models.functions import Cast
 
 
 def keep_the_keys_already_sent(apps, schema_editor):  # type: ignore[no-untyped-def]
-    apps.get_model("journal", "Tenant").objects.update(key_namespace=F("slug"))
+    apps.get_model("journal", "Tenant").objects.using(schema_editor.connection.alias).update(key_namespace=F("slug"))
 
 
 class Migration(migrations.Migration):

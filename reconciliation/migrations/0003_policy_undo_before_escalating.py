@@ -17,7 +17,7 @@ def returns_escalate_without_undoing(apps, schema_editor):
     never-edited policy is changed; an admin's own edit stands. A database that never had the
     old seed (any created since 0002 stopped seeding) has no such row and nothing changes."""
     policy_model = apps.get_model("reconciliation", "TaskPolicy")
-    policy_model.objects.filter(task_type="returns", version=1).update(
+    policy_model.objects.using(schema_editor.connection.alias).filter(task_type="returns", version=1).update(
         undo_before_escalating=False, notes=RETURNS_NOTES
     )
 

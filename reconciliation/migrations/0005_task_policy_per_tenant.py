@@ -10,16 +10,17 @@ GRANTED = [("reconciliation", "add_taskpolicy"), ("reconciliation", "delete_task
 
 
 def grant_admin_role(apps, schema_editor):
+    alias = schema_editor.connection.alias
     # Permissions are normally created after the whole migrate (post_migrate); create them now.
     for label in ("reconciliation", "compensations"):
         app_config = apps.get_app_config(label)
         app_config.models_module = True
-        create_permissions(app_config, apps=apps, verbosity=0)
+        create_permissions(app_config, apps=apps, verbosity=0, using=alias)
         app_config.models_module = None
-    group, _ = apps.get_model("auth", "Group").objects.get_or_create(name="admin")
+    group, _ = apps.get_model("auth", "Group").objects.using(alias).get_or_create(name="admin")
     Permission = apps.get_model("auth", "Permission")
     for app_label, codename in GRANTED:
-        group.permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
+        group.permissions.add(Permission.objects.using(alias).get(content_type__app_label=app_label, codename=codename))
 
 
 class Migration(migrations.Migration):

@@ -48,7 +48,9 @@ DERIVED = ("retries", "repairs", "replans")
 SAME_CALL_REFUSED = (ErrorClass.INVALID_INPUT, ErrorClass.PERMANENT)
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen, with slots: a long run builds one per call, and a frozen dataclass's __init__ costs
+# three times as much. Nothing assigns to one after it is built.
+@dataclass(slots=True)
 class Call:
     """What the counts read of one call: `args` None when they were not read. Any value equal
     exactly when the arguments are will do (insights reads a digest of them)."""
@@ -92,8 +94,16 @@ class CallWalk:
         self.counts[name] += 1
         self.per_tool.setdefault(tool, Counter())[name] += 1
 
+    def tally(self, call: Call) -> None:
+        outcomes = self.by_tool.get(call.tool)
+        if outcomes is None:
+            outcomes = self.by_tool[call.tool] = Counter()
+        outcomes[outcome_code(call)] += 1
+
     def step(self, call: Call) -> None:
-        self.by_tool.setdefault(call.tool, Counter())[outcome_code(call)] += 1
+        self.tally(call)
+        if call.status != IntentStatus.FAILED and not self.conflict_of and call.tool not in self.failed:
+            return  # no failure of its tool before it and no conflict to follow: counted, nothing more
         same = self.same_call(call)
         earlier = self.failed.get(call.tool)
         if same:
@@ -112,8 +122,21 @@ class CallWalk:
 def walk(calls: Iterable[Call]) -> CallWalk:
     """Walk a run's calls, in the order they were recorded."""
     walked = CallWalk()
+    by_tool = walked.by_tool
     for call in calls:
-        walked.step(call)
+        # What CallWalk.step does for a performed call no failure of its tool came before and no
+        # conflict awaits a replan after: counted, nothing more. Inline, as most calls are so.
+        if (
+            call.status == IntentStatus.PERFORMED
+            and not walked.conflict_of
+            and call.tool not in walked.failed
+        ):
+            outcomes = by_tool.get(call.tool)
+            if outcomes is None:
+                outcomes = by_tool[call.tool] = Counter()
+            outcomes[OK] += 1
+        else:
+            walked.step(call)
     return walked
 
 
@@ -153,15 +176,7 @@ def attempts_of(calls: Iterable[Call], *, reported: Mapping[str, int], looping: 
 
 def calls_of(rows: HandoverRows) -> list[Call]:
     """The handover rows' calls in order, whole or not (rows.steps: no query)."""
-    return [
-        Call(
-            tool=step.tool,
-            args=step.args,
-            status=step.status,
-            error_class=getattr(step, "error_class", ""),
-        )
-        for step in rows.steps
-    ]
+    return [Call(step.tool, step.args, step.status, step.error_class) for step in rows.steps]
 
 
 def run_attempts(rows: HandoverRows) -> AttemptCounts:

@@ -17,7 +17,7 @@ from compensations.models import CompensationStatus
 from compensations.reversibility import may_undo, reversibility_now
 from journal.channels import CustomerChannel
 from journal.models import ActorKind, ErrorClass, Intent, IntentStatus, JournalEvent, RunStatus
-from tools.registry import find_tool
+from tools.registry import all_tools, find_tool
 
 from . import why_words, words
 from .codes import NotDoneWhy
@@ -169,10 +169,14 @@ def completed_steps(
     zone = timezone.get_current_timezone()  # once: looking it up per step is slow
     settled_how = _settled_how(rows)
     cannot_undo = ReversibilityNow.none()  # one value for every step nothing undoes
+    # A tool nothing undoes gives every step of it the same answer: worked out once per tool.
+    never_undone = _UndoNow(cannot_undo, "", "")
+    undo_of = {tool: entry for tool, entry in rows.catalogue.items() if may_undo(entry)}
     for intent in rows.steps:
         if intent.status != IntentStatus.PERFORMED or intent.pk in rows.compensation_intent_ids:
             continue
-        undo = _undo_now(rows.catalogue.get(intent.tool), intent, now, cannot_undo)
+        entry = undo_of.get(intent.tool)
+        undo = never_undone if entry is None else _undo_now(entry, intent, now, cannot_undo)
         compensation = rows.compensations.get(intent.pk)
         if isinstance(intent, PerformedStep) or (
             limit is not None and compensation is None and len(every) >= limit
@@ -384,19 +388,19 @@ def _tool_messages(rows: HandoverRows, by_step: dict[str, Intent | PerformedStep
     """The performed calls of tools declared customer-facing, each with the earlier performed
     steps of the tools it declares it announces."""
     first_event = _first_event_of_each_intent(rows)
+    facing_of = {name: spec.customer_facing for name, spec in all_tools().items()}  # once, not per step
     told = []
     for intent in rows.steps:
-        spec = find_tool(intent.tool)
-        facing = spec.customer_facing if spec is not None else None
+        facing = facing_of.get(intent.tool)
         if facing is None or intent.status != IntentStatus.PERFORMED:
             continue
         if intent.pk in rows.compensation_intent_ids:
             continue
-        about = _announced(rows, announces=facing.announces, before=intent.intended_at)
+        about = _announced(rows, announces=facing.announces, before=_sent_at(intent))
         sent = first_event.get(intent.pk)
         told.append(
             CustomerTold(
-                at=intent.settled_at or intent.intended_at,
+                at=_settled_at(intent),
                 channel=CustomerChannel(facing.channel),
                 body=facing.describe(intent.args or {}, intent.receipt or {}),
                 source=CustomerToldSource.TOOL,
@@ -419,6 +423,19 @@ def _first_event_of_each_intent(rows: HandoverRows) -> dict[int, JournalEvent]:
     return first_event
 
 
+def _sent_at(step: Intent | PerformedStep) -> datetime:
+    """When the step's call was recorded. A PerformedStep of a customer-facing tool, or of one
+    such a tool announces, has its times read (handover.rows._detailed_tools)."""
+    if step.intended_at is None:
+        raise ValueError(f"the times of step {step.step_id} were not read")
+    return step.intended_at
+
+
+def _settled_at(step: Intent | PerformedStep) -> datetime:
+    """When the step settled (when it was recorded, if that is not known)."""
+    return step.settled_at or _sent_at(step)
+
+
 def _announced(rows: HandoverRows, *, announces: tuple[str, ...], before: datetime) -> list[str]:
     """The step ids of the performed steps (not undos) of the tools in `announces` that had
     settled by `before`: what a customer-facing call sent then tells the customer about."""
@@ -428,7 +445,7 @@ def _announced(rows: HandoverRows, *, announces: tuple[str, ...], before: dateti
         if i.tool in announces
         and i.status == IntentStatus.PERFORMED
         and i.pk not in rows.compensation_intent_ids
-        and (i.settled_at or i.intended_at) <= before
+        and _settled_at(i) <= before
     ]
 
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
-from django.db import models
-from django.db.models import Case, Max, Q, Value, When
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from audit.models import AuditEntry
@@ -22,25 +21,29 @@ from journal.selectors import compensation_intent_ids_in, stuck_runs
 from tools.registry import all_tools
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen, with slots: a long run builds one per step past the shown ones, and a frozen
+# dataclass's __init__ costs three times as much. Nothing assigns to one after it is built.
+@dataclass(slots=True)
 class PerformedStep:
     """A performed step of a long run that no list shows whole, read without building a model:
-    no undo was asked for it and no loaded event names it. Its arguments and receipt are read
-    (`args`, `receipt`) only when its tool is one the catalogue may undo or the customer hears
-    from, the only cases the handover reads them in for a step it does not show; otherwise None.
-    The handover counts it, tells whether it can still be undone, names it in the next action and
-    checks declared links against it; building 10,000 of them as models cost a run of 10,000
-    calls a third of its page's time (bench/pages.py)."""
+    no undo was asked for it and no loaded event names it. Its arguments, receipt and times are
+    read (`args`, `receipt`, `intended_at`, `settled_at`) only when its tool is one the catalogue
+    may undo, the customer hears from or a customer-facing tool announces, the only cases the
+    handover reads them in for a step it does not show; otherwise None. The handover counts it,
+    tells whether it can still be undone, names it in the next action and checks declared links
+    against it; building 10,000 of them as models cost a run of 10,000 calls a third of its
+    page's time, and reading every one's JSON and times another fifth (bench/pages.py)."""
 
     pk: int
     step_id: str
     tool: str
     idempotency_key: str
-    intended_at: datetime
-    settled_at: datetime | None
-    args: dict[str, Any] | None
-    receipt: dict[str, Any] | None
+    intended_at: datetime | None = None
+    settled_at: datetime | None = None
+    args: dict[str, Any] | None = None
+    receipt: dict[str, Any] | None = None
     status: ClassVar[str] = IntentStatus.PERFORMED
+    error_class: ClassVar[str] = ""
 
 
 @dataclass
@@ -61,8 +64,10 @@ class HandoverRows:
     event_count: int = 0
     last_event_id: int = 0
     # Loaded for a handover cut to its first items (handover_rows' `limit`): the performed steps
-    # past them read as scalars, in order. `intents` then holds every other step.
+    # past them read as scalars, in order. `intents` then holds every other step, and `order`
+    # every step's id in order (the tail's times are not all read).
     tail: list[PerformedStep] = field(default_factory=list)
+    order: list[int] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -83,7 +88,9 @@ class HandoverRows:
         """Every step of the run in order (intended_at, id), whole or not."""
         if not self.tail:
             return list(self.intents)
-        return sorted([*self.intents, *self.tail], key=lambda s: (s.intended_at, s.pk))
+        by_pk: dict[int, Intent | PerformedStep] = {s.pk: s for s in self.tail}
+        by_pk.update((i.pk, i) for i in self.intents)
+        return [by_pk[pk] for pk in self.order]
 
 
 # The newest events of a run that handover_rows loads for the timeline, beside those the
@@ -156,8 +163,50 @@ def events_attach_intents(events: list[JournalEvent], intents: dict[int, Intent]
             intent_field.set_cached_value(event, intents[event.intent_id])
 
 
-# What a handover reads of a performed step it does not load whole (PerformedStep's fields).
-PERFORMED_STEP_COLUMNS = ("id", "step_id", "tool", "idempotency_key", "intended_at", "settled_at")
+# What a handover reads of every performed step it does not load whole (PerformedStep's first
+# fields); its times and JSON are read for some tools only (_tail_details).
+PERFORMED_STEP_COLUMNS = ("id", "step_id", "tool", "idempotency_key")
+
+
+class _CutIntents(NamedTuple):
+    intents: list[Intent]
+    tail: list[PerformedStep]
+    order: list[int]
+    catalogue: dict[str, Any]
+
+
+def _detailed_tools(catalogue: dict[str, Any]) -> tuple[set[str], set[str]]:
+    """The tools whose steps the handover reads more of even when it does not show them: (those
+    whose arguments and receipt it reads, those whose times it reads). The arguments and receipt
+    of the tools the catalogue may undo (whether and how each step can be undone depends on
+    them) and of those the customer hears from (what they were told); the times of those, and of
+    the tools a customer-facing tool announces (whether the message came after them)."""
+    facing = {
+        name: spec.customer_facing for name, spec in all_tools().items() if spec.customer_facing is not None
+    }
+    read = {tool for tool, entry in catalogue.items() if may_undo(entry)} | set(facing)
+    return read, read | {tool for f in facing.values() for tool in f.announces}
+
+
+def _tail_details(run: Run, tools: tuple[set[str], set[str]], tail: list[PerformedStep]) -> None:
+    """Fill in the times, and the arguments and receipt, of the tail's steps of those tools
+    (_detailed_tools): one query, for those rows only. Reading them for every row (two JSON values
+    and two times each) cost a run of 10,000 calls more than the rest of its read (bench/pages.py)."""
+    read, dated = tools
+    if not dated or not tail:
+        return
+    details = {
+        pk: rest
+        for pk, *rest in run.intents.filter(
+            tool__in=sorted(dated), status=IntentStatus.PERFORMED
+        ).values_list("id", "intended_at", "settled_at", "args", "receipt")
+    }
+    for step in tail:
+        found = details.get(step.pk)
+        if found is not None:
+            step.intended_at, step.settled_at = found[0], found[1]
+            if step.tool in read:
+                step.args, step.receipt = found[2], found[3]
 
 
 def _cut_intents(
@@ -167,34 +216,24 @@ def _cut_intents(
     compensations: dict[int, Any],
     compensation_intent_ids: set[int],
     named: set[int],
-) -> tuple[list[Intent], list[PerformedStep], dict[str, Any]]:
-    """The run's steps for a handover cut to its first `limit` items: (the intents loaded whole,
-    the other performed steps as PerformedSteps, the catalogue entries of the run's tools).
+) -> _CutIntents:
+    """The run's steps for a handover cut to its first `limit` items: the intents loaded whole,
+    the other performed steps as PerformedSteps, every step's id in order, and the catalogue
+    entries of the run's tools.
 
     Loaded whole: the first `limit` calls (the run page's calls list) and the first `limit`
     performed steps (the completed list), every step not performed, every undo and every step
     with one, and every step an event in `named` belongs to (the timeline's). Of the others, the
-    arguments and receipt are read for the tools the catalogue may undo (whether and how each
-    step can be undone depends on them) and those the customer hears from (what they were told)."""
+    times, arguments and receipt are read for some tools only (_detailed_tools)."""
     # Every entry of the tenant's catalogue (tens of rows): which tools the run used is not known
     # before its steps are read, and reading them twice costs more.
     catalogue = catalogue_for(tenant_id=run.tenant_id)
-    read_tools = sorted(
-        {tool for tool, entry in catalogue.items() if may_undo(entry)}
-        | {tool for tool, spec in all_tools().items() if spec.customer_facing is not None}
-    )
     ordered = run.intents.order_by("intended_at", "id")
-    json_columns = [
-        Case(When(tool__in=read_tools, then=column), default=None, output_field=models.JSONField())
-        if read_tools
-        else Value(None, output_field=models.JSONField())
-        for column in ("args", "receipt")
-    ]
-    scalars = list(ordered.values_list("status", *PERFORMED_STEP_COLUMNS, *json_columns))
+    scalars = list(ordered.values_list("status", *PERFORMED_STEP_COLUMNS))
     keep: set[int] = set()
     tail: list[PerformedStep] = []
     performed = 0  # performed steps so far that are not undos: the completed list's order
-    for position, (status, pk, *step) in enumerate(scalars):
+    for position, (status, pk, step_id, tool, key) in enumerate(scalars):
         shown = position < limit
         if status == IntentStatus.PERFORMED and pk not in compensation_intent_ids:
             shown = shown or performed < limit
@@ -208,9 +247,10 @@ def _cut_intents(
         ):
             keep.add(pk)
         else:
-            tail.append(PerformedStep(pk, *step))
+            tail.append(PerformedStep(pk, step_id, tool, key))
+    _tail_details(run, _detailed_tools(catalogue), tail)
     intents = list(ordered.filter(pk__in=keep) if tail else ordered)
-    return intents, tail, catalogue
+    return _CutIntents(intents, tail, [row[1] for row in scalars] if tail else [], catalogue)
 
 
 def handover_rows(run: Run, *, limit: int | None = None) -> HandoverRows:
@@ -235,13 +275,14 @@ def handover_rows(run: Run, *, limit: int | None = None) -> HandoverRows:
     }
     compensation_intent_ids = compensation_intent_ids_in(events)  # notable: all of them are loaded
     tail: list[PerformedStep] = []
+    order: list[int] = []
     if limit is None:
         intents = list(run.intents.order_by("intended_at", "id"))
         tools = {i.tool for i in intents} | {step.get("tool", "") for step in run.plan}
         catalogue = catalogue_for(tenant_id=run.tenant_id, tools=tools)
     else:
         named = {e.intent_id for e in events if e.intent_id is not None}
-        intents, tail, catalogue = _cut_intents(
+        intents, tail, order, catalogue = _cut_intents(
             run,
             limit=limit,
             compensations=compensations,
@@ -263,6 +304,7 @@ def handover_rows(run: Run, *, limit: int | None = None) -> HandoverRows:
         event_count=loaded.count,
         last_event_id=loaded.last_id,
         tail=tail,
+        order=order,
     )
 
 

@@ -17,6 +17,8 @@ from django.utils import timezone
 
 from bench.pages import seed_big_run
 from compensations.models import CatalogueEntry, Compensation, CompensationStatus
+from compensations.reversibility import may_undo
+from compensations.selectors import catalogue_for
 from console import confirmations
 from console.actions import resume_preview
 from console.views import RUN_PAGE_LIST_LIMIT
@@ -28,8 +30,11 @@ from handover import (
     handover_rows,
     run_state_token,
 )
+from journal.channels import CustomerChannel
 from journal.models import Intent, JournalEvent, Run
 from journal.selectors import plan_with_keys
+from tests.support.plugins import declaring
+from tools.registry import CustomerFacing, ToolSpec
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -47,6 +52,22 @@ def _big_run(tenant: Any, intents: int, name: str) -> Run:
 
 def _calls(body: str) -> int:
     return len(re.findall(r'<tr class="status-', body))
+
+
+def tools() -> list[ToolSpec]:
+    """Tools this module declares in one test (tests.support.plugins): a credit, and a credit note
+    that reaches the customer and announces credits."""
+    return [
+        ToolSpec(name="grant_credit", kind="write", args_schema={"type": "object"}),
+        ToolSpec(
+            name="send_credit_note",
+            kind="write",
+            args_schema={"type": "object"},
+            customer_facing=CustomerFacing(
+                channel=CustomerChannel.SMS, says="credit note {note}", announces=("grant_credit",)
+            ),
+        ),
+    ]
 
 
 def test_a_long_run_page_draws_its_first_calls_and_a_link_to_all_of_them(
@@ -82,6 +103,60 @@ def test_the_run_page_costs_the_same_queries_and_about_the_same_bytes_at_any_siz
     (small_queries, small_bytes), (big_queries, big_bytes) = answers[small.pk], answers[big.pk]
     assert big_queries == small_queries
     assert big_bytes < 1.2 * small_bytes, answers
+
+
+def test_the_run_panel_and_the_handover_api_cost_the_same_queries_at_any_size(
+    tenant: Any, support_user: Any, agent_client: Any
+) -> None:
+    # The page's changed poll (the panel drawn again) and the handover API read what the page
+    # reads: a run of 3,000 calls costs the queries of one of 150.
+    small, big = _big_run(tenant, 150, "big-150"), _big_run(tenant, 3000, "big-3000")
+    client = _client(support_user)
+    counts: dict[str, list[int]] = {"panel": [], "api": []}
+    for run in (small, big):
+        urls = {
+            "panel": (client, reverse("handover:run_panel", args=[run.pk]) + "?state=0.0.0"),
+            "api": (agent_client, f"/api/v1/runs/{run.pk}/handover/"),
+        }
+        for name, (caller, url) in urls.items():
+            caller.get(url)
+            with CaptureQueriesContext(connection) as queries:
+                assert caller.get(url).status_code == 200
+            counts[name].append(len(queries.captured_queries))
+    assert counts["panel"][0] == counts["panel"][1], counts
+    assert counts["api"][0] == counts["api"][1], counts
+
+
+@declaring(__name__, only=True)
+def test_a_cut_handover_reads_the_times_of_steps_a_customer_facing_tool_announces(tenant: Any) -> None:
+    # Past the shown steps, a credit, then a credit note (customer-facing, announcing credits),
+    # then a credit after it. A cut handover reads the times of the credits only (the note is
+    # loaded whole: its event is one the handover reads), and tells the customer's list as the
+    # whole handover does.
+    run = _big_run(tenant, 400, "big-told")
+    by_turn = {i.turn: i for i in run.intents.all()}
+    Intent.objects.filter(pk__in=[by_turn[200].pk, by_turn[300].pk]).update(tool="grant_credit")
+    Intent.objects.filter(pk=by_turn[250].pk).update(
+        tool="send_credit_note", args={"note": "N-7"}, receipt={"note": "N-7"}
+    )
+    now = timezone.now()
+
+    whole = handover_build(handover_rows(run), now)
+    cut_rows = handover_rows(run, limit=RUN_PAGE_LIST_LIMIT)
+    cut = handover_build(cut_rows, now, limit=RUN_PAGE_LIST_LIMIT)
+
+    undoable = {tool for tool, entry in catalogue_for(tenant_id=tenant.pk).items() if may_undo(entry)}
+    for step in cut_rows.tail:
+        assert (step.intended_at is not None) == (step.tool in undoable | {"grant_credit"}), step
+        assert (step.receipt is not None) == (step.tool in undoable), step
+    assert any(step.intended_at is None for step in cut_rows.tail)
+    assert "grant_credit" in {step.tool for step in cut_rows.tail}
+    assert by_turn[250].pk in {i.pk for i in cut_rows.intents}
+    assert [s.pk for s in cut_rows.steps] == [i.pk for i in handover_rows(run).steps]
+    [note] = cut.customer_told
+    assert note.about_steps == [by_turn[200].step_id] and note.body == "credit note N-7"
+    assert cut.customer_told == whole.customer_told
+    assert handover_cut(cut) == handover_cut(whole)
 
 
 def test_the_handover_loads_the_newest_events_not_all_of_them(tenant: Any) -> None:

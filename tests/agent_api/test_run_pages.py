@@ -235,6 +235,43 @@ def test_the_export_streams_the_run_then_every_intent_and_message_as_json_lines(
     assert staff.get(f"{RUNS}{run_id}/export/").status_code == 200
 
 
+def test_the_export_read_line_by_line_gives_each_row_as_the_paged_api_does(agent_client: APIClient) -> None:
+    run_id = _run(agent_client)
+    _bulk_intents(run_id, 1500, same_time_every=7)
+    agent_client.post(
+        f"{RUNS}{run_id}/customer-messages/", {"channel": "sms", "body": "Sent."}, format="json"
+    )
+    paged: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        answer = _page(agent_client, run_id, limit=1000, **({"cursor": cursor} if cursor else {})).json()
+        paged += answer["results"]
+        if not (cursor := answer["next"]):
+            break
+    detail = agent_client.get(f"{RUNS}{run_id}/").json()
+
+    response = agent_client.get(f"{RUNS}{run_id}/export/")
+    assert isinstance(response, StreamingHttpResponse)
+    stream = iter(response.streaming_content)
+    # Read as a client reads a stream: one chunk at a time, each one whole JSON line.
+    first = next(stream)
+    assert first.endswith(b"\n") and first.count(b"\n") == 1
+    assert json.loads(first)["run"]["id"] == run_id
+    intents: list[dict[str, Any]] = []
+    messages: list[dict[str, Any]] = []
+    for chunk in stream:
+        assert chunk.endswith(b"\n") and chunk.count(b"\n") == 1
+        line = json.loads(chunk)
+        if "intent" in line:
+            assert not messages  # every intent before the first message
+            intents.append(line["intent"])
+        else:
+            messages.append(line["customer_message"])
+    assert intents == paged and len(intents) == 1500
+    assert [i["step_id"] for i in intents] == _ordered(run_id)
+    assert messages == detail["customer_messages"] and messages[0]["body"] == "Sent."
+
+
 def test_the_export_reads_its_rows_through_a_server_side_cursor(
     agent_client: APIClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -105,7 +105,7 @@ def changes_since(run: Run, seen_state: str) -> list[str]:
     # In the pages' words: a step by its tool, a moment in the one date format with its zone.
     changes = [
         f"{event.get_kind_display().lower()}"
-        + (f" ({event.intent.tool.replace('_', ' ')})" if event.intent_id and event.intent else "")
+        + (f" ({words.tool_words(event.intent.tool)})" if event.intent_id and event.intent else "")
         + f" by {words.who(event.actor_name)} at {timezone.localtime(event.at):%Y-%m-%d %H:%M %Z}"
         for event in run.events.filter(id__gt=last_event).select_related("intent").order_by("id")[:10]
     ]
@@ -295,7 +295,7 @@ def resume_preview(run: Run, rows: HandoverRows | None = None) -> ResumePreview:
     rows = rows or handover_rows(run)
     by_key = {i.idempotency_key: i for i in rows.intents}
     steps = [_step_preview(step, by_key.get(step["key"]), rows.tail_keys) for step in plan_with_keys(run)]
-    blockers = [f"{s['tool']}: {s['why']}" for s in steps if s["action"] == "blocked"]
+    blockers = [f"{words.tool_words(s['tool'])}: {s['why']}" for s in steps if s["action"] == "blocked"]
     blockers.extend(_run_blockers(run, rows))
     if not any(s["action"] == "send" for s in steps) and not blockers:
         blockers.append("every planned step is already performed")
@@ -339,7 +339,7 @@ def _run_blockers(run: Run, rows: HandoverRows) -> list[str]:
     if undone:
         # Resuming skips performed steps; one that was undone would be skipped as if it stood.
         blockers.append(
-            f"{', '.join(sorted(set(undone)))} was undone (or is being undone); resuming would build on it"
+            f"{words.tools_words(sorted(set(undone)))} was undone (or is being undone); resuming would build on it"
         )
     if run.status == RunStatus.RUNNING and not rows.stuck:
         blockers.append("the agent is still working this run")

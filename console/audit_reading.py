@@ -1,5 +1,6 @@
-"""Audit entries as staff read them: an entry's before and after states field by field (the
-audit page, the run page's history) and as JSON (the CSV export, the raw disclosure)."""
+"""Audit entries as staff read them: an entry as one sentence ("lena-lead marked “Start the
+return” as performed"), its before and after states field by field and as JSON behind the row's
+"Details" disclosure (the audit page, the run page's history), and as JSON in the CSV export."""
 
 from __future__ import annotations
 
@@ -37,6 +38,18 @@ def audit_changes(old: dict[str, Any], new: dict[str, Any]) -> list[AuditChange]
         )
         for name in fields
     ]
+
+
+def audit_sentence(entry: Any) -> str:
+    """An audit entry (audit.AuditEntry) as the sentence its row says (handover.words.audit_sentence)."""
+    return words.audit_sentence(
+        action=entry.action,
+        label=entry.get_action_display(),
+        who=entry.username,
+        step_id=entry.step_id or "",
+        old=entry.old_state or {},
+        new=entry.new_state or {},
+    )
 
 
 def state_json(state: dict[str, Any]) -> str:

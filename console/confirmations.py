@@ -45,6 +45,9 @@ class Confirmation:
     needs_note: bool = False
     needs_message: bool = False
     button: str = field(default_factory=lambda: str(words.CONFIRM))
+    # The raw facts behind the sentences (step ids, keys, arguments), which the dialog keeps
+    # inside a closed "Details" disclosure, never in the sentences themselves.
+    details: list[str] = field(default_factory=list)
 
 
 # A run action's confirmation: `confirm(run, rows, step_id)`.
@@ -69,26 +72,30 @@ def _high_value(args: dict[str, Any]) -> list[str]:
     return warnings_for(tool="", args=args, reversible=ReversibilityNow.yes())
 
 
-def _undo_words(intent: Intent) -> tuple[str, list[str]]:
-    """The compensating call a step's undo will send, and its warnings."""
+def _undo_words(intent: Intent) -> tuple[str, list[str], list[str]]:
+    """The compensating call a step's undo will send, its warnings, and its raw details (the
+    step's id, the undo's arguments)."""
 
     entry = catalogue_entry_for(tenant_id=intent.run.tenant_id, tool=intent.tool)
     reversible = reversibility(entry, intent, timezone.now())
+    tool = words.tool_words(intent.tool)
+    details = words.step_details(step_id=intent.step_id)
     if entry is None or not reversible.can_undo:
         notes = entry.staff_notes if entry and entry.staff_notes else str(words.PUT_RIGHT_BY_HAND)
-        return words.say(words.NOTHING_UNDOES, tool=intent.tool, notes=notes), [
-            words.say(words.IRREVERSIBLE_STEP, tool=intent.tool)
-        ]
+        return (
+            words.say(words.NOTHING_UNDOES, tool=tool, notes=notes),
+            [words.say(words.IRREVERSIBLE_STEP, tool=tool)],
+            details,
+        )
     try:
         args = compensation_args(entry, intent.args, intent.receipt)
     except MappingError as exc:
-        return words.say(words.UNDO_CANNOT_BE_BUILT, undo_tool=entry.compensating_tool, error=exc), [str(exc)]
+        undo_tool = words.tool_words(entry.compensating_tool)
+        return words.say(words.UNDO_CANNOT_BE_BUILT, undo_tool=undo_tool, error=exc), [str(exc)], details
     warnings = [reversible.sentence] if reversible.loses else []
     warnings += _high_value(intent.args)
-    effect = words.undo_call_words(
-        undo_tool=entry.compensating_tool, args=args, tool=intent.tool, reversible=reversible
-    )
-    return effect, warnings
+    effect = words.undo_call_words(undo_tool=entry.compensating_tool, tool=intent.tool, reversible=reversible)
+    return effect, warnings, words.step_details(step_id=intent.step_id, args=args)
 
 
 # --- one per run action -----------------------------------------------------------------------
@@ -108,6 +115,11 @@ def resume(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
     preview = resume_preview(run, whole_rows(run, rows))
     effects = [words.resume_step_words(s) for s in preview.steps]
     effects += edited_args_words(run, preview.steps)
+    details = [
+        f"{words.tool_label(s['tool'])}: " + "; ".join(words.step_details(key=s["key"]))
+        for s in preview.steps
+        if s.get("key")
+    ]
     warnings = list(preview.warnings)
     for planned in preview.steps:
         if planned["action"] == "send":
@@ -116,9 +128,11 @@ def resume(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
             if amount is not None:
                 high = _high_value(plan_entry.get("args") or {})
                 template = words.HIGH_VALUE_STEP if high else words.MOVES_MONEY
-                warnings.append(words.say(template, tool=planned["tool"], amount=amount))
+                warnings.append(words.say(template, tool=words.tool_words(planned["tool"]), amount=amount))
     title, button = words.RESUME_RUN
-    return Confirmation(str(title), effects, warnings, list(preview.blockers), button=str(button))
+    return Confirmation(
+        str(title), effects, warnings, list(preview.blockers), button=str(button), details=details
+    )
 
 
 def compensate_run(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
@@ -128,14 +142,15 @@ def compensate_run(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
         compensation_intent_ids=rows.compensation_intent_ids,
         compensations=rows.compensations,
     )
-    effects, warnings = [], []
+    effects, warnings, details = [], [], []
     for performed_step in steps:
-        effect, more = _undo_words(performed_step)
+        effect, more, raw = _undo_words(performed_step)
         effects.append(effect)
         warnings += more
+        details.append(f"{words.tool_label(performed_step.tool)}: " + "; ".join(raw))
     blockers = [] if steps else [str(words.NOTHING_LEFT_TO_UNDO)]
     title, button = words.COMPENSATE_RUN
-    return Confirmation(str(title), effects, warnings, blockers, button=str(button))
+    return Confirmation(str(title), effects, warnings, blockers, button=str(button), details=details)
 
 
 def customer_told(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
@@ -145,9 +160,9 @@ def customer_told(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
 
 def resolve(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
     handover = handover_build(whole_rows(run, rows))
-    warnings = [words.say(words.NOT_DONE_WARNING, tool=n.tool) for n in handover.not_done] + [
-        words.say(words.STILL_UNCERTAIN_WARNING, tool=u.tool) for u in handover.uncertain
-    ]
+    warnings = [
+        words.say(words.NOT_DONE_WARNING, tool=words.tool_words(n.tool)) for n in handover.not_done
+    ] + [words.say(words.STILL_UNCERTAIN_WARNING, tool=words.tool_words(u.tool)) for u in handover.uncertain]
     effect = words.RESOLVE_CANCELS if run.status == RunStatus.RUNNING else words.RESOLVE_CLOSES
     title, button = words.RESOLVE
     return Confirmation(str(title), [str(effect)], warnings, needs_note=True, button=str(button))
@@ -158,7 +173,7 @@ def compensate_step(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
     intent = _step(rows, step_id)
     if intent is None:
         return Confirmation(str(words.COMPENSATE_A_STEP), blockers=[words.no_step_words(step_id)])
-    effect, warnings = _undo_words(intent)
+    effect, warnings, details = _undo_words(intent)
     step = words.step_named(intent.tool, intent.step_id)
     blockers = (
         []
@@ -172,7 +187,13 @@ def compensate_step(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
         blockers.append(words.say(words.UNDO_BLOCKED, why=unbuildable))
     title, button = words.COMPENSATE_STEP
     return Confirmation(
-        words.say(title, tool=intent.tool), [effect], warnings, blockers, step_id=step_id, button=str(button)
+        words.say(title, tool=words.tool_words(intent.tool)),
+        [effect],
+        warnings,
+        blockers,
+        step_id=step_id,
+        button=str(button),
+        details=details,
     )
 
 
@@ -181,11 +202,13 @@ def retry_lookup(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
     if intent is None:
         return Confirmation(str(words.RETRY_LOOKUP), blockers=[words.no_step_words(step_id)])
     title, effect, button = words.ASK_AGAIN
+    tool = words.tool_words(intent.tool)
     return Confirmation(
-        words.say(title, tool=intent.tool),
-        [words.say(effect, tool=intent.tool)],
+        words.say(title, tool=tool),
+        [words.say(effect, tool=tool)],
         step_id=step_id,
         button=str(button),
+        details=words.step_details(step_id=intent.step_id, key=intent.idempotency_key, args=intent.args),
     )
 
 
@@ -199,12 +222,13 @@ def mark(*, performed: bool) -> Confirm:
             return Confirmation(str(words.SETTLE_A_STEP), blockers=[words.no_step_words(step_id)])
         step = words.step_named(intent.tool, intent.step_id)
         return Confirmation(
-            words.say(title, tool=intent.tool),
+            words.say(title, tool=words.tool_words(intent.tool)),
             [words.say(effect, step=step), str(words.NOT_ASKED_AGAIN)],
             [str(words.YOUR_JUDGEMENT)],
             step_id=step_id,
             needs_note=True,
             button=str(button),
+            details=words.step_details(step_id=intent.step_id, key=intent.idempotency_key, args=intent.args),
         )
 
     return confirm
@@ -218,7 +242,9 @@ def allow_again(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
     title, effect, button = words.ALLOW_AGAIN
     failed = [i for i in rows.intents if i.status == IntentStatus.FAILED and i.tool == intent.tool]
     code = attempts.allowable_steps(run, failed).get(step_id)
-    blockers = [] if code is not None else [words.say(words.ALLOW_NOT_REFUSED, step=step_id)]
+    blockers = (
+        [] if code is not None else [words.say(words.ALLOW_NOT_REFUSED, step=words.step_words(step_id))]
+    )
     warnings = [str(words.ALLOW_FIX_FIRST)]
     if is_looping(run.outcome_why) and run.status != RunStatus.RUNNING:
         warnings.append(str(words.ALLOW_LOOPING_STAYS))
@@ -231,6 +257,7 @@ def allow_again(run: Run, rows: HandoverRows, step_id: str) -> Confirmation:
         blockers,
         step_id=step_id,
         button=str(button),
+        details=words.step_details(step_id=intent.step_id, key=intent.idempotency_key, args=intent.args),
     )
 
 

@@ -28,7 +28,7 @@ from django import forms as django_forms
 from django.template import Template
 
 from compensations.models import DeadLetter
-from handover import CompletedStep, Handover, HandoverRows, UncertainStep
+from handover import CompletedStep, Handover, HandoverRows, UncertainStep, words
 from journal import attempts
 from journal.models import IntentStatus, Run, RunStatus
 
@@ -111,8 +111,8 @@ class Offer:
 
     @property
     def button(self) -> str:
-        words = self.text or self.action.label
-        return f"{words}…" if self.action.ask_first else words
+        said = self.text or self.action.label
+        return f"{said}…" if self.action.ask_first else said
 
 
 Perform = Callable[[StaffContext, Any, dict[str, Any]], object]
@@ -327,7 +327,7 @@ def _offer_undo_step(action: StaffAction, page: RunPage) -> Iterator[Offer]:
                 action,
                 Place.COMPLETED,
                 step_id=item.step_id,
-                text=f"Compensate ({item.undo_tool})",
+                text=words.say(words.UNDO_STEP_BUTTON, tool=words.tool_words(item.tool)),
                 css="compensate",
             )
 
@@ -404,7 +404,8 @@ def offer_on_open_letter(when: Callable[[LetterPage], bool] = lambda page: True)
 
 
 def _retry_prompt(letter: DeadLetter) -> Confirmation:
-    tool = letter.compensation.intent.tool if letter.compensation.intent else "the compensation"
+    intent = letter.compensation.intent
+    tool = words.tool_words(intent.tool) if intent else "the compensation"
     return Confirmation(f"Send {tool} again? It is a new attempt, and it may act on the world.")
 
 

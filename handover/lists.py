@@ -87,7 +87,7 @@ def warnings_for(*, tool: str, args: dict[str, Any], reversible: ReversibilityNo
     if amount >= Decimal(str(settings.SEAM_HIGH_VALUE_AMOUNT)):
         warnings.append(words.high_value_words(amount, args.get("currency", "")))
     if not reversible.can_undo:
-        warnings.append(words.say(words.IRREVERSIBLE, tool=tool))
+        warnings.append(words.say(words.IRREVERSIBLE, tool=words.tool_words(tool)))
     elif reversible.loses:
         warnings.append(reversible.sentence)
     return warnings

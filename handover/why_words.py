@@ -87,8 +87,9 @@ RUN_WHY_WORDS: dict[str, Template] = {
         "the recovery policy (v%(policy_version)s) says: undo what was done and hand the run to a person"
     ),
     RunWhy.TOO_OLD_TO_RESUME: _("the run is older than its policy resumes (%(max_age)s)"),
+    # The flow's phase names ("act", "notify") are the integrator's code words: the steps say it.
     RunWhy.ENTERED_PHASE: _(
-        "the run had entered the %(phase)s phase (%(tools)s), past which its policy lets a person decide"
+        "the run had already done %(tools)s, past the point where its policy resumes on its own: a person decides"
     ),
     RunWhy.DEADLINE_PASSED: _("its deadline, %(deadline)s, passed"),
     RunWhy.VERSIONS_UNDECLARED: _(
@@ -155,7 +156,7 @@ CLEANUP_WORDS: dict[str, Template] = {
     CleanupCode.PERSON_DECIDES: _("settle %(step)s: its outcome is unknown; a person decides"),
     CleanupCode.RECONCILE_WHEN_QUIET: _(
         "reconcile %(step)s: once the call has been quiet for %(quiet_seconds)s s, "
-        "reconciliation asks the downstream about key %(key)s; if it cannot say, the run goes to a person"
+        "reconciliation asks the downstream about it by its key; if it cannot say, the run goes to a person"
     ),
 }
 # A compensation with no note of why nothing undoes its tool, or of what a partial undo left.

@@ -7,8 +7,9 @@ tests/handover/test_words.py holds it to that and checks that every code has its
 
 Each sentence is a template wrapped in Django's gettext_lazy, with named placeholders
 (`%(tool)s`) so a translation may reorder them; `say(template, **facts)` fills one in, in the
-language active when it is said. Tools are named by their registered names with spaces
-(`issue_credit` as "issue credit"), times in the active time zone.
+language active when it is said. Tools are named by their declared labels (ToolSpec.label), in
+quotes inside a sentence (`issue_credit` as “Issue a credit”), never by their registered names;
+times with their zone (when_words).
 
 Besides sentences, plain words for what the rows store in the engine's terms: error text without
 protocol codes or keys, a step id as the step it names, a process as what it does. The pages use
@@ -28,16 +29,21 @@ from typing import Any, Protocol
 from django.utils import timezone
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from compensations.reversibility import ReversibilityKind, ReversibilityNow
 from compensations.tasks import EXECUTOR
 from journal.attempts import AttemptCode
 from journal.models import ErrorClass, RunStatus
 from reconciliation.tasks import SWEEP_ACTOR
+from tools.registry import tool_title
 
 from .codes import NextActionAdvice, NextActionCode, NotDoneWhy, ReasonAnswer, TimelineSays
 
 type Template = str | Promise
+
+
+QUOTED = _("“%(text)s”")
 
 
 def say(template: Template, **facts: Any) -> str:
@@ -45,9 +51,15 @@ def say(template: Template, **facts: Any) -> str:
     return str(template) % facts if facts else str(template)
 
 
+def tool_label(tool: str) -> str:
+    """A tool as a button or a list names it: its declared label, "Issue a credit", or its name
+    made readable, "Issue credit" (tools.registry.ToolSpec.title)."""
+    return tool_title(tool)
+
+
 def tool_words(tool: str) -> str:
-    """A tool's registered name as words: `issue_credit` as "issue credit"."""
-    return tool.replace("_", " ")
+    """A tool as a sentence names it: its label in quotes, “Issue a credit”."""
+    return say(QUOTED, text=tool_title(tool))
 
 
 def tools_words(tools: list[str] | tuple[str, ...]) -> str:
@@ -463,7 +475,7 @@ TIMELINE_WORDS: dict[str, Template] = {
     TimelineSays.RUN_ENDED: "%(label)s",  # the event kind's label
     TimelineSays.OTHER: "%(label)s",  # the event kind's label, with the call when there is one
 }
-UNDO_CALL = _("undo %(tool)s")
+UNDO_CALL = _("the undo of %(tool)s")
 ASKED = _(" (the downstream system, asked)")
 MARKED_BY = _(" (marked by %(who)s)")
 SETTLED = _("settled")
@@ -473,7 +485,8 @@ DETAIL_IN_PARENS = {TimelineSays.TOOL_ERROR_AMBIGUOUS, TimelineSays.SENT_NO_ANSW
 
 
 def call_words(tool: str, *, undo: bool) -> str:
-    return say(UNDO_CALL, tool=tool) if undo else tool
+    """A call as the timeline names it: its tool's label, or the undo of the step it undoes."""
+    return say(UNDO_CALL, tool=tool_words(tool)) if undo else tool_words(tool)
 
 
 # The same call failing the same way several times in a row, said once (console.timeline).
@@ -513,16 +526,20 @@ NOTHING_UNDOES = _("nothing undoes %(tool)s: %(notes)s")
 PUT_RIGHT_BY_HAND = _("a person must put it right by hand")
 IRREVERSIBLE_STEP = _("irreversible: %(tool)s")
 UNDO_CANNOT_BE_BUILT = _("%(undo_tool)s cannot be built: %(error)s")
-SEND_TO_UNDO = _("send %(undo_tool)s(%(args)s) to undo %(tool)s")
+SEND_TO_UNDO = _("send %(undo_tool)s to undo %(tool)s")
 REVERSIBLE_WHEN = _(" (reversible %(reversibility)s)")
 NO_STEP = _("no step %(step)s")
-STEP_NAMED = "%(tool)s (%(step_id)s)"
+# The raw facts behind a sentence, for its "Details" disclosure.
+ARGUMENTS_ARE = _("arguments: %(args)s")
+KEY_IS = _("idempotency key: %(key)s")
+STEP_ID_IS = _("step id: %(step_id)s")
 STEP_IS = _("%(step)s is %(status)s")
 UNDO_BLOCKED = _("the undo cannot be built: %(why)s")
 MOVES_MONEY = _("moves money: %(tool)s %(amount)s")
 HIGH_VALUE_STEP = _("high value: %(tool)s %(amount)s")
-RESUME_STEP = _("%(action)s %(tool)s — key %(key)s…: %(why)s")
-RESUME_STEP_WITH_DETAIL = _("%(action)s %(tool)s (%(detail)s) — key %(key)s…: %(why)s")
+RESUME_STEP = _("%(action)s %(tool)s: %(why)s")
+RESUME_STEP_WITH_DETAIL = _("%(action)s %(tool)s (%(detail)s): %(why)s")
+RESUME_ACTIONS: dict[str, Template] = {"send": _("send"), "skip": _("skip"), "blocked": _("cannot send")}
 NOT_DONE_WARNING = _("not done: %(tool)s")
 STILL_UNCERTAIN_WARNING = _("still uncertain: %(tool)s")
 NOTHING_LEFT_TO_UNDO = _("nothing this run did is left to undo")
@@ -547,7 +564,8 @@ RESOLVE = (_("Resolve"), _("Resolve"))
 RESOLVE_CANCELS = _("the run is ended as cancelled and leaves the queue")
 RESOLVE_CLOSES = _("the escalation is closed and the run leaves the queue")
 COMPENSATE_A_STEP = _("Compensate a step")
-COMPENSATE_STEP = (_("Compensate %(tool)s"), _("Compensate"))
+COMPENSATE_STEP = (_("Undo %(tool)s"), _("Undo"))
+UNDO_STEP_BUTTON = _("Undo %(tool)s")  # the run page's button beside a completed step
 RETRY_LOOKUP = _("Retry the lookup")
 ASK_AGAIN = (
     _("Ask again whether %(tool)s happened"),
@@ -587,8 +605,24 @@ MARK = {
 
 
 def step_named(tool: str, step_id: str) -> str:
-    """A step as a confirmation names it: its tool and its id."""
-    return say(STEP_NAMED, tool=tool, step_id=step_id)
+    """A step as a confirmation names it: its number and its tool's label (the id goes in the
+    dialog's details, step_details)."""
+    return step_words(step_id) if _STEP_ID.match(step_id or "") else tool_words(tool)
+
+
+def args_words(args: Mapping[str, Any]) -> str:
+    """A call's arguments, raw, for a disclosure: `label=RL-1, order_id=A-1`."""
+    return ", ".join(f"{k}={v}" for k, v in args.items())
+
+
+def step_details(*, step_id: str = "", key: str = "", args: Mapping[str, Any] | None = None) -> list[str]:
+    """The raw facts of a step a dialog keeps behind its "Details" disclosure."""
+    facts = [say(STEP_ID_IS, step_id=step_id)] if step_id else []
+    if key:
+        facts.append(say(KEY_IS, key=key))
+    if args:
+        facts.append(say(ARGUMENTS_ARE, args=args_words(args)))
+    return facts
 
 
 def no_step_words(step_id: str) -> str:
@@ -600,21 +634,17 @@ def resume_step_words(step: Mapping[str, Any]) -> str:
     template = RESUME_STEP_WITH_DETAIL if step["detail"] else RESUME_STEP
     return say(
         template,
-        action=step["action"],
-        tool=step["tool"],
+        action=say(RESUME_ACTIONS.get(step["action"], step["action"])),
+        tool=tool_words(step["tool"]),
         detail=step["detail"],
-        key=step["key"][:16],
         why=step["why"],
     )
 
 
-def undo_call_words(
-    *, undo_tool: str, args: Mapping[str, Any], tool: str, reversible: ReversibilityNow
-) -> str:
-    """The compensating call an undo will send, and how far the step can still be taken back."""
-    text = say(
-        SEND_TO_UNDO, undo_tool=undo_tool, args=", ".join(f"{k}={v}" for k, v in args.items()), tool=tool
-    )
+def undo_call_words(*, undo_tool: str, tool: str, reversible: ReversibilityNow) -> str:
+    """The compensating call an undo will send, and how far the step can still be taken back.
+    Its arguments are not in the sentence: the dialog shows them under "Details" (step_details)."""
+    text = say(SEND_TO_UNDO, undo_tool=tool_words(undo_tool), tool=tool_words(tool))
     if reversible.conditional:
         text += say(REVERSIBLE_WHEN, reversibility=reversibility_sentence(reversible))
     return text
@@ -629,25 +659,34 @@ ITEMS = _("%(count)s items")
 SAID_LIMIT = 160  # longer values are cut in the table; the raw states stay one click away
 
 
+def _list_words(value: list[Any]) -> str:
+    """A list in an audited state: a resume's plan step by step, plain items (step ids as steps)
+    joined, anything else by its count."""
+    if all(isinstance(item, dict) and {"action", "tool"} <= item.keys() for item in value):
+        # A resume's plan: what it sends and what it skips, step by step.
+        return ", ".join(
+            f"{say(RESUME_ACTIONS.get(item['action'], item['action']))} {tool_words(item['tool'])}"
+            for item in value
+        )
+    if all(not isinstance(item, dict | list) for item in value):
+        return ", ".join(step_words(item) if isinstance(item, str) else str(item) for item in value)
+    return say(ITEMS, count=len(value))
+
+
 def audit_value_words(value: Any) -> str:
     """One field's value of an audited state as a person reads it: yes or no, a resume's plan
-    step by step, a list by its items, anything else as JSON or text, cut at SAID_LIMIT."""
+    step by step, a list by its items, a step id as its step, anything else as JSON or text, cut
+    at SAID_LIMIT."""
     if value is None or value == "":
         return NOTHING
     if isinstance(value, bool):
         return str(YES if value else NO)
     if isinstance(value, list):
-        if all(isinstance(item, dict) and {"action", "tool"} <= item.keys() for item in value):
-            # A resume's plan: what it sends and what it skips, step by step.
-            text = ", ".join(f"{item['action']} {item['tool']}" for item in value)
-        elif all(not isinstance(item, dict | list) for item in value):
-            text = ", ".join(str(item) for item in value)
-        else:
-            text = say(ITEMS, count=len(value))
+        text = _list_words(value)
     elif isinstance(value, dict):
         text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
     else:
-        text = str(value)
+        text = step_words(value) if isinstance(value, str) else str(value)
     return text if len(text) <= SAID_LIMIT else text[: SAID_LIMIT - 1] + "…"
 
 
@@ -672,3 +711,84 @@ CATALOGUE_CHANGED = _(
 )
 CATALOGUE_EDITED_IN_CONSOLE = _("edited in the console's catalogue editor")
 CATALOGUE_SAVED = _("Saved. Runs of your tenant use this entry from now on.")
+
+
+# --- the audit trail's rows as sentences (console.audit_reading) ------------------------------
+
+# Each audited action as one sentence, from who acted and the entry's states; the field-by-field
+# states and the raw JSON stay behind the row's "Details" disclosure. Keys are audit.AuditAction's
+# values; an action without a sentence here is said by its label (AUDIT_OTHERWISE).
+AUDIT_SENTENCES: dict[str, Template] = {
+    "assign": _("%(who)s assigned the run to %(assignee)s"),
+    "compensate_step": _("%(who)s asked to undo %(tool)s"),
+    "compensate_run": _("%(who)s asked to undo the whole run: compensation requested (%(steps)s)"),
+    "resume": _("%(who)s resumed the run%(sending)s"),
+    "retry_lookup": _("%(who)s asked the downstream again whether %(tool)s happened"),
+    "mark_performed": _("%(who)s marked %(tool)s as performed"),
+    "mark_not_performed": _("%(who)s marked %(tool)s as not performed"),
+    "customer_told": _("%(who)s recorded what the customer was told (%(channel)s)"),
+    "resolve": _("%(who)s resolved the escalation"),
+    "dead_letter_take": _("%(who)s took the failed undo of %(tool)s"),
+    "dead_letter_assign": _("%(who)s gave the failed undo of %(tool)s to %(owner)s"),
+    "dead_letter_retry": _("%(who)s tried the failed undo of %(tool)s again"),
+    "dead_letter_resolve": _("%(who)s closed the failed undo of %(tool)s by hand"),
+    "login_locked_out": _("%(username)s was locked out after %(failures)s failed sign-ins"),
+    "login_unlocked": _("%(who)s let %(username)s sign in again"),
+    "audit_verify": _("%(who)s asked for the audit chain to be checked again"),
+    "allow_attempt": _("%(who)s allowed %(tool)s to be sent once more"),
+    "catalogue_edit": _("%(who)s changed how %(tool)s is undone (its catalogue entry)"),
+    "edit_step": _("%(who)s corrected the arguments of %(tool)s before resuming"),
+}
+AUDIT_OTHERWISE = "%(who)s: %(label)s"
+TOOK_THE_RUN = _("%(who)s took the run")
+RESOLVED_AND_CANCELLED = _("%(who)s resolved the run and ended it as cancelled")
+SENDING = _(", sending %(tools)s")
+A_STEP = _("a step")
+AUDIT_STEPS = ("%(count)s step", "%(count)s steps")
+
+
+def _audit_tool(step_id: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    """The tool an audit row is about, as a sentence names it: from its step id, else the tool
+    its states name."""
+    match = _STEP_ID.match(step_id or "")
+    if match is not None:
+        return tool_words(match[2])
+    tool = new.get("tool") or old.get("tool") or new.get("allowed")
+    return tool_words(str(tool)) if tool else str(A_STEP)
+
+
+def _audit_facts(*, who: str, step_id: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """What an audit row's sentence may name, read from its states."""
+    requested = new.get("requested")
+    count = len(requested) if isinstance(requested, list) else 0
+    plan = new.get("steps")
+    sent = [
+        s["tool"]
+        for s in (plan if isinstance(plan, list) else [])
+        if isinstance(s, dict) and s.get("action") == "send" and s.get("tool")
+    ]
+    return {
+        "who": who,
+        "tool": _audit_tool(step_id, old, new),
+        "assignee": new.get("assignee") or str(NOTHING),
+        "steps": ngettext(*AUDIT_STEPS, count) % {"count": count},
+        "sending": say(SENDING, tools=", ".join(tool_words(t) for t in sent)) if sent else "",
+        "channel": new.get("channel") or "",
+        "owner": new.get("owner") or str(NOTHING),
+        "username": new.get("username") or who,
+        "failures": new.get("failures") or "",
+    }
+
+
+def audit_sentence(
+    *, action: str, label: str, who: str, step_id: str, old: Mapping[str, Any], new: Mapping[str, Any]
+) -> str:
+    """One audit row as a sentence: "lena-lead marked “Start the return” as performed"."""
+    if action == "assign" and new.get("assignee") == who:
+        return say(TOOK_THE_RUN, who=who)
+    if action == "resolve" and new.get("status") == RunStatus.CANCELLED:
+        return say(RESOLVED_AND_CANCELLED, who=who)
+    template = AUDIT_SENTENCES.get(action)
+    if template is None:
+        return say(AUDIT_OTHERWISE, who=who, label=label.lower())
+    return say(template, **_audit_facts(who=who, step_id=step_id, old=old, new=new))

@@ -43,6 +43,7 @@ def _write(
     detail: str = "",
     loss: str = "",
     customer_facing: CustomerFacing | None = None,
+    label: str = "",
 ) -> ToolSpec:
     base = settings.SEAM_SANDBOX_URL + API
     return ToolSpec(
@@ -52,6 +53,7 @@ def _write(
         connector=HttpConnector(base_url=base, path=path, lookup_path=lookup, receipt_fields=receipt),
         receipt_fields=receipt,
         description=description,
+        label=label,
         receipt_detail=detail,
         loss_detail=loss,
         customer_facing=customer_facing,
@@ -75,6 +77,7 @@ def tools() -> list[ToolSpec]:
             ("label", "pickup_date"),
             "Generate a return label and book the courier pickup.",
             "label {label}, courier pickup booked {pickup_date}",
+            label="Start the return",
         ),
         _write(
             "cancel_pickup",
@@ -84,6 +87,7 @@ def tools() -> list[ToolSpec]:
             ("label", "status"),
             "Cancel a booked courier pickup (until the parcel is collected).",
             "pickup for {label} {status}",
+            label="Cancel the pickup",
         ),
         _write(
             "offer_replacement",
@@ -93,6 +97,7 @@ def tools() -> list[ToolSpec]:
             ("reservation_id", "warehouse"),
             "Reserve replacement stock.",
             "reservation {reservation_id}, warehouse {warehouse}",
+            label="Reserve a replacement",
         ),
         _write(
             "release_reservation",
@@ -102,6 +107,7 @@ def tools() -> list[ToolSpec]:
             ("reservation_id", "status"),
             "Release a stock reservation.",
             "reservation {reservation_id} {status}",
+            label="Release the reservation",
         ),
         _write(
             "issue_refund",
@@ -114,6 +120,7 @@ def tools() -> list[ToolSpec]:
             ("refund_id", "amount"),
             "Refund money to the buyer.",
             "refund {refund_id} of {amount}",
+            label="Refund the buyer",
         ),
         _write(
             "reverse_refund",
@@ -123,6 +130,7 @@ def tools() -> list[ToolSpec]:
             ("refund_id", "status"),
             "Reverse a refund.",
             "refund {refund_id} {status}",
+            label="Reverse the refund",
         ),
         _write(
             "issue_credit",
@@ -132,6 +140,7 @@ def tools() -> list[ToolSpec]:
             ("credit_memo_id", "amount"),
             "Issue a credit memo.",
             "credit memo {credit_memo_id} of {amount}",
+            label="Issue a credit",
         ),
         _write(
             "reverse_credit",
@@ -141,6 +150,7 @@ def tools() -> list[ToolSpec]:
             ("credit_memo_id", "status"),
             "Reverse a credit memo with an accounting entry.",
             "credit memo {credit_memo_id} {status}",
+            label="Reverse the credit",
         ),
         _write(
             "reship",
@@ -150,6 +160,7 @@ def tools() -> list[ToolSpec]:
             ("shipment_id", "recall_cutoff"),
             "Ship replacement units.",
             "shipment {shipment_id}, recallable until {recall_cutoff}",
+            label="Ship a replacement",
         ),
         _write(
             "cancel_shipment",
@@ -161,6 +172,7 @@ def tools() -> list[ToolSpec]:
             "shipment {shipment_id} {status}",
             # Past the cutoff the carrier answers `recalled` with the fee: a partial undo.
             "recalled at a fee of {recall_fee} {currency}",
+            label="Cancel the shipment",
         ),
         _write(
             "notify_seller",
@@ -170,6 +182,7 @@ def tools() -> list[ToolSpec]:
             ("message_id",),
             "Email the seller. Cannot be unsent.",
             "email {message_id} sent",
+            label="Email the seller",
         ),
         _write(
             "notify_customer",
@@ -184,9 +197,11 @@ def tools() -> list[ToolSpec]:
             customer_facing=CustomerFacing(
                 channel=CustomerChannel.EMAIL, says="email {template} ({message_id})"
             ),
+            label="Email the customer",
         ),
         ToolSpec(
             name="adjust_stock",
+            label="Adjust the stock in the ERP",
             kind="write",
             args_schema=_schema(
                 {
@@ -212,6 +227,7 @@ def tools() -> list[ToolSpec]:
         ),
         ToolSpec(
             name="order_status",
+            label="Look up the order's status",
             kind="read",
             args_schema=_schema({"order_id": ORDER_ID}, ["order_id"]),
             connector=HttpConnector(
@@ -226,6 +242,7 @@ def tools() -> list[ToolSpec]:
         ),
         ToolSpec(
             name="entitlement",
+            label="Look up the order's entitlement",
             kind="read",
             args_schema=_schema({"order_id": ORDER_ID}, ["order_id"]),
             connector=HttpConnector(
@@ -240,6 +257,7 @@ def tools() -> list[ToolSpec]:
         ),
         ToolSpec(
             name="warehouse_stock",
+            label="Look up the warehouse's stock",
             kind="read",
             args_schema=_schema(
                 {"warehouse": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]$"}, "sku": SKU},

@@ -65,11 +65,11 @@ def _fault_for(request: HttpRequest, *, provider: str, operation: str) -> Fault 
 def _refusal(provider: str, fault: Fault | None) -> SandboxError | None:
     """The error a fault answers with before the view runs, if it is one that does."""
     if fault is not None and fault.kind == FAIL_BEFORE:
-        return Unavailable("unavailable", f"{provider} is unavailable (fault fail_before); nothing was done")
+        return Unavailable("unavailable", f"{provider} is unavailable; nothing was done")
     if fault is not None and fault.kind == KEY_CONFLICT:
         return Conflict(
             "idempotency_key_in_use",
-            f"{provider} holds this idempotency key for another request (fault key_conflict)",
+            f"{provider} holds this idempotency key for another request",
             field="Idempotency-Key",
         )
     return None
@@ -112,7 +112,10 @@ def provider_endpoint(provider: str, operation: str, *, method: str = "POST") ->
                 return _with_request_id(_error(refused))
             if fault is not None and fault.kind == UNKNOWN_LOOKUP:
                 response: HttpResponse = JsonResponse(
-                    {"status": "unknown", "reason": f"{provider} cannot say right now (fault unknown_lookup)"}
+                    {
+                        "status": "unknown",
+                        "reason": f"{provider} cannot say right now: the lookup could not tell",
+                    }
                 )
             else:
                 try:

@@ -65,6 +65,20 @@ class CustomerFacing:
 DEFAULT_LOOKUP_CONCURRENCY = 8
 
 
+def tool_title_from_name(name: str) -> str:
+    """A tool's registered name as a label, for a tool that declares none: `cancel_pickup` as
+    "Cancel pickup" (underscores, dashes and dots as spaces, the first letter capitalised)."""
+    words = " ".join(name.replace("_", " ").replace("-", " ").replace(".", " ").split())
+    return words[:1].upper() + words[1:] if words else name
+
+
+def tool_title(name: str) -> str:
+    """The title of the tool registered under `name` (ToolSpec.title), or, for a tool no app
+    declares, its name made readable."""
+    spec = find_tool(name) if name else None
+    return spec.title() if spec is not None else tool_title_from_name(name)
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
@@ -75,6 +89,10 @@ class ToolSpec:
     connector_options: Mapping[str, Any] = field(default_factory=dict)
     receipt_fields: tuple[str, ...] = ()
     description: str = ""
+    # A person's words for the call, as the console's buttons, lists and sentences name it:
+    # "Cancel the pickup" for `cancel_pickup`. Blank: the name made readable ("Cancel pickup").
+    # The API's machine fields keep the name; only prose uses the label.
+    label: str = ""
     # How a person reads a receipt of this tool in the handover, e.g. "label {label}, courier
     # pickup booked {pickup_date}". Placeholders name receipt fields; blank lists them all.
     receipt_detail: str = ""
@@ -87,6 +105,10 @@ class ToolSpec:
     # sentence counts only when the receipt has every field it names; blank: its receipts never
     # say so. The engine reads it (describe_loss) without knowing the provider's fields.
     loss_detail: str = ""
+
+    def title(self) -> str:
+        """The tool as people name it: its label, or its name made readable (tool_title)."""
+        return self.label.strip() or tool_title_from_name(self.name)
 
     def describe_loss(self, receipt: Mapping[str, Any]) -> str:
         """What this receipt says was lost ('' when nothing was, or the tool cannot say)."""

@@ -7,7 +7,7 @@ from typing import Any
 from django import template
 
 from audit.models import AuditEntry
-from console.audit_reading import AuditChange, audit_changes, state_json
+from console.audit_reading import AuditChange, audit_changes, audit_sentence, state_json
 
 register = template.Library()
 
@@ -15,6 +15,11 @@ register = template.Library()
 @register.filter
 def changes(entry: AuditEntry) -> list[AuditChange]:
     return audit_changes(entry.old_state or {}, entry.new_state or {})
+
+
+@register.filter
+def sentence(entry: AuditEntry) -> str:
+    return audit_sentence(entry)
 
 
 @register.filter

@@ -19,8 +19,20 @@ def plain(text: str) -> str:
 
 @register.filter
 def step_words(step_id: str) -> str:
-    """`<run id>:3:issue_credit` as "step 3, issue credit"."""
+    """`<run id>:3:issue_credit` as "step 3, “Issue a credit”"."""
     return words.step_words(step_id)
+
+
+@register.filter
+def tool_label(tool: str) -> str:
+    """A tool by its declared label: `cancel_pickup` as "Cancel the pickup"."""
+    return words.tool_label(str(tool or ""))
+
+
+@register.filter
+def tool_words(tool: str) -> str:
+    """A tool as a sentence names it: its label in quotes."""
+    return words.tool_words(str(tool or ""))
 
 
 @register.filter

@@ -43,6 +43,7 @@ def tools() -> list[ToolSpec]:
     return [
         ToolSpec(
             name="load_gift_card",
+            label="Load the gift card",
             kind="write",
             description="Load an amount onto a gift card (a negative amount takes it back).",
             args_schema={
@@ -68,6 +69,7 @@ def tools() -> list[ToolSpec]:
         ),
         ToolSpec(
             name="award_points",
+            label="Award loyalty points",
             kind="write",
             description="Award loyalty points under a reference (negative points take them back).",
             args_schema={
@@ -98,6 +100,7 @@ def tools() -> list[ToolSpec]:
         ),
         ToolSpec(
             name="send_goodwill_email",
+            label="Email the customer about the goodwill",
             kind="write",
             description="Email the customer that the goodwill was applied.",
             args_schema={

@@ -34,6 +34,7 @@ def tools() -> list[ToolSpec]:
     return [
         ToolSpec(
             name="credit_account",
+            label="Credit the desk account",
             kind="write",
             description="Add an amount to a desk account (a negative amount takes it back).",
             args_schema={

@@ -38,9 +38,10 @@ def test_cancelling_stops_new_intents_and_states_what_happened(
     # Nothing completed is undone; the call in flight is reconciled once quiet, by its key.
     [cleanup] = body["cleanup_scheduled"]
     assert cleanup.startswith(
-        f"reconcile step {in_flight.intent.turn}, offer replacement: once the call has been quiet"
+        f"reconcile step {in_flight.intent.turn}, “Offer replacement”: once the call has been quiet"
     )
-    assert in_flight.intent.idempotency_key in cleanup
+    # The sentence names the step by its label; its key is the typed cleanup's (below).
+    assert in_flight.intent.idempotency_key not in cleanup
     [typed] = body["cleanup"]
     assert (typed["code"], typed["step_id"], typed["key"]) == (
         "reconcile_when_quiet",

@@ -53,7 +53,7 @@ def test_t41207_reads_plainly_with_its_four_lists_above_the_fold(
     coverage = page.locator("section.coverage")
     expect(coverage).to_contain_text("Coverage 4/4")
     expect(coverage).not_to_contain_text("may be promised")
-    expect(coverage).to_contain_text("since undone (reship): promise nothing from it")
+    expect(coverage).to_contain_text("since undone (“Ship a replacement”): promise nothing from it")
 
     undone = page.locator("section.completed ul.undone #completed-reship")
     expect(undone).to_be_visible()

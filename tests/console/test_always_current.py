@@ -87,7 +87,7 @@ def test_marking_t41518s_refund_answers_its_unknown_outcome_on_the_page(
     handover = handover_for(Run.objects.get(pk=run.pk))
     assert handover.uncertain == []
     assert handover.reason_holds is False
-    assert handover.reason_answered.startswith("issue refund marked performed by sam at ")
+    assert handover.reason_answered.startswith("“Refund the buyer” marked performed by sam at ")
     assert handover.next_action.code != NextActionCode.SETTLE_UNCERTAIN
     assert AuditEntry.objects.get(run=run, action=AuditAction.MARK_PERFORMED).username == "sam"
 

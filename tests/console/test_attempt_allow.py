@@ -95,7 +95,7 @@ def test_a_person_allows_a_refused_call_and_the_agent_s_same_call_is_admitted_on
     assert _offered_on(_page(client, run)) == [step]
     confirm = client.get(reverse("handover:run_confirm", args=[run.pk, ALLOW]), {"step": step}, headers=HTMX)
     assert confirm.status_code == 200
-    assert "Allow issue refund again" in confirm.content.decode()
+    assert "Allow “Issue refund” again" in confirm.content.decode()
     assert "admitted once, though it failed for good" in confirm.content.decode()
 
     allowed = _allow(client, run, step)

@@ -38,7 +38,7 @@ def test_values_are_said_in_words() -> None:
         {"tool": "issue_refund", "action": "send", "key": "k2", "why": "never attempted"},
     ]
     [resume] = audit_changes({}, {"steps": steps})
-    assert resume.after == "skip start_return, send issue_refund"
+    assert resume.after == "skip “Start return”, send “Issue refund”"  # no tool declares a label here
 
     said = {
         c.field: c.after
@@ -66,4 +66,7 @@ def test_the_run_and_audit_pages_show_the_change_not_the_dictionaries(
         changes = re.search(r'<ul class="audit-changes">(.*?)</ul>', body, re.S)
         assert changes is not None, url
         assert " ".join(re.sub(r"<[^>]+>", " ", changes.group(1)).split()) == "assignee : — → support", url
-        assert "<summary>raw</summary><code>{&quot;assignee&quot;: null}</code>" in body, url
+        # The row says it as a sentence; the fields and the raw states are behind its Details.
+        assert '<p class="audit-sentence">support took the run</p>' in body, url
+        assert "<summary>Details</summary>" in body, url
+        assert "raw: <code>{&quot;assignee&quot;: null}</code>" in body, url

@@ -332,7 +332,7 @@ def test_retry_lookup_reopens_the_uncertain_step_and_queues_its_lookup(
     assert confirm.status_code == 200
     intent = uncertain_refund.intents.get(step_id=step)
     # Plain words (issue 19): the step, never its full key.
-    assert f"the downstream is asked whether {intent.tool} happened" in confirm.content.decode()
+    assert "the downstream is asked whether “Refund the buyer” happened" in confirm.content.decode()
     assert (
         intent.idempotency_key not in confirm.content.decode().split('class="effects"')[1].split("</ul>")[0]
     )
@@ -511,22 +511,28 @@ def test_each_confirmation_says_exactly_what_will_happen(escalated_bench: Run, p
     undo = _confirm(client, escalated_bench, "compensate-step", pickup.step_id)
     assert undo.status_code == 200
     body = undo.content.decode()
-    assert f"send cancel_pickup(label={pickup.receipt['label']})" in body
+    # The sentence by labels; the undo's arguments and the step's id behind "Details".
+    assert "send “Cancel the pickup” to undo “Start the return”" in body
+    details = body[body.index("<summary>Details</summary>") :]
+    assert f"arguments: label={pickup.receipt['label']}" in details
+    assert f"step id: {pickup.step_id}" in details
+    assert f"label={pickup.receipt['label']}" not in body[: body.index("<summary>Details</summary>")]
     assert pickup.receipt["label"].startswith("RL-")
     assert "until collection" in body
     assert f'name="step_id" value="{pickup.step_id}"' in body
     assert f'name="state" value="{run_state_token(escalated_bench)}"' in body
 
     undo_all = _confirm(client, escalated_bench, "compensate-run").content.decode()
-    assert "send cancel_pickup(label=RL-" in undo_all
-    assert "send release_reservation(" in undo_all
-    assert undo_all.index("release_reservation") < undo_all.index("cancel_pickup")  # newest first
+    assert "send “Cancel the pickup” to undo “Start the return”" in undo_all
+    assert "send “Release the reservation” to undo “Reserve a replacement”" in undo_all
+    assert undo_all.index("Release the reservation") < undo_all.index("Cancel the pickup")  # newest first
+    assert "arguments: label=RL-" in undo_all[undo_all.index("<summary>Details</summary>") :]
 
     resume = _confirm(client, escalated_bench, "resume").content.decode()
+    details = resume.index("<summary>Details</summary>")
     for step in actions_resume_steps(escalated_bench):
-        assert f"{step['action']} {step['tool']}" in resume
-        assert f"key {step['key'][:16]}…" in resume
-    assert "skip start_return" in resume and "send issue_refund" in resume
+        assert step["key"] in resume[details:] and step["key"][:16] not in resume[:details]
+    assert "skip “Start the return”" in resume and "send “Refund the buyer”" in resume
 
     assert (
         "you become the run&#x27;s assignee" in _confirm(client, escalated_bench, "assign").content.decode()
@@ -535,7 +541,7 @@ def test_each_confirmation_says_exactly_what_will_happen(escalated_bench: Run, p
     assert 'name="body"' in told and 'name="channel"' in told
     resolve = _confirm(client, escalated_bench, "resolve").content.decode()
     assert "the escalation is closed and the run leaves the queue" in resolve
-    assert "not done: issue_refund" in resolve and 'name="note" required' in resolve
+    assert "not done: “Refund the buyer”" in resolve and 'name="note" required' in resolve
 
 
 def actions_resume_steps(run: Run) -> list[dict[str, Any]]:
@@ -580,21 +586,21 @@ def test_confirmations_flag_irreversible_and_high_value_effects(
     client = _client(persona("support_staff", run.tenant))
 
     irreversible = _confirm(client, run, "compensate-step", email.step_id).content.decode()
-    assert "irreversible: notify_seller" in irreversible
-    assert "nothing undoes notify_seller" in irreversible
+    assert "irreversible: “Email the seller”" in irreversible
+    assert "nothing undoes “Email the seller”" in irreversible
 
     high = _confirm(client, run, "compensate-step", refund.step_id).content.decode()
     assert "high value: 14.95 USD" in high
 
     undo_all = _confirm(client, run, "compensate-run").content.decode()
-    assert "irreversible: notify_seller" in undo_all and "high value: 14.95 USD" in undo_all
+    assert "irreversible: “Email the seller”" in undo_all and "high value: 14.95 USD" in undo_all
 
 
 @override_settings(SEAM_HIGH_VALUE_AMOUNT=10)
 def test_resuming_a_refund_above_the_threshold_says_high_value(escalated_bench: Run, persona: Any) -> None:
     client = _client(persona("support_staff", escalated_bench.tenant))
     resume = _confirm(client, escalated_bench, "resume").content.decode()
-    assert "high value: issue_refund 14.95" in resume
+    assert "high value: “Refund the buyer” 14.95" in resume
     with override_settings(SEAM_HIGH_VALUE_AMOUNT=1000):
         assert "high value" not in _confirm(client, escalated_bench, "resume").content.decode()
 
@@ -972,7 +978,7 @@ def test_an_undo_that_cannot_be_built_is_not_offered_and_requested_anyway_ends_a
     assert run.intents.get(step_id=step_id).receipt == {}
 
     page = client.get(reverse("handover:run_detail", args=[run.pk])).content.decode()
-    assert "Compensate (reverse_refund)" not in page
+    assert "Undo “Refund the buyer”" not in page
     assert "undo not offered" in page and "refund_id" in page
     dialog = _confirm(client, run, "compensate-step", step_id).content.decode()
     assert "Not possible now" in dialog and "refund_id" in dialog

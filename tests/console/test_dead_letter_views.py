@@ -103,7 +103,7 @@ def test_the_page_lists_open_dead_letters_and_only_team_leads_see_assign(
     url = reverse("handover:dead_letters")
     support_page = _client(people["support"]).get(url).content.decode()
     assert f'id="dl-{dead_letter.pk}"' in support_page
-    assert "undo of <code>start_return</code> failed" in support_page
+    assert "undo of “Start the return” failed" in support_page
     assert "Take ownership" in support_page and "Retry" in support_page
     assert 'name="owner"' not in support_page
 

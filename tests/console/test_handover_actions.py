@@ -74,7 +74,7 @@ def test_the_handover_of_t40912_is_seed_000s(escalated_bench: Run) -> None:
     assert [m.body for m in handover.customer_told] == ["Return label sent."]
     assert handover.next_action.code == NextActionCode.RESUME
     text = handover.next_action.text
-    assert "issue refund ($14.95 expedited delivery fee)" in text and "cancel pickup" in text
+    assert "“Refund the buyer” ($14.95 expedited delivery fee)" in text and "“Cancel the pickup”" in text
     assert {a.undo_tool for a in handover.next_action.compensations_available} == {
         "cancel_pickup",
         "release_reservation",
@@ -114,9 +114,9 @@ def test_compensating_the_pickup_undoes_it_in_the_world_with_one_audit_row(
     assert [c.tool for c in handover.completed] == ["start_return", "offer_replacement"]
     assert audit_verify().ok
     # Resuming would skip the undone pickup as if it stood: refused, and not suggested.
-    assert any("start_return was undone" in b for b in actions.resume_preview(escalated_bench).blockers)
+    assert any("“Start the return” was undone" in b for b in actions.resume_preview(escalated_bench).blockers)
     assert handover.next_action.code == NextActionCode.FINISH_BY_HAND
-    assert "offer replacement" in handover.next_action.text
+    assert "“Reserve a replacement”" in handover.next_action.text
     # The undo is never itself undone, even when asked for by hand.
     undo_step = escalated_bench.intents.get(tool="cancel_pickup").step_id
     with pytest.raises(actions.ActionRefused, match="itself a compensation"):
@@ -196,7 +196,7 @@ def test_marking_an_uncertain_step_needs_a_note_and_records_the_judgement(
     handover = handover_for(run)
     assert [u.tool for u in handover.uncertain] == ["issue_refund"]
     assert handover.next_action.code == NextActionCode.SETTLE_UNCERTAIN
-    assert handover.next_action.text.startswith("find out whether issue refund happened")
+    assert handover.next_action.text.startswith("find out whether “Refund the buyer” happened")
     lead = persona("team_lead", run.tenant)
     step_id = handover.uncertain[0].step_id
 
@@ -430,7 +430,7 @@ def test_an_ended_run_says_which_steps_were_undone_since() -> None:
     advice = _advice_on_a_completed_run(_undo(CompensationStatus.DONE))
 
     assert advice.code == NextActionCode.NOTHING_WAITING
-    assert advice.text == "nothing waits on a person: the run completed; undone since: adjust stock"
+    assert advice.text == "nothing waits on a person: the run completed; undone since: “Adjust stock”"
     assert advice.compensations_available == []
     assert advice.waiting is False
 
@@ -439,7 +439,7 @@ def test_an_ended_run_with_a_failed_undo_still_sends_a_person_to_the_dead_letter
     advice = _advice_on_a_completed_run(_undo(CompensationStatus.DEAD_LETTERED, dead_letter=7))
 
     assert advice.code == NextActionCode.FINISH_FAILED_UNDO
-    assert advice.text.startswith("undoing adjust stock failed: take its dead letter")
+    assert advice.text.startswith("undoing “Adjust stock” failed: take its dead letter")
     assert advice.waiting is True
 
 
@@ -507,8 +507,8 @@ def test_an_email_nothing_undoes_is_never_suggested_or_offered_for_undoing(
 
     assert action.code == NextActionCode.FINISH_BY_HAND
     assert action.text == (
-        "offer replacement was undone, so resuming is not possible; "
-        "what remains: notify customer cannot be undone: finish by hand"
+        "“Reserve a replacement” was undone, so resuming is not possible; "
+        "what remains: “Email the customer” cannot be undone: finish by hand"
     )
     assert action.compensations_available == []
     page = staff_actions.RunPage(

@@ -175,7 +175,7 @@ def test_an_escalation_emails_the_rules_addresses_with_a_link_to_the_run(
         "SU-90317",
         "returns",
         "run_died_mid_sequence",
-        "resuming issue refund failed (permanent): card expired",
+        "resuming “Issue refund” failed (permanent): card expired",
         _run_link(run),
     ):
         assert expected in email.body

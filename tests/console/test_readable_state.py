@@ -72,7 +72,7 @@ def test_t41207_shows_its_cancelled_reship_apart_and_promises_nothing_from_it(
     assert "Completed <small>1</small>" in completed and "Undone since <small>1</small>" in completed
     coverage = _section(body, "coverage")
     assert "may be promised" not in coverage
-    assert "since undone (reship): promise nothing from it" in coverage
+    assert "since undone (“Ship a replacement”): promise nothing from it" in coverage
     assert "Coverage 4/4" in coverage
 
 
@@ -135,8 +135,8 @@ def test_the_run_page_speaks_plainly_with_keys_and_ids_behind_a_disclosure(t4120
     for jargon in ("HTTP 409", "compensations-executor", "manage.py reconcile", "with a new key"):
         assert jargon not in words, jargon
     assert not HEX_KEY.search(words), HEX_KEY.search(words)
-    assert f"{t41207.pk}:" not in words  # no raw step id: "step 3, issue credit"
-    assert "step 3, issue credit" in words
+    assert f"{t41207.pk}:" not in words  # no raw step id: "step 3, “Issue a credit”"
+    assert "step 3, “Issue a credit”" in words
     # The keys are still there for whoever needs them.
     assert all(i.idempotency_key in body for i in t41207.intents.all())
     credit = t41207.intents.get(tool="issue_credit").step_id
@@ -213,4 +213,4 @@ def test_the_queue_run_list_and_audit_pages_write_times_one_way_and_steps_in_wor
             pattern = COUNTDOWN if "countdown" in attrs else ONE_FORMAT
             assert pattern.match(text), (name, text)
     audit = _words_people_read(client.get(reverse("handover:audit")).content.decode())
-    assert "step 3, issue credit" in audit and f"{t41207.pk}:" not in audit
+    assert "step 3, “Issue a credit”" in audit and f"{t41207.pk}:" not in audit

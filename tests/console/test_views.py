@@ -133,8 +133,8 @@ def test_an_escalated_run_page_names_its_reason_in_words_and_asks_for_a_person(
     assert '<section class="next-action" data-code="resume">' in body
     assert "Resume the run to" in body
     assert (
-        '<dt>Why</dt><dd class="why-now">the run had entered the act phase (start return), '
-        "past which its policy lets a person decide</dd>" in body
+        '<dt>Why</dt><dd class="why-now">the run had already done “Start return”, '
+        "past the point where its policy resumes on its own: a person decides</dd>" in body
     )
 
     # Resumed by a person and finished: why it once stopped is history (the timeline keeps it).
@@ -213,4 +213,4 @@ def test_a_cancelled_run_with_a_step_in_doubt_says_why_it_cannot_be_resumed(
     assert "the run is cancelled</small>" in body
     assert reverse("handover:run_confirm", args=[run.pk, "resume"]) not in body
     assert "Resolve…" in body
-    assert "Find out whether issue refund happened" in body
+    assert "Find out whether “Issue refund” happened" in body

@@ -160,13 +160,13 @@ def test_a_run_whose_credit_was_undone_flags_the_credited_message_with_the_undoi
             "step_id": credit.step_id,
             "tool": "issue_credit",
             "undone_by": undo.intent.step_id,
-            "why": "issue credit was undone by reverse credit",
+            "why": "“Issue a credit” was undone by “Reverse the credit”",
         }
     ]
     assert note["contradicted_by"] == []
     assert re.search(
         rf'class="warn contradicted" data-code="undone" data-step="{re.escape(credit.step_id)}" '
-        rf'data-undone-by="{re.escape(undo.intent.step_id)}">No longer true: issue credit was undone',
+        rf'data-undone-by="{re.escape(undo.intent.step_id)}">No longer true: “Issue a credit” was undone',
         page,
     )
 

@@ -246,7 +246,7 @@ def test_an_unknown_outcome_is_escalated_for_a_person(make_run: Any, agent_actor
         (intent.idempotency_key, "the provider cannot say")
     ]
     # A row settled before verdicts existed is said in the words it kept.
-    assert handover_for(run).reason_detail.endswith("issue refund (the provider cannot say)")
+    assert handover_for(run).reason_detail.endswith("“Issue refund” (the provider cannot say)")
 
 
 def test_a_task_type_without_a_policy_is_escalated(make_run: Any) -> None:
@@ -337,11 +337,11 @@ def test_an_undo_the_catalogue_grades_partial_ends_partial_and_the_run_is_not_co
     # Not the world as before: handed over escalated, saying what remains.
     assert (decision.outcome, run.status) == ("escalated", RunStatus.ESCALATED)
     assert {"tool": "offer_replacement", "loss": loss} in run.outcome_why["undo"]["partial"]
-    assert f"partly undone: offer replacement ({loss})" in handover_for(run).reason_detail
+    assert f"partly undone: “Reserve a replacement” ({loss})" in handover_for(run).reason_detail
     action = handover_for(run).next_action
     assert action.code == NextActionCode.FINISH_BY_HAND
     assert "everything the run did was undone" not in action.text
-    assert f"offer replacement was only partly undone ({loss})" in action.text
+    assert f"“Reserve a replacement” was only partly undone ({loss})" in action.text
 
 
 # --- the deployment's default policy, and the agent's grace -------------------------------------

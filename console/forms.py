@@ -21,6 +21,7 @@ from journal.services import MAX_MESSAGE_CHARS
 
 from . import selectors
 from .actions import MAX_NOTE_CHARS
+from .dates import LocaleDateField, LocaleDateForm
 from .models import NotificationRule
 
 # A step id is `run:turn:tool[:occurrence]`: printable ASCII, no spaces.
@@ -325,12 +326,9 @@ class PageNumberField(ObjectIdField):
         super().__init__("page", required=False)
 
 
-def _date_parameter(name: str) -> forms.DateField:
-    return forms.DateField(
-        required=False,
-        input_formats=["%Y-%m-%d"],
-        error_messages={**_messages(name), "invalid": f"{name} must be a real date, as YYYY-MM-DD"},
-    )
+def _date_parameter(name: str) -> LocaleDateField:
+    """A filter's date, in the person's order or ISO (console.dates)."""
+    return LocaleDateField(name=name, error_messages=_messages(name))
 
 
 class SearchField(forms.CharField):
@@ -397,7 +395,7 @@ class QueueFiltersForm(forms.Form):
         )
 
 
-class AuditFiltersForm(forms.Form):
+class AuditFiltersForm(LocaleDateForm):
     person = text_parameter("person", 150)
     run = text_parameter("run", 100)
     action = choice_parameter("action", AuditAction.choices)

@@ -39,7 +39,7 @@ from handover import (
 from journal.models import Run
 from journal.services import JournalError
 
-from . import actions, forms, selectors, staff_actions
+from . import actions, dates, forms, selectors, staff_actions
 from .audit_reading import state_json
 from .csv_export import csv_streaming_response
 from .models import tenant_helpdesk_template
@@ -86,9 +86,9 @@ class ParametersRefused(Exception):
         self.refusal = FormRefused(form)
 
 
-def parameters[FormT: django_forms.Form](form_class: type[FormT], data: Any) -> FormT:
-    """The page's parameters, bound to `form_class` and valid, or ParametersRefused."""
-    form = form_class(data)
+def parameters[FormT: django_forms.Form](form_class: type[FormT], data: Any, **options: Any) -> FormT:
+    """The page's parameters, bound to `form_class` (with `options`) and valid, or ParametersRefused."""
+    form = form_class(data, **options)
     if not form.is_valid():
         raise ParametersRefused(form)
     return form
@@ -505,13 +505,15 @@ def _queue_refused(request: HtmxHttpRequest, context: dict[str, Any], *, status:
 @parameters_checked
 def audit(request: HtmxHttpRequest) -> HttpResponse:
     tenant = request_tenant(request)
-    form = parameters(forms.AuditFiltersForm, request.GET)
+    date_input = dates.date_input_for(request)
+    form = parameters(forms.AuditFiltersForm, request.GET, date_input=date_input)
     filters = form.filters()
     entries = selectors.audit_entries(tenant=tenant, filters=filters)
     page = Paginator(entries, AUDIT_PER_PAGE).get_page(form.cleaned_data["page"])
     context = {
         "page": page,
         "filters": filters,
+        "date_input": date_input,
         "actions": AuditAction.choices,
         "people": selectors.tenant_staff(tenant=tenant),
         "query": request.GET.urlencode(),
@@ -566,7 +568,8 @@ AUDIT_COLUMNS = [
 @parameters_checked
 def audit_csv(request: HttpRequest) -> StreamingHttpResponse:
     """The filtered audit trail as CSV, streamed so a long trail never sits in memory."""
-    filters = parameters(forms.AuditFiltersForm, request.GET).filters()
+    date_input = dates.date_input_for(request)
+    filters = parameters(forms.AuditFiltersForm, request.GET, date_input=date_input).filters()
     entries = selectors.audit_entries(tenant=request_tenant(request), filters=filters)
     rows = (
         [

@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from console.csv_export import csv_streaming_response
+from console.dates import DateInput, LocaleDateField, LocaleDateForm, date_input_for
 from console.staff import request_tenant
 from console.views import HtmxHttpRequest
 from journal.models import Tenant
@@ -29,13 +30,14 @@ from .charts import Chart, chart_build
 PERMISSION = "handover.view_audit_trail"
 
 
-class InsightsFilterForm(forms.Form):
-    since = forms.DateField(required=False, input_formats=["%Y-%m-%d"])
-    until = forms.DateField(required=False, input_formats=["%Y-%m-%d"])
+class InsightsFilterForm(LocaleDateForm):
+    # Typed in the person's date order or ISO (console.dates).
+    since = LocaleDateField(name="since")
+    until = LocaleDateField(name="until")
     task_type = forms.SlugField(required=False, max_length=64)
 
-    def __init__(self, data: Mapping[str, Any], *, today: date) -> None:
-        super().__init__(data)
+    def __init__(self, data: Mapping[str, Any], *, today: date, date_input: DateInput | None = None) -> None:
+        super().__init__(data, date_input=date_input)
         self.today = today
 
     def clean(self) -> dict[str, object]:
@@ -160,9 +162,10 @@ def _panel(key: str, tenant: Tenant, filters: insights.InsightsFilters) -> Panel
 @require_GET
 def insights_page(request: HtmxHttpRequest) -> HttpResponse:
     tenant = request_tenant(request)
-    form = InsightsFilterForm(request.GET, today=timezone.localdate())
+    form = InsightsFilterForm(request.GET, today=timezone.localdate(), date_input=date_input_for(request))
     context: dict[str, object] = {
         "form": form,
+        "date_input": form.date_input,
         "task_types": insights.insights_task_types(tenant=tenant),
     }
     status = 200
@@ -186,7 +189,7 @@ def insights_page(request: HtmxHttpRequest) -> HttpResponse:
 def insights_csv(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     """One chart's table as CSV (`chart` names it), under the page's filters."""
     tenant = request_tenant(request)
-    form = InsightsFilterForm(request.GET, today=timezone.localdate())
+    form = InsightsFilterForm(request.GET, today=timezone.localdate(), date_input=date_input_for(request))
     key = request.GET.get("chart", "")
     refusals = [] if form.is_valid() else form.messages()
     if key not in PANELS:

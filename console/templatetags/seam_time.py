@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from django import template
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.timesince import timesince
 
+from console.dates import DateInput
 from handover import words
 
 register = template.Library()
@@ -76,3 +77,9 @@ def countdown(deadline: datetime | None, now: datetime | None = None) -> str:
         countdown_text(deadline, now),
         when_text(deadline),
     )
+
+
+@register.filter
+def typed_date(value: date | None, date_input: DateInput | None) -> str:
+    """A filter's date as the person types it (console.dates): "03/12/2026" in en-GB."""
+    return (date_input or DateInput()).show(value)

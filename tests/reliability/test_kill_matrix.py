@@ -16,7 +16,8 @@ import pytest
 from django.db import connection
 
 from compensations.models import Compensation, CompensationStatus
-from devtools.processes import database_url, manage_py
+from devtools.processes import database_url
+from devtools.warm_manage import warm_manage_py
 from journal.models import AgentToken, IntentStatus, Run, RunStatus, Tenant
 from journal.selectors import compensation_intent_ids
 from sandbox.catalogue import catalogue_seed_defaults
@@ -65,7 +66,7 @@ def manage(sandbox_url: str, *args: str, expect: int = 0) -> str:
         "DATABASE_URL": database_url(connection.settings_dict),
         "SEAM_SANDBOX_URL": sandbox_url,
     }
-    child = manage_py(*args, env=env, timeout=180)
+    child = warm_manage_py(*args, env=env, timeout=180)
     assert child.returncode == expect, (
         f"manage.py {' '.join(args)} exited with {child.returncode}, not {expect}:\n"
         f"{child.stdout[-2000:]}\n{child.stderr[-3000:]}"

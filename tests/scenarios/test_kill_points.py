@@ -14,7 +14,8 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from devtools.processes import database_url, manage_py
+from devtools.processes import database_url
+from devtools.warm_manage import warm_manage_py
 from journal.models import AgentToken, IntentStatus, Run, RunStatus, Tenant
 from scenarios.invariants import check_run
 from scenarios.registry import all_flows, all_tickets, get_flow, get_ticket
@@ -50,7 +51,7 @@ def replay_in_child(ticket_id: str, sandbox_url: str, *flags: str) -> tuple[int,
         "DATABASE_URL": database_url(connection.settings_dict),
         "SEAM_SANDBOX_URL": sandbox_url,
     }
-    child = manage_py(
+    child = warm_manage_py(
         "replay_ticket", ticket_id, "--child", "--external-id", external_id, *flags, env=env, timeout=120
     )
     if child.returncode not in (0, -9):

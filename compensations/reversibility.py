@@ -87,6 +87,13 @@ def may_undo(entry: Any) -> bool:
     return entry is not None and entry.reversibility != Reversibility.NONE and bool(entry.compensating_tool)
 
 
+def reads_receipt(entry: Any) -> bool:
+    """Whether reversibility_now's answer for a step of `entry`'s tool depends on the step (its
+    receipt's deadline): only for an undoable `reversible_until` grade. Otherwise every step of
+    the tool gets the same answer, which a long run's handover works out once."""
+    return may_undo(entry) and entry.reversibility not in (Reversibility.REVERSIBLE, Reversibility.PARTIAL)
+
+
 def reversibility_now(entry: Any, receipt: dict[str, Any] | None, now: datetime) -> ReversibilityNow:
     """How far a step of `entry`'s tool, with this receipt, can be taken back at `now`. No entry,
     a `none` grade or no compensating tool: none (may_undo). A deadline that passed leaves the

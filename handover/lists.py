@@ -14,7 +14,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 
 from compensations.mapping import MappingError, compensation_args
 from compensations.models import CompensationStatus
-from compensations.reversibility import may_undo, reversibility_now
+from compensations.reversibility import may_undo, reads_receipt, reversibility_now
 from journal.channels import CustomerChannel
 from journal.models import ActorKind, ErrorClass, Intent, IntentStatus, JournalEvent, RunStatus
 from tools.registry import all_tools, find_tool
@@ -151,9 +151,17 @@ class _UndoNow(NamedTuple):
 
 
 def _undo_now(
-    entry: Any, intent: Intent | PerformedStep, now: datetime, cannot_undo: ReversibilityNow
+    entry: Any,
+    intent: Intent | PerformedStep,
+    now: datetime,
+    cannot_undo: ReversibilityNow,
+    known: ReversibilityNow | None = None,
 ) -> _UndoNow:
-    reversible = reversibility(entry, intent, now) if may_undo(entry) else cannot_undo
+    """`known`: the tool's reversibility when it does not depend on the step (reads_receipt)."""
+    if known is not None:
+        reversible = known
+    else:
+        reversible = reversibility(entry, intent, now) if may_undo(entry) else cannot_undo
     undo_tool = entry.compensating_tool if entry and reversible.can_undo else ""
     return _UndoNow(reversible, undo_tool, undo_unbuildable(entry, intent) if undo_tool else "")
 
@@ -169,14 +177,24 @@ def completed_steps(
     zone = timezone.get_current_timezone()  # once: looking it up per step is slow
     settled_how = _settled_how(rows)
     cannot_undo = ReversibilityNow.none()  # one value for every step nothing undoes
-    # A tool nothing undoes gives every step of it the same answer: worked out once per tool.
+    # A tool nothing undoes gives every step of it the same answer, and most undoable tools the
+    # same reversibility: worked out once per tool, not per step.
     never_undone = _UndoNow(cannot_undo, "", "")
     undo_of = {tool: entry for tool, entry in rows.catalogue.items() if may_undo(entry)}
+    same_for_all = {
+        tool: ReversibilityNow.of(reversibility_now(entry, None, now))
+        for tool, entry in undo_of.items()
+        if not reads_receipt(entry)
+    }
     for intent in rows.steps:
         if intent.status != IntentStatus.PERFORMED or intent.pk in rows.compensation_intent_ids:
             continue
         entry = undo_of.get(intent.tool)
-        undo = never_undone if entry is None else _undo_now(entry, intent, now, cannot_undo)
+        undo = (
+            never_undone
+            if entry is None
+            else _undo_now(entry, intent, now, cannot_undo, same_for_all.get(intent.tool))
+        )
         compensation = rows.compensations.get(intent.pk)
         if isinstance(intent, PerformedStep) or (
             limit is not None and compensation is None and len(every) >= limit

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from compensations.models import CatalogueEntry, Reversibility
-from compensations.reversibility import ReversibilityKind, ReversibilityNow, reversibility_now
+from compensations.reversibility import ReversibilityKind, ReversibilityNow, reads_receipt, reversibility_now
 from handover import ReversibilityNow as HandoverReversibility
 from handover.words import reversibility_sentence
 
@@ -106,3 +106,29 @@ def test_only_a_partial_undo_warns_of_a_loss_and_only_until_or_partial_needs_its
     assert ReversibilityNow.partial(loss="the fee").loses
     assert not ReversibilityNow.yes().conditional and not ReversibilityNow.none().conditional
     assert ReversibilityNow.until(condition="until collection").conditional
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        None,
+        _entry(Reversibility.NONE),
+        _entry(Reversibility.REVERSIBLE, compensating_tool=""),
+        _entry(Reversibility.REVERSIBLE),
+        _entry(Reversibility.PARTIAL, loss="the 7.50 GBP recall fee"),
+        _reship(),
+        _reship(loss="the recall fee"),
+        _entry(Reversibility.REVERSIBLE_UNTIL, until_condition="until collection"),
+    ],
+)
+def test_an_entry_that_does_not_read_the_receipt_answers_the_same_for_every_step(
+    entry: CatalogueEntry | None,
+) -> None:
+    # A long run's handover works out the reversibility of such a tool once for all its steps.
+    answers = {
+        reversibility_now(entry, receipt, NOW)
+        for receipt in (None, {}, _cutoff(timedelta(hours=2)), _cutoff(-timedelta(hours=2)))
+    }
+    assert (len(answers) > 1) == (entry is not None and entry.deadline_field != "")
+    if not reads_receipt(entry):
+        assert len(answers) == 1

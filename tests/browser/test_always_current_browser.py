@@ -89,7 +89,7 @@ def test_marking_t41518s_refund_answers_the_unknown_outcome_in_the_header(
 
     expect(page.get_by_role("status")).to_contain_text("Marked performed.")
     expect(heading.locator(".pill.reason")).to_have_text("was: A call's outcome is unknown")
-    expect(page.locator("dd.answered")).to_contain_text("Issue refund marked performed by sam")
+    expect(page.locator("dd.answered")).to_contain_text("“Refund the buyer” marked performed by sam")
     expect(page.locator(".next-action")).not_to_contain_text("find out whether")
     expect(page.locator("section.uncertain")).to_contain_text("Nothing is in doubt.")
     assert _not_reloaded(page)

@@ -102,11 +102,11 @@ def _is_compensate_post(response: Response) -> bool:
 
 
 def _open_compensate_dialog(page: Page) -> None:
-    page.get_by_role("button", name="Compensate (cancel_pickup)…").click()
+    page.get_by_role("button", name="Undo “Start the return”…").click()
     dialog = page.get_by_role("dialog")
-    expect(dialog).to_contain_text("Compensate start_return")
-    expect(dialog.locator(".effects")).to_contain_text("send cancel_pickup(")
-    expect(dialog.locator(".effects")).to_contain_text("to undo start_return")
+    expect(dialog).to_contain_text("Undo “Start the return”")
+    expect(dialog.locator(".effects")).to_contain_text("send “Cancel the pickup”")
+    expect(dialog.locator(".effects")).to_contain_text("to undo “Start the return”")
 
 
 def test_staff_compensate_the_pickup_and_see_the_run_update_without_a_reload(
@@ -123,7 +123,7 @@ def test_staff_compensate_the_pickup_and_see_the_run_update_without_a_reload(
     expect(pickup).to_contain_text("until collection")
     expect(completed.locator("#completed-offer_replacement")).to_be_visible()
     not_done = page.locator("section.not-done")
-    expect(not_done).to_contain_text("issue_refund")
+    expect(not_done).to_contain_text("Refund the buyer")
     expect(not_done).to_contain_text("$14.95 expedited delivery fee")
     told = page.locator("section.customer-told")
     expect(told).to_contain_text(re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC via chat: Return label sent\."))
@@ -133,7 +133,7 @@ def test_staff_compensate_the_pickup_and_see_the_run_update_without_a_reload(
 
     _mark_page(page)
     _open_compensate_dialog(page)
-    page.get_by_role("dialog").get_by_role("button", name="Compensate", exact=True).click()
+    page.get_by_role("dialog").get_by_role("button", name="Undo", exact=True).click()
 
     expect(page.get_by_role("status")).to_contain_text("Compensation requested")
     expect(page.get_by_role("dialog")).to_have_count(0)

@@ -282,7 +282,7 @@ def edited_args_words(run: Run, steps: list[dict[str, Any]]) -> list[str]:
             f"{name} was {old.get(name, '—')}" for name in {**old, **new} if old.get(name) != new.get(name)
         ]
         said.append(
-            f"{step['tool']} is sent with the arguments {words.who(event.actor_name)} edited: "
+            f"{words.tool_words(step['tool'])} is sent with the arguments {words.who(event.actor_name)} edited: "
             f"{_args_said(new)} ({'; '.join(changed)})"
         )
     return said

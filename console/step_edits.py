@@ -22,7 +22,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from handover import HandoverRows
+from handover import HandoverRows, words
 from journal import services as journal
 from journal.keys import canonical_json
 from journal.models import Run
@@ -48,8 +48,8 @@ def tool_schema(tool: str) -> Mapping[str, Any]:
 
 
 def tool_named(tool: str) -> str:
-    """The tool as people call it: its declared label where it has one, else its name."""
-    return str(getattr(find_tool(tool), "label", "") or tool)
+    """The tool as a sentence names it (handover.words): its declared label, quoted."""
+    return words.tool_words(tool)
 
 
 def _kind(prop: Mapping[str, Any]) -> str:

@@ -110,7 +110,7 @@ def test_a_step_is_edited_with_the_keyboard_alone(run: Run, run_page: Page) -> N
     _tab_to(page, page.locator("#run-panel").get_by_role("button", name="Resume…"), "Shift+Tab")
     page.keyboard.press("Enter")
     expect(dialog).to_be_visible()
-    expect(dialog.locator("ul.effects")).to_contain_text("issue_refund is sent with the arguments")
+    expect(dialog.locator("ul.effects")).to_contain_text("“Refund the buyer” is sent with the arguments")
     expect(dialog.locator("ul.effects")).to_contain_text("amount 9.95")
     expect(dialog.locator("ul.effects")).to_contain_text("amount was 14.95")
     page.keyboard.press("Escape")

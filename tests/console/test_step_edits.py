@@ -193,7 +193,7 @@ def test_saving_what_was_shown_edits_the_step_with_an_audit_row(run: Run, suppor
     assert (refund["key"], refund["args"], refund["action"]) == (new_key, NEW_REFUND, "send")
     url = reverse("handover:run_confirm", args=[run.pk, "resume"])
     body = _client(support).get(url, headers=HTMX).content.decode()
-    assert "issue_refund is sent with the arguments" in body
+    assert f"{step_edits.tool_named('issue_refund')} is sent with the arguments" in body
     assert "amount 9.95" in body and "amount was 14.95" in body
 
 

@@ -47,7 +47,7 @@ class Said:
 
     says: TimelineSays
     outcome: str
-    call: str = ""  # the call's tool, "undo <tool>" for an undo (words.call_words)
+    call: str = ""  # the call's tool by its label, "the undo of <label>" for an undo (words.call_words)
     undo: bool = False
     how: str = ""  # how a settlement was learnt: "asked" (a lookup), "marked" (a person), ""
     who_marked: str = ""

@@ -1,5 +1,5 @@
 """The run page shows a run's attempts counted apart (handover.attempts) and its timeline says the
-same call failing the same way in a row once, "refund tried 7 times: …", at no extra query."""
+same call failing the same way in a row once, "“Refund” tried 7 times: …", at no extra query."""
 
 from __future__ import annotations
 
@@ -76,13 +76,13 @@ def test_seven_failures_of_one_call_are_one_entry_with_their_count(make_run: Cal
     timeline = [e for e in timeline_of(handover_rows(run)) if e.step_id]
 
     texts = [(e.text, e.attempts) for e in timeline]
-    assert texts[0] == ("refund tried 7 times: permission denied", 7)
+    assert texts[0] == ("“Refund” tried 7 times: permission denied", 7)
     # A single failure, and what came after, are said event by event as before.
     assert [t for t, _ in texts[1:]] == [
-        "refund: about to be sent",
-        "refund failed: permission denied",
-        "refund: about to be sent",
-        "refund done",
+        "“Refund”: about to be sent",
+        "“Refund” failed: permission denied",
+        "“Refund”: about to be sent",
+        "“Refund” done",
     ]
     assert timeline[0].step_id.endswith(":6")  # the last of the seven
 
@@ -93,10 +93,10 @@ def test_failures_that_differ_in_their_reason_are_not_grouped(make_run: Callable
     _attempt(run, "refund", {"n": 1}, IntentStatus.FAILED, "permanent", "permission denied")
     texts = [e.text for e in timeline_of(handover_rows(run)) if e.step_id]
     assert texts == [
-        "refund: about to be sent",
-        "refund failed: timed out",
-        "refund: about to be sent",
-        "refund failed: permission denied",
+        "“Refund”: about to be sent",
+        "“Refund” failed: timed out",
+        "“Refund”: about to be sent",
+        "“Refund” failed: permission denied",
     ]
 
 
@@ -148,6 +148,6 @@ def test_the_run_page_shows_the_counts_and_the_loop_flag_at_the_same_query_cost(
     body = bodies[looping.pk]
     assert "9 attempts · 6 retries · 1 repair · 0 replans · 4 reflections · 0 escalations" in body
     assert 'class="pill warn looping"' in body
-    assert "refund tried 7 times: permission denied" in body
+    assert "“Refund” tried 7 times: permission denied" in body
     assert 'data-attempts="7"' in body
     assert 'class="pill warn looping"' not in bodies[quiet.pk]

@@ -515,10 +515,10 @@ def test_the_timeline_says_each_outcome_and_shows_a_failure_in_red(
     items = re.findall(r'<li class="event([^"]*)"[^>]*>.*?<span class="what">([^<]*)</span>', timeline, re.S)
     assert [(css.strip(), what) for css, what in items] == [
         ("", "Run created"),
-        ("", "start_return: about to be sent"),
-        ("outcome-done", "start_return done"),
-        ("", "issue_refund: about to be sent"),
-        ("outcome-failed", "issue_refund failed: card refused by the bank"),
+        ("", "“Start return”: about to be sent"),
+        ("outcome-done", "“Start return” done"),
+        ("", "“Issue refund”: about to be sent"),
+        ("outcome-failed", "“Issue refund” failed: card refused by the bank"),
     ]
     assert "Outcome recorded" not in timeline
 

@@ -87,7 +87,7 @@ def test_retry_asks_in_a_dialog_and_says_it_failed_again(
     card.get_by_role("button", name="Retry…").click()
     dialog = page.get_by_role("dialog")
     expect(dialog).to_be_visible()
-    expect(dialog.get_by_role("heading")).to_contain_text("Send cancel_pickup again?")
+    expect(dialog.get_by_role("heading")).to_contain_text("Send “Cancel the pickup” again?")
     note = dialog.get_by_label("Note (optional)")
     expect(note).to_be_focused()
     note.fill("the courier says it is still at the depot")

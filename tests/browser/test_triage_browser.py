@@ -241,7 +241,7 @@ def test_the_timeline_shows_each_outcome_and_a_failure_in_red(
 
     failed = page.locator(".timeline li.outcome-failed")
     expect(failed).to_have_count(1)
-    expect(failed).to_contain_text("reverse_credit failed: the card was closed")
+    expect(failed).to_contain_text("“Reverse credit” failed: the card was closed")
     assert failed.evaluate("el => getComputedStyle(el).color") == "rgb(185, 28, 28)"
     expect(page.locator(".timeline")).not_to_contain_text("Outcome recorded")
     expect(page.get_by_role("heading", level=1).get_by_role("link", name="T-41402")).to_have_attribute(

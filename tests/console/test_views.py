@@ -181,7 +181,7 @@ def test_an_uncertain_run_offers_resume_only_once_its_step_is_settled(
 
     assert '<button type="button" disabled aria-describedby="resume-blocked">Resume…</button>' in body
     assert (
-        '<small class="blocked-why" id="resume-blocked">Not possible now: issue_refund: outcome unknown; '
+        '<small class="blocked-why" id="resume-blocked">Not possible now: “Issue refund”: outcome unknown; '
         "settle it first</small>" in body
     )
     assert reverse("handover:run_confirm", args=[run.pk, "resume"]) not in body

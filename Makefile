@@ -75,10 +75,11 @@ pytest: install services chromium
 chaos: install services
 	$(BIN)/pytest -p no:cacheprovider -m chaos $(PYTEST_ARGS)
 
-# docs/screenshots/: queue.png and run.png from T-40912 (died mid-sequence), and every page at
+# docs/screenshots/: queue.png and run.png from T-40912 (died mid-sequence), a dialog keeping its
+# note after a refusal (dialog-kept-note-<width>.png), and every page at
 # 390 px and 1280 px (<page>-<width>.png), taken by the browser tests that check them.
 screenshots: install services chromium
-	SEAM_SCREENSHOTS=1 $(BIN)/pytest -p no:cacheprovider -q tests/browser -k "test_staff_compensate_the_pickup or fits_the_screen or dialogs_are_modal or insights"
+	SEAM_SCREENSHOTS=1 $(BIN)/pytest -p no:cacheprovider -q tests/browser -k "test_staff_compensate_the_pickup or fits_the_screen or dialogs_are_modal or insights or keeps_the_note"
 
 test: lint typecheck pytest
 

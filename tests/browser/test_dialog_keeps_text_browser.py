@@ -4,10 +4,13 @@
   keeps it, and only "Discard" throws it away;
 - a form refused for its input comes back with everything typed in it;
 - a refusal because the run changed meanwhile says what changed once, redraws the run behind,
-  and keeps the note in a dialog a second try sends as it is."""
+  and keeps the note in a dialog a second try sends as it is.
+
+With SEAM_SCREENSHOTS=1 the refusal also writes docs/screenshots/dialog-kept-note-<width>.png."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -18,6 +21,7 @@ from django.urls import reverse
 from playwright.sync_api import Locator, Page, ViewportSize, expect
 
 from audit.models import AuditAction, AuditEntry
+from devtools.processes import ROOT
 from handover import run_state_token
 from journal.models import CustomerMessage, Run
 from journal.validation import MAX_MESSAGE_CHARS
@@ -149,6 +153,9 @@ def test_a_refusal_because_the_run_changed_keeps_the_note_for_a_second_try(
     note = dialog.get_by_label("Note (required)")
     expect(note).to_have_value(NOTE)
     assert Run.objects.get(pk=run.pk).awaiting_person
+    if os.environ.get("SEAM_SCREENSHOTS") == "1":
+        width = (run_page.viewport_size or {"width": 0})["width"]
+        run_page.screenshot(path=ROOT / "docs" / "screenshots" / f"dialog-kept-note-{width}.png")
 
     dialog.get_by_role("button", name="Resolve", exact=True).click()
 

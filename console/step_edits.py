@@ -165,7 +165,10 @@ class EditStepArgsForm(StepActionForm):
             self.kinds[name] = _kind(prop)
             self.fields[field_name] = _field(name, prop, required=name in required)
             if name in self.old_args:
-                self.initial.setdefault(field_name, _shown(self.old_args[name], self.kinds[name]))
+                recorded = _shown(self.old_args[name], self.kinds[name])
+                self.initial.setdefault(field_name, recorded)
+                # The dialog asks before discarding only what differs from the recorded value.
+                self.fields[field_name].widget.attrs["data-recorded"] = recorded
 
     def arg_fields(self) -> list[forms.BoundField]:
         return [self[f"args.{name}"] for name in self.kinds]

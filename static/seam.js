@@ -155,7 +155,11 @@
   function typed(d) {
     return Array.prototype.some.call(
       d.querySelectorAll("textarea:not([readonly]), input[type=text], input[type=search], input:not([type])"),
-      function (el) { return el.value.trim() !== ""; }
+      function (el) {
+        // A field drawn holding a recorded value (an argument to edit) counts once it differs.
+        if (el.dataset.recorded !== undefined) return el.value !== el.dataset.recorded;
+        return el.value.trim() !== "";
+      }
     );
   }
 

@@ -140,3 +140,24 @@ def test_a_step_is_edited_with_the_mouse_and_a_refused_value_is_kept(run: Run, r
     page.locator("#run-panel").get_by_role("button", name="Resume…").click()
     expect(dialog.locator("ul.effects")).to_contain_text("amount 9.95")
     expect(dialog.locator("ul.effects")).to_contain_text("amount was 14.95")
+
+
+def test_escape_closes_an_untouched_edit_at_once_and_asks_once_a_value_changed(
+    run: Run, run_page: Page
+) -> None:
+    """The fields arrive holding the recorded arguments: that is not text the person typed, so
+    Escape closes the dialog without asking; a changed value is, so Escape asks first."""
+    page = run_page
+    dialog = page.locator("dialog#dialog")
+    _edit_button(page, run).click()
+    expect(dialog.get_by_label("amount")).to_have_value("14.95")
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+    expect(dialog.locator(".discard-ask")).to_have_count(0)
+
+    _edit_button(page, run).click()
+    dialog.get_by_label("amount").fill("9.95")
+    page.keyboard.press("Escape")
+    expect(dialog.locator(".discard-ask")).to_be_visible()
+    dialog.get_by_role("button", name="Keep editing").click()
+    expect(dialog.get_by_label("amount")).to_have_value("9.95")

@@ -98,6 +98,7 @@ def log_in(browser: Browser, live_server: Any) -> Callable[..., Page]:
         page.get_by_label("Password").fill(PASSWORD)
         page.get_by_role("button", name="Log in").click()
         expect(page.get_by_role("heading", name=re.compile(r"^Queue"))).to_be_visible()
+        page.wait_for_load_state()  # the deferred scripts (shortcuts, dialogs) have run
         return page
 
     return open_as

@@ -68,6 +68,9 @@ def test_a_customers_reference_finds_their_run_from_the_queue_to_its_page(
     )
     expect(page.get_by_role("heading", name=re.compile(r"^Queue"))).to_be_visible()
     assert page.url.rstrip("/") == live_server.url
+    # The queue's shortcuts come with its deferred script, which runs once the page has parsed:
+    # a key pressed before then reaches no handler, so the test waits for the page to load.
+    page.wait_for_load_state()
 
     # "/" puts the keyboard in the search; any part of the reference, in any case.
     page.keyboard.press("/")

@@ -3,28 +3,21 @@ and exactly the object /api/schema/ describes."""
 
 from __future__ import annotations
 
-import io
 import re
 from datetime import timedelta
 from typing import Any
 
 import jsonschema
 import pytest
-from django.core.management import call_command
-from django.db import connection
 from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from agent_api.handover_schema import HandoverSerializer
-from devtools.processes import database_url
 from handover import handover_for
 from journal.models import AgentToken, Run
-from sandbox.catalogue import catalogue_seed_defaults
-from scenarios.management.commands.seed_demo import DEMO_REPLAYS
-from scenarios.policies import policies_seed_defaults
 from tests import factories
-from tests.support.in_flight import open_calls_past_in_flight
+from tests.support.demo_runs import seed_the_demo
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -102,29 +95,10 @@ def _handover_validator() -> jsonschema.Draft202012Validator:
     )
 
 
-def _seed_the_demo(sandbox_url: str, monkeypatch: pytest.MonkeyPatch) -> list[Run]:
-    """`manage.py seed_demo` itself (its runners are child processes, pointed at this test's
-    database and sandbox through their environment), then one reconciliation sweep: every kind
-    of handover the demo shows."""
-    monkeypatch.setenv("DATABASE_URL", database_url(connection.settings_dict))
-    monkeypatch.setenv("SEAM_SANDBOX_URL", sandbox_url)
-    policies_seed_defaults()
-    catalogue_seed_defaults()
-    call_command("seed_demo", stdout=io.StringIO())
-    runs = list(Run.objects.filter(external_id__startswith="demo-").order_by("ticket_id"))
-    assert len(runs) == len(DEMO_REPLAYS)
-    Run.objects.filter(pk__in=[r.pk for r in runs]).update(
-        last_heartbeat_at=timezone.now() - timedelta(minutes=5)
-    )
-    open_calls_past_in_flight(run__in=runs)
-    call_command("reconcile", older_than=0, decide=True, stdout=io.StringIO())
-    return runs
-
-
 def test_every_handover_the_demo_shows_is_exactly_what_the_schema_publishes(
     sandbox_tools: str, persona: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    runs = _seed_the_demo(sandbox_tools, monkeypatch)
+    runs = seed_the_demo(sandbox_tools, monkeypatch)
     validator = _handover_validator()
     agent = _agent(runs[0].tenant)
     runs[0].assignee = persona("support_staff", runs[0].tenant, "ana")

@@ -10,27 +10,18 @@ sentences never contradict themselves and never make a person read the machine's
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Iterator
-from datetime import timedelta
 from html.parser import HTMLParser
 from typing import Any
 
 import pytest
-from django.core.management import call_command
-from django.db import connection
 from django.test import Client
 from django.urls import reverse
-from django.utils import timezone
 from rest_framework.test import APIClient
 
-from devtools.processes import database_url
 from journal.models import AgentToken, Intent, IntentStatus, Run
-from sandbox.catalogue import catalogue_seed_defaults
-from scenarios.management.commands.seed_demo import DEMO_REPLAYS
-from scenarios.policies import policies_seed_defaults
-from tests.support.in_flight import open_calls_past_in_flight
+from tests.support.demo_runs import seed_the_demo
 from tools.registry import all_tools
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -134,21 +125,8 @@ def tool_names_in(text: str) -> list[str]:
 
 @pytest.fixture
 def demo_runs(sandbox_tools: str, monkeypatch: pytest.MonkeyPatch) -> list[Run]:
-    """`manage.py seed_demo` itself (its runners are child processes, pointed at this test's
-    database and sandbox through their environment), then one reconciliation sweep, as the demo's
-    worker makes a minute later: every run the demo shows."""
-    monkeypatch.setenv("DATABASE_URL", database_url(connection.settings_dict))
-    monkeypatch.setenv("SEAM_SANDBOX_URL", sandbox_tools)
-    policies_seed_defaults()
-    catalogue_seed_defaults()
-    call_command("seed_demo", stdout=io.StringIO())
-    runs = list(Run.objects.filter(external_id__startswith="demo-").order_by("ticket_id"))
-    assert len(runs) == len(DEMO_REPLAYS)
-    Run.objects.filter(pk__in=[r.pk for r in runs]).update(
-        last_heartbeat_at=timezone.now() - timedelta(minutes=5)
-    )
-    open_calls_past_in_flight(run__in=runs)
-    call_command("reconcile", older_than=0, decide=True, stdout=io.StringIO())
+    """Every run the demo shows, seeded and swept as `make demo` does."""
+    runs = seed_the_demo(sandbox_tools, monkeypatch)
     return list(
         Run.objects.filter(pk__in=[r.pk for r in runs]).select_related("tenant").order_by("ticket_id")
     )

@@ -10,15 +10,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from django.test import override_settings
 from django.urls import reverse
 from playwright.sync_api import Locator, Page, ViewportSize, expect
 
 from audit.models import AuditAction, AuditEntry
 from journal.models import Run
 from journal.selectors import plan_with_keys
-from tests.support.stuck_runs import escalated_run
-from tools.registry import reset_registry
+from tests.support.stuck_runs import escalated_run, sandbox_tools_declared
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -33,11 +31,8 @@ def screen(request: pytest.FixtureRequest) -> ViewportSize:
 
 @pytest.fixture(autouse=True)
 def sandbox_schemas() -> Iterator[None]:
-    """The sandbox's tools declared (their schemas draw the fields); nothing is called."""
-    with override_settings(SEAM_SANDBOX_URL="http://127.0.0.1:9"):
-        reset_registry()
+    with sandbox_tools_declared():
         yield
-    reset_registry()
 
 
 @pytest.fixture

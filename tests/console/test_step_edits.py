@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from django.test import Client, override_settings
+from django.test import Client
 from django.urls import reverse
 
 from audit.models import AuditAction, AuditEntry
@@ -21,8 +21,7 @@ from journal.models import JournalEvent, Run
 from journal.selectors import plan_with_keys
 from tests import factories
 from tests.support.plugins import declaring
-from tests.support.stuck_runs import escalated_run
-from tools.registry import reset_registry
+from tests.support.stuck_runs import escalated_run, sandbox_tools_declared
 
 pytestmark = pytest.mark.django_db
 
@@ -34,11 +33,8 @@ NEW_REFUND = {"order_id": "SU-90317", "amount": "9.95", "currency": "USD"}
 
 @pytest.fixture(autouse=True)
 def sandbox_schemas() -> Iterator[None]:
-    """The sandbox's tools declared (their schemas draw and check the fields); nothing is called."""
-    with override_settings(SEAM_SANDBOX_URL="http://127.0.0.1:9"):
-        reset_registry()
+    with sandbox_tools_declared():
         yield
-    reset_registry()
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from django.db import transaction
-from django.test import override_settings
 from django.utils import timezone
 
 from journal.errors import InvalidInput, NotFound
@@ -19,8 +18,7 @@ from journal.models import Intent, IntentStatus, JournalEvent, Run
 from journal.selectors import plan_with_keys
 from journal.services import Actor
 from journal.step_edits import StepNotEditable, step_args_edit
-from tests.support.stuck_runs import escalated_run
-from tools.registry import reset_registry
+from tests.support.stuck_runs import escalated_run, sandbox_tools_declared
 
 pytestmark = pytest.mark.django_db
 
@@ -30,11 +28,8 @@ NEW_REFUND = {"order_id": "SU-90317", "amount": "9.95", "currency": "USD"}
 
 @pytest.fixture(autouse=True)
 def sandbox_schemas() -> Iterator[None]:
-    """The sandbox's tools declared (their schemas check the arguments); nothing is called."""
-    with override_settings(SEAM_SANDBOX_URL="http://127.0.0.1:9"):
-        reset_registry()
+    with sandbox_tools_declared():
         yield
-    reset_registry()
 
 
 @pytest.fixture

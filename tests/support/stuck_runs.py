@@ -4,13 +4,15 @@ escalated by reconciliation without a sandbox."""
 
 from __future__ import annotations
 
+import contextlib
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
 import requests
 from django.core.management import call_command
+from django.test import override_settings
 from django.utils import timezone
 
 from journal.models import Run, RunStatus
@@ -20,6 +22,7 @@ from sandbox.catalogue import catalogue_seed_defaults
 from scenarios.management.commands.seed_demo import DEMO_REPLAYS
 from scenarios.policies import policies_seed_defaults
 from tests.support.in_flight import open_calls_past_in_flight
+from tools.registry import reset_registry
 
 
 def escalate_ticket(
@@ -76,3 +79,13 @@ def escalated_run(make_run: Callable[..., Run], **fields: Any) -> Run:
     decision = run_decide(run=run, actor=Actor.system("test-reconciler"), quiet_for=timedelta(0))
     assert decision.outcome == "escalated", decision
     return Run.objects.select_related("tenant").get(pk=run.pk)
+
+
+@contextlib.contextmanager
+def sandbox_tools_declared() -> Iterator[None]:
+    """The sandbox's tools declared (their schemas draw and check arguments) at an address
+    nothing answers, so that nothing is called."""
+    with override_settings(SEAM_SANDBOX_URL="http://127.0.0.1:9"):
+        reset_registry()
+        yield
+    reset_registry()

@@ -228,8 +228,10 @@ ORDER BY at
 """
 
 INSERT_ESCALATIONS = """
-INSERT INTO journal_escalation (run_id, reason, detail, created_at, resolved_at, resolved_by_id, resolution_note)
-SELECT run_id, reason, 'seeded for the benchmark: ' || reason, ended,
+INSERT INTO journal_escalation (
+    run_id, tenant_id, task_type, reason, detail, created_at, resolved_at, resolved_by_id, resolution_note)
+SELECT run_id, %(tenant)s, (%(task_types)s::text[])[1 + (g / 7) %% {task_types}],
+       reason, 'seeded for the benchmark: ' || reason, ended,
        CASE WHEN status = 'compensated' THEN ended + interval '1 hour' END, NULL,
        CASE WHEN status = 'compensated' THEN 'compensated by policy' ELSE '' END
 FROM bench_seed WHERE status IN ('escalated', 'compensated') ORDER BY ended
@@ -441,7 +443,7 @@ def seed(database: str, *, runs: int, reseed: bool) -> dict[str, Any]:
             step("journal_run", conn, INSERT_RUNS.format(task_types=len(TASK_TYPES)), params)
             step("journal_intent", conn, INSERT_INTENTS.format(tools=len(TOOLS)), params)
             step("journal_journalevent", conn, INSERT_EVENTS)
-            step("journal_escalation", conn, INSERT_ESCALATIONS)
+            step("journal_escalation", conn, INSERT_ESCALATIONS.format(task_types=len(TASK_TYPES)), params)
             t0 = time.perf_counter()
             for index, statement in rebuild:
                 t1 = time.perf_counter()
@@ -483,8 +485,9 @@ INSIGHTS_SEED = [
         "compensations",
         """
         INSERT INTO compensations_compensation (
-            original_id, intent_id, status, not_undone, attempts, last_error, retry_round, created_at, updated_at)
-        SELECT i.id, NULL,
+            original_id, tenant_id, intent_id, status, not_undone, attempts, last_error, retry_round,
+            created_at, updated_at)
+        SELECT i.id, r.tenant_id, NULL,
                (ARRAY['done', 'partial', 'dead_lettered'])[1 + abs(hashtext(r.id::text)) %% 3],
                '', 1, '', 0, r.ended_at, r.ended_at
         FROM journal_run AS r JOIN journal_intent AS i ON i.run_id = r.id AND i.turn = 1

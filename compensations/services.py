@@ -64,6 +64,11 @@ class SendDropped(Exception):
     the dead letter since): nothing was sent, a DroppedSend row says so."""
 
 
+def _copied(original: Intent) -> dict[str, Any]:
+    """What a compensation copies of its original, for the insights page's reads."""
+    return {"tenant_id": original.run.tenant_id, "task_type": original.run.task_type, "tool": original.tool}
+
+
 def compensation_request(*, original: Intent, actor: journal.Actor) -> Compensation:
     """Ask for one performed step to be undone. Two requests (two clicks, two workers) get the
     same compensation; a step nothing undoes gets a `not_possible` record saying why."""
@@ -82,11 +87,14 @@ def compensation_request(*, original: Intent, actor: journal.Actor) -> Compensat
         with transaction.atomic():
             run_touch(run_id=original.run_id)
             return Compensation.objects.create(
-                original=original, status=CompensationStatus.NOT_POSSIBLE, not_undone=why
+                original=original,
+                **_copied(original),
+                status=CompensationStatus.NOT_POSSIBLE,
+                not_undone=why,
             )
     try:
         with transaction.atomic():
-            return Compensation.objects.create(original=original)
+            return Compensation.objects.create(original=original, **_copied(original))
     except IntegrityError:
         return Compensation.objects.exclude(status=CompensationStatus.NOT_POSSIBLE).get(original=original)
 

@@ -23,10 +23,8 @@ from django.db.models import (
     F,
     FloatField,
     Func,
-    OuterRef,
     Q,
     QuerySet,
-    Subquery,
     Value,
     When,
 )
@@ -35,7 +33,7 @@ from django.utils import timezone
 
 from audit.models import AuditAction, AuditEntry
 from compensations.models import Compensation, CompensationStatus, DeadLetter
-from journal.models import Escalation, IntentStatus, JournalEvent, OutcomeReason, Run, Tenant
+from journal.models import Escalation, IntentStatus, JournalEvent, OutcomeReason, Tenant
 
 # The longest period the page answers for: a year of days is already a long chart.
 MAX_PERIOD_DAYS = 366
@@ -171,18 +169,14 @@ def _present(choices: list[tuple[str, str]], found: set[Any]) -> tuple[Column, .
 
 
 def _escalations_of(*, tenant: Tenant, filters: InsightsFilters, **period: Any) -> QuerySet[Escalation]:
-    """The tenant's escalations (of the task type, if one is chosen) in the period. Escalations
-    carry no tenant, so each is checked against its run by a scalar subquery on the run's primary
-    key: a join would let PostgreSQL hash every run of the tenant (a scan of 100,000 runs, most of
-    the page's time in bench/pages.py) to keep the few that were escalated."""
-    runs = Run.objects.filter(pk=OuterRef("run_id"), tenant=tenant)
+    """The tenant's escalations (of the task type, if one is chosen) in the period: a range of
+    an index on (tenant, opened) or (tenant, resolved). Escalations carry their run's tenant and
+    task type, copied when opened: reaching them through each escalation's run cost one lookup
+    per escalation, most of the page's time at 1,000,000 runs (bench/pages.py)."""
+    escalations = Escalation.objects.filter(tenant=tenant, **period)
     if filters.task_type:
-        runs = runs.filter(task_type=filters.task_type)
-    return (
-        Escalation.objects.filter(**period)
-        .alias(of_tenant=Subquery(runs.values("pk")[:1]))
-        .filter(of_tenant__isnull=False)
-    )
+        escalations = escalations.filter(task_type=filters.task_type)
+    return escalations
 
 
 def _for_runs(queryset: QuerySet[Any], run_path: str, filters: InsightsFilters) -> QuerySet[Any]:
@@ -307,14 +301,14 @@ COMPENSATION_COLUMNS = (
 def compensations_by_outcome(*, tenant: Tenant, filters: InsightsFilters) -> Breakdown:
     """Compensations requested in the period, per tool undone: done, partial (something was lost),
     failed (in the dead-letter queue), not possible, still pending."""
-    compensations = _for_runs(
-        Compensation.objects.filter(
-            original__run__tenant=tenant, created_at__gte=filters.start, created_at__lt=filters.end
-        ),
-        "original__run",
-        filters,
+    # The compensation's tenant, task type and tool are its original's, copied when requested:
+    # a range of its (tenant, created) index, with no lookup of the original or its run.
+    compensations = Compensation.objects.filter(
+        tenant=tenant, created_at__gte=filters.start, created_at__lt=filters.end
     )
-    counts = _counts_by(compensations, "original__tool", "status")
+    if filters.task_type:
+        compensations = compensations.filter(task_type=filters.task_type)
+    counts = _counts_by(compensations, "tool", "status")
     totals = _totals(counts)
     tools = sorted(totals, key=lambda tool: (-totals[tool], tool))
     rows = tuple(
@@ -335,9 +329,9 @@ AGE_BUCKETS: tuple[tuple[str, int, int | None], ...] = (
 
 def dead_letters_open_by_age(*, tenant: Tenant, task_type: str, now: datetime) -> Breakdown:
     """Dead letters open now, by how long they have waited (every bucket listed)."""
-    letters = DeadLetter.objects.filter(compensation__original__run__tenant=tenant, resolved_at__isnull=True)
+    letters = DeadLetter.objects.filter(compensation__tenant=tenant, resolved_at__isnull=True)
     if task_type:
-        letters = letters.filter(compensation__original__run__task_type=task_type)
+        letters = letters.filter(compensation__task_type=task_type)
     # The first bucket whose upper bound the letter's age is under; the last has none.
     bucket = Case(
         *(
@@ -392,15 +386,24 @@ def actions_per_person(*, tenant: Tenant, filters: InsightsFilters) -> Breakdown
 
 
 def insights_task_types(*, tenant: Tenant) -> list[str]:
-    """The task types of the tenant's escalations: the runs the page is about, for its filter."""
-    # As _escalations_of: each escalation's run looked up by primary key, never a scan of runs;
-    # another tenant's escalation finds no run (None), dropped here rather than filtered in SQL,
-    # which would look each run up twice.
-    task_type = Run.objects.filter(pk=OuterRef("run_id"), tenant=tenant).values("task_type")[:1]
-    found = (
-        Escalation.objects.annotate(task_type=Subquery(task_type))
-        .values_list("task_type", flat=True)
-        .distinct()
-        .order_by()
-    )
-    return sorted(t for t in found if t is not None)
+    """The task types of the tenant's escalations: the runs the page is about, for its filter
+    (read from the index on the escalations' tenant and task type, copied from their runs)."""
+    found = Escalation.objects.filter(tenant=tenant).values_list("task_type", flat=True).distinct().order_by()
+    return sorted(found)
+
+
+def copies_differing() -> dict[str, int]:
+    """How many escalations and compensations hold a tenant, task type or tool other than their
+    run's and original's. The panels above count them by these copies (made when each row is
+    written), so 0 here means they count what a recount through the runs would:
+    `manage.py insights --recount` checks it."""
+    return {
+        "escalations": Escalation.objects.exclude(
+            tenant_id=F("run__tenant_id"), task_type=F("run__task_type")
+        ).count(),
+        "compensations": Compensation.objects.exclude(
+            tenant_id=F("original__run__tenant_id"),
+            task_type=F("original__run__task_type"),
+            tool=F("original__tool"),
+        ).count(),
+    }

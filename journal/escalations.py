@@ -107,6 +107,13 @@ def run_hand_over(
     )
     if not handed.moved:
         return None
-    escalation = Escalation.objects.create(run=run, reason=reason, why=why.as_json(), created_at=now)
+    escalation = Escalation.objects.create(
+        run=run,
+        tenant_id=run.tenant_id,
+        task_type=run.task_type,
+        reason=reason,
+        why=why.as_json(),
+        created_at=now,
+    )
     escalation_opened.send(sender=Escalation, escalation=escalation)
     return escalation

@@ -113,6 +113,13 @@ print(json.dumps({
     "events": list(JournalEvent.objects.filter(run=run).values_list("kind", flat=True)),
     "told": list(run.customer_messages.values_list("body", flat=True)),
     "escalations": run.escalation_records.count(),
+    # Copied from the run and the original by journal 0018 and compensations 0011.
+    "escalation_copies": [
+        [e.tenant.slug, e.task_type] for e in run.escalation_records.all()
+    ],
+    "compensation_copies": [
+        [c.tenant.slug, c.task_type, c.tool] for c in Compensation.objects.all()
+    ],
     "compensation_of": Compensation.objects.get().original.step_id,
     "fanouts": run.fanouts.count(),
     "audit_run": str(AuditEntry.objects.get().run.pk),
@@ -178,6 +185,8 @@ def test_a_database_with_rows_migrates_across_the_move_of_the_journal(scratch_da
         "events": ["intent_recorded"],
         "told": ["Return label sent."],
         "escalations": 1,
+        "escalation_copies": [["sundry", "returns"]],
+        "compensation_copies": [["sundry", "returns", "start_return"]],
         "compensation_of": f"{written['run']}:1:start_return",
         "fanouts": 1,
         "audit_run": written["run"],

@@ -2,7 +2,8 @@
 insights page and its CSV show (insights.views.PANELS), for one tenant and period. `--fold`
 brings the error panels' rollup up to date first (the first fold backfills it); `--recount`
 checks each error panel's numbers against a recount of the period from the journal's rows, and
-fails naming the panels that differ."""
+that every escalation and compensation still carries its run's tenant, task type and tool (the
+copies the other panels count by), and fails naming what differs."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from journal.models import Tenant
 
 from ... import errors
 from ...error_counts import errors_fold
-from ...selectors import Breakdown, InsightsFilters, default_period
+from ...selectors import Breakdown, InsightsFilters, copies_differing, default_period
 from ...views import PANELS
 
 # The panels drawn from the rollup, each with its recount (the reference).
@@ -85,5 +86,9 @@ class Command(BaseCommand):
             self.stdout.write(f"{key}: {'equals the recount' if same else 'DIFFERS from the recount'}\n")
             if not same:
                 differ.append(key)
+        for table, n in copies_differing().items():
+            self.stdout.write(f"{table}: {n} with a tenant, task type or tool other than their run's\n")
+            if n:
+                differ.append(f"the copied columns of {n} {table}")
         if differ:
             raise CommandError(f"the rollup differs from the recount in {', '.join(differ)}")

@@ -1,0 +1,64 @@
+# The compensation's original's tenant, task type and tool, copied onto it (insights reads a
+# tenant's compensations and dead letters by an index range instead of an intent and a run
+# lookup per compensation).
+# Compensations are a small share of the calls, so the backfill and the index are built in the
+# migration's transaction.
+
+import django.db.models.deletion
+from django.db import migrations, models
+
+BACKFILL = """
+UPDATE compensations_compensation AS c SET tenant_id = r.tenant_id, task_type = r.task_type, tool = i.tool
+FROM journal_intent AS i JOIN journal_run AS r ON r.id = i.run_id
+WHERE i.id = c.original_id;
+SET CONSTRAINTS ALL IMMEDIATE;
+"""
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("compensations", "0010_dead_letter_version_and_dropped_sends"),
+        # The intents and runs the backfill reads are the journal app's tables by then.
+        ("journal", "0018_escalation_tenant"),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name="compensation",
+            name="tenant",
+            field=models.ForeignKey(
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="journal.tenant",
+            ),
+        ),
+        migrations.AddField(
+            model_name="compensation",
+            name="task_type",
+            field=models.SlugField(default="", max_length=64),
+            preserve_default=False,
+        ),
+        migrations.AddField(
+            model_name="compensation",
+            name="tool",
+            field=models.CharField(default="", max_length=100),
+            preserve_default=False,
+        ),
+        # The pending foreign-key checks of the UPDATE are run before the ALTER that follows,
+        # which PostgreSQL refuses while a table has pending trigger events.
+        migrations.RunSQL(BACKFILL, migrations.RunSQL.noop),
+        migrations.AlterField(
+            model_name="compensation",
+            name="tenant",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="journal.tenant",
+            ),
+        ),
+        migrations.AddIndex(
+            model_name="compensation",
+            index=models.Index(fields=["tenant", "created_at"], name="compensation_tenant_idx"),
+        ),
+    ]

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
 
 from handover import why_words
 from journal.models import Escalation, JournalEvent, Run, RunStatus, Tenant
@@ -73,40 +74,42 @@ def _rows(grouped: Iterable[Mapping[str, Any]], key: str, label: Callable[[Any],
     )
 
 
+def _person_seconds_if_any() -> Subquery:
+    """Of the run's escalations, the seconds from handover to resolution of the resolved ones,
+    summed (0 when none is resolved); None when the run has no escalation."""
+    took = EpochSeconds(F("resolved_at") - F("created_at"))
+    return Subquery(
+        Escalation.objects.filter(run=OuterRef("pk"))
+        .values("run")
+        .annotate(seconds=Coalesce(Sum(took), 0.0))
+        .values("seconds")[:1]
+    )
+
+
 def recoveries_per_task_type(*, tenant: Tenant, filters: InsightsFilters) -> Breakdown:
     """Runs a machine picked up, per task type: finished by a machine, handed to a person, and
     the hours people had them."""
-    # One row per run picked up, driven by the period's picked-up events (a partial index holds
-    # just those), each run read by its primary key and counted here: checking every run of the
-    # tenant for such an event, or joining the events to the runs, read all 1,000,000 runs
-    # (bench/pages.py). Another tenant's run, or one of another task type, reads as None.
-    of_run = Run.objects.filter(pk=OuterRef("run_id"), tenant=tenant).order_by()
+    # The period's picked-up events (a partial index holds just those) give the runs, each read
+    # once by its primary key, with one lookup of its escalations (whether there is one, and
+    # the hours people had it): a scalar subquery per column and per event cost four lookups per
+    # event (bench/pages.py at 1,000,000 runs), and joining the events to the runs any other
+    # way read all the runs.
+    picked_up = JournalEvent.objects.filter(kind__in=PICKED_UP, at__gte=filters.start, at__lt=filters.end)
+    runs = Run.objects.filter(pk__in=picked_up.values("run_id"), tenant=tenant)
     if filters.task_type:
-        of_run = of_run.filter(task_type=filters.task_type)
-    runs = (
-        JournalEvent.objects.filter(kind__in=PICKED_UP, at__gte=filters.start, at__lt=filters.end)
-        .values("run_id")
-        .annotate(
-            task_type=Subquery(of_run.values("task_type")[:1]),
-            status=Subquery(of_run.values("status")[:1]),
-            to_person=Exists(Escalation.objects.filter(run=OuterRef("run_id"))),
-            seconds=_person_seconds(),
-        )
-        .order_by()
-        .distinct()
-    )
+        runs = runs.filter(task_type=filters.task_type)
     per_type: dict[str, dict[str, Any]] = {}
-    for run in runs:
-        if run["task_type"] is None:
-            continue
+    for run in (
+        runs.annotate(seconds=_person_seconds_if_any()).values("task_type", "status", "seconds").order_by()
+    ):
         counts = per_type.setdefault(
             run["task_type"], {"task_type": run["task_type"], "machine": 0, "person": 0, "seconds": 0.0}
         )
-        if run["to_person"]:
+        if run["seconds"] is not None:
             counts["person"] += 1
+            counts["seconds"] += run["seconds"]
         elif run["status"] == RunStatus.COMPLETED:
             counts["machine"] += 1
-        counts["seconds"] += run["seconds"] or 0.0
     grouped = [per_type[task_type] for task_type in sorted(per_type)]
     return Breakdown(
         row_heading="Task type",

@@ -150,7 +150,10 @@ def database_from_env(default_url: str) -> dict[str, Any]:
     options = db.setdefault("OPTIONS", {})
     # An intent row must survive a crash the moment its commit returns: never let a role or
     # database default of synchronous_commit=off loosen that for this application's sessions.
-    options.setdefault("options", "-c synchronous_commit=on")
+    # JIT off: the app's queries are short index reads, where compiling costs more than it saves
+    # (46 ms of one insights panel at 1,000,000 runs, bench/pages.py, planned as costly because
+    # of the tables' size).
+    options.setdefault("options", "-c synchronous_commit=on -c jit=off")
     # Django's own cursors bind client-side and never prepare; the journal's hot statements
     # (journal/sql.py) use server-binding cursors, and with a threshold psycopg
     # prepares them once per connection instead of parsing and planning every call.

@@ -2,7 +2,9 @@
 # tenant's compensations and dead letters by an index range instead of an intent and a run
 # lookup per compensation).
 # Compensations are a small share of the calls, so the backfill and the index are built in the
-# migration's transaction.
+# migration's transaction. While web nodes roll, the previous release inserts compensations
+# without the new columns: a trigger copies them from the original when an insert leaves them
+# empty, before NOT NULL is checked.
 
 import django.db.models.deletion
 from django.db import migrations, models
@@ -12,6 +14,24 @@ UPDATE compensations_compensation AS c SET tenant_id = r.tenant_id, task_type = 
 FROM journal_intent AS i JOIN journal_run AS r ON r.id = i.run_id
 WHERE i.id = c.original_id;
 SET CONSTRAINTS ALL IMMEDIATE;
+"""
+
+COPY_TRIGGER = """
+CREATE FUNCTION compensations_compensation_copy_original() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.tenant_id IS NULL OR NEW.task_type IS NULL OR NEW.tool IS NULL THEN
+        SELECT r.tenant_id, r.task_type, i.tool INTO NEW.tenant_id, NEW.task_type, NEW.tool
+        FROM journal_intent AS i JOIN journal_run AS r ON r.id = i.run_id WHERE i.id = NEW.original_id;
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER compensations_compensation_copy_original BEFORE INSERT ON compensations_compensation
+    FOR EACH ROW EXECUTE FUNCTION compensations_compensation_copy_original();
+"""
+
+DROP_COPY_TRIGGER = """
+DROP TRIGGER compensations_compensation_copy_original ON compensations_compensation;
+DROP FUNCTION compensations_compensation_copy_original();
 """
 
 
@@ -48,6 +68,7 @@ class Migration(migrations.Migration):
         # The pending foreign-key checks of the UPDATE are run before the ALTER that follows,
         # which PostgreSQL refuses while a table has pending trigger events.
         migrations.RunSQL(BACKFILL, migrations.RunSQL.noop),
+        migrations.RunSQL(COPY_TRIGGER, DROP_COPY_TRIGGER),
         migrations.AlterField(
             model_name="compensation",
             name="tenant",

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from compensations.models import Compensation, CompensationStatus, DeadLetter
@@ -199,3 +199,26 @@ def test_the_recount_check_names_a_row_whose_copy_differs_from_its_run(
     with pytest.raises(CommandError, match="the copied columns of 1 escalations"):
         call_command("insights", "--tenant", tenant.slug, "--recount", stdout=StringIO())
     assert insights.copies_differing() == {"escalations": 1, "compensations": 0}
+
+
+def test_a_row_inserted_without_the_copies_gets_them_from_the_database(
+    make_run: Callable[..., Run], agent_actor: Actor
+) -> None:
+    """The previous release, while web nodes roll, inserts rows that name none of the copies."""
+    run = make_run(task_type="refunds")
+    original = _performed(run, "reserve", 1, agent_actor)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO journal_escalation (run_id, reason, detail, created_at, resolution_note, why)"
+            " VALUES (%s, 'policy', '', now(), '', '{}') RETURNING tenant_id, task_type",
+            [run.pk],
+        )
+        assert cursor.fetchone() == (run.tenant_id, "refunds")
+        cursor.execute(
+            "INSERT INTO compensations_compensation (original_id, status, not_undone, attempts, last_error,"
+            " retry_round, created_at, updated_at) VALUES (%s, 'pending', '', 0, '', 0, now(), now())"
+            " RETURNING tenant_id, task_type, tool",
+            [original.pk],
+        )
+        assert cursor.fetchone() == (run.tenant_id, "refunds", "reserve")
+    assert insights.copies_differing() == {"escalations": 0, "compensations": 0}

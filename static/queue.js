@@ -171,13 +171,19 @@
     });
   }
 
-  // After every swap of the results (a poll, a filter, an action): the ticks and the keyboard's
-  // row again, and the count of escalations that arrived since the page opened in the title.
-  document.addEventListener("htmx:afterSettle", function (event) {
+  // The ticks go back as soon as the new results are in, before settling: a bulk action that
+  // waited in the queue's request queue (templates/handover/queue.html, hx-sync) is sent right
+  // after this swap and takes the ticked runs with it.
+  document.addEventListener("htmx:afterSwap", function (event) {
     var source = event.detail && event.detail.requestConfig && event.detail.requestConfig.elt;
     // A bulk action's answer is the runs after the action: nothing stays ticked.
     if (!(source && source.id === "bulk-form")) restoreTicked();
     ticked = [];
+  });
+
+  // After every swap of the results (a poll, a filter, an action): the keyboard's row again, and
+  // the count of escalations that arrived since the page opened in the title.
+  document.addEventListener("htmx:afterSettle", function () {
     restoreCurrent();
     showNewEscalations();
   });

@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Sum
-from django.db.models.functions import Coalesce
 
 from handover import why_words
 from journal.models import Escalation, JournalEvent, Run, RunStatus, Tenant
@@ -74,42 +73,38 @@ def _rows(grouped: Iterable[Mapping[str, Any]], key: str, label: Callable[[Any],
     )
 
 
-def _person_seconds_if_any() -> Subquery:
-    """Of the run's escalations, the seconds from handover to resolution of the resolved ones,
-    summed (0 when none is resolved); None when the run has no escalation."""
-    took = EpochSeconds(F("resolved_at") - F("created_at"))
-    return Subquery(
-        Escalation.objects.filter(run=OuterRef("pk"))
-        .values("run")
-        .annotate(seconds=Coalesce(Sum(took), 0.0))
-        .values("seconds")[:1]
-    )
-
-
 def recoveries_per_task_type(*, tenant: Tenant, filters: InsightsFilters) -> Breakdown:
     """Runs a machine picked up, per task type: finished by a machine, handed to a person, and
     the hours people had them."""
-    # The period's picked-up events (a partial index holds just those) give the runs, each read
-    # once by its primary key, with one lookup of its escalations (whether there is one, and
-    # the hours people had it): a scalar subquery per column and per event cost four lookups per
-    # event (bench/pages.py at 1,000,000 runs), and joining the events to the runs any other
-    # way read all the runs.
+    # The runs come from the period's picked-up events (a partial index holds just those). The
+    # ones handed to a person are read from their escalations, which carry the run's tenant and
+    # task type; only the others are read from the runs, by primary key. Reading every picked-up
+    # run, or four scalar subqueries per event, cost a lookup of the 1,000,000-row run table per
+    # run or more (bench/pages.py); joining the events to the runs any other way read them all.
     picked_up = JournalEvent.objects.filter(kind__in=PICKED_UP, at__gte=filters.start, at__lt=filters.end)
-    runs = Run.objects.filter(pk__in=picked_up.values("run_id"), tenant=tenant)
+    escalations = Escalation.objects.filter(tenant=tenant, run_id__in=picked_up.values("run_id"))
+    machine = Run.objects.filter(
+        pk__in=picked_up.filter(~Exists(Escalation.objects.filter(run=OuterRef("run_id")))).values("run_id"),
+        tenant=tenant,
+        status=RunStatus.COMPLETED,
+    )
     if filters.task_type:
-        runs = runs.filter(task_type=filters.task_type)
+        escalations = escalations.filter(task_type=filters.task_type)
+        machine = machine.filter(task_type=filters.task_type)
+    took = EpochSeconds(F("resolved_at") - F("created_at"))
     per_type: dict[str, dict[str, Any]] = {}
-    for run in (
-        runs.annotate(seconds=_person_seconds_if_any()).values("task_type", "status", "seconds").order_by()
-    ):
-        counts = per_type.setdefault(
-            run["task_type"], {"task_type": run["task_type"], "machine": 0, "person": 0, "seconds": 0.0}
+
+    def counts(task_type: str) -> dict[str, Any]:
+        return per_type.setdefault(
+            task_type, {"task_type": task_type, "machine": 0, "person": 0, "seconds": 0.0}
         )
-        if run["seconds"] is not None:
-            counts["person"] += 1
-            counts["seconds"] += run["seconds"]
-        elif run["status"] == RunStatus.COMPLETED:
-            counts["machine"] += 1
+
+    # One row per run handed to a person (its escalations' resolved hours summed).
+    for run in escalations.values("run_id", "task_type").annotate(seconds=Sum(took)).order_by():
+        counts(run["task_type"])["person"] += 1
+        counts(run["task_type"])["seconds"] += run["seconds"] or 0.0
+    for found in machine.values("task_type").annotate(n=Count("pk")).order_by():
+        counts(found["task_type"])["machine"] += found["n"]
     grouped = [per_type[task_type] for task_type in sorted(per_type)]
     return Breakdown(
         row_heading="Task type",

@@ -28,8 +28,9 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio
 import mcp_types as types
@@ -44,8 +45,7 @@ from ..adapters import SETTLED_WITHOUT_ERROR, error_answer, replay_text
 from .policy import ToolPolicy, capability_version
 
 if TYPE_CHECKING:
-    from .. import AsyncRun
-    from .proxy import Proxy
+    from .. import AsyncRun, AsyncSeamClient
 
 logger = logging.getLogger("seam_client.mcp_proxy")
 
@@ -135,12 +135,40 @@ def _status(failure: ToolError) -> str:
     return "intended" if failure.error_class is ErrorClass.AMBIGUOUS else "failed"
 
 
+class RunDefaults(Protocol):
+    """What a session's run is opened with."""
+
+    @property
+    def task_type(self) -> str: ...
+
+    @property
+    def versions(self) -> Mapping[str, str]: ...
+
+
+class SessionHost(Protocol):
+    """What a session's journal needs of the proxy serving it (`proxy.Proxy`). Declared here,
+    not imported, because the proxy imports this module to make its sessions' journals."""
+
+    @property
+    def settings(self) -> RunDefaults: ...
+
+    @property
+    def seam(self) -> AsyncSeamClient: ...
+
+    @property
+    def tools(self) -> Mapping[str, types.Tool]: ...
+
+    async def policy(self, name: str) -> ToolPolicy: ...
+
+    def keep_alive(self, run: AsyncRun, *, until: anyio.Event) -> None: ...
+
+
 class SessionJournal:
     """The run of one client session: opened (or found again, by the session's id) at its first
     journaled call, kept alive by a heartbeat while the proxy serves the session, and completed
     when the session ends with every intent settled."""
 
-    def __init__(self, proxy: Proxy, *, session_id: str = "") -> None:
+    def __init__(self, proxy: SessionHost, *, session_id: str = "") -> None:
         self.proxy = proxy
         self.session_id = session_id
         self.external_id = f"mcp-session-{session_id}" if session_id else f"mcp-{uuid.uuid4()}"

@@ -92,7 +92,7 @@ class Compensation(models.Model):
     # intent's and a run's never change): the insights page counts a tenant's compensations and
     # dead letters by an index range on them, where reaching them through each one's intent and
     # run cost two lookups per compensation (bench/pages.py at 1,000,000 runs).
-    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
     task_type = models.SlugField(max_length=64)
     tool = models.CharField(max_length=100)
     intent = models.OneToOneField(

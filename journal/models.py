@@ -475,7 +475,7 @@ class Escalation(models.Model):
     # change): the insights page counts a tenant's escalations by an index range on these, where
     # reaching the tenant through each escalation's run cost one lookup per escalation
     # (bench/pages.py at 1,000,000 runs). `manage.py insights --recount` checks they still agree.
-    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
     task_type = models.SlugField(max_length=64)
     reason = models.CharField(max_length=40, choices=OutcomeReason.choices)
     why = models.JSONField(default=dict, blank=True, db_default=Value({}, JSONField()))

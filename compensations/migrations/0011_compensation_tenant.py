@@ -47,6 +47,7 @@ class Migration(migrations.Migration):
             model_name="compensation",
             name="tenant",
             field=models.ForeignKey(
+                db_index=False,
                 null=True,
                 on_delete=django.db.models.deletion.PROTECT,
                 related_name="+",
@@ -73,6 +74,7 @@ class Migration(migrations.Migration):
             model_name="compensation",
             name="tenant",
             field=models.ForeignKey(
+                db_index=False,
                 on_delete=django.db.models.deletion.PROTECT,
                 related_name="+",
                 to="journal.tenant",

@@ -42,6 +42,7 @@ class Migration(migrations.Migration):
             model_name="escalation",
             name="tenant",
             field=models.ForeignKey(
+                db_index=False,
                 null=True,
                 on_delete=django.db.models.deletion.PROTECT,
                 related_name="+",
@@ -62,6 +63,7 @@ class Migration(migrations.Migration):
             model_name="escalation",
             name="tenant",
             field=models.ForeignKey(
+                db_index=False,
                 on_delete=django.db.models.deletion.PROTECT,
                 related_name="+",
                 to="journal.tenant",

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.db import connections
-from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, ViewportSize, expect, sync_playwright
 
 from devtools.processes import Fleet, emptied_redis
 from tests.reconciliation.test_workers import fleet_env  # noqa: F401 (fixture, on `broker` below)
@@ -33,10 +33,11 @@ def _in_ci() -> bool:
     return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 
-@pytest.fixture
-def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Browser]:
-    """Chromium, launched fresh for each test. Missing Chromium fails under CI (`make test`
-    installs it first) and is skipped, naming the fix, on a developer's machine."""
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Browser]:
+    """Chromium, launched once for a module's tests (a launch costs about a second on two
+    cores); each test opens its own contexts through `browser`. Missing Chromium fails under CI
+    (`make test` installs it first) and is skipped, naming the fix, on a developer's machine."""
     if shutil.which(CHROMIUM) is None:
         message = (
             f"Chromium is not installed at {CHROMIUM}: run `apt-get install -y chromium` "
@@ -45,31 +46,34 @@ def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Browser]:
         if _in_ci():
             pytest.fail(message)
         pytest.skip(message)
-    # Playwright's sync API keeps its asyncio loop marked as running in this thread, which makes
-    # Django refuse ORM calls from the test; the loop never runs concurrently with them.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    expect.set_options(timeout=TIMEOUT_MS)
+    with pytest.MonkeyPatch.context() as patch:
+        # Playwright's sync API keeps its asyncio loop marked as running in this thread for as
+        # long as it is open, which makes Django refuse ORM calls from the module's tests and
+        # fixtures; the loop never runs concurrently with them.
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        expect.set_options(timeout=TIMEOUT_MS)
+        with sync_playwright() as playwright:
+            launched = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+            try:
+                yield launched
+            finally:
+                # While that loop is marked running, Django keeps this thread's connections in
+                # a context of their own; close them here, or they outlive the test database.
+                connections.close_all()
+                launched.close()
+
+
+@pytest.fixture
+def browser(chromium: Browser) -> Iterator[Browser]:
+    """The module's Chromium for one test: every context the test opens is closed after it, and
+    reports what Chromium refused under the pages' Content-Security-Policy, which fails the test."""
     violations: list[str] = []
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-        _report_policy_violations(chromium, violations)
-        try:
-            yield chromium
-        finally:
-            # While that loop is marked running, Django keeps this thread's connections in a
-            # context of their own; close them here, or they outlive the test database.
-            connections.close_all()
-            chromium.close()
-    assert not violations, "pages broke the Content-Security-Policy:\n" + "\n".join(violations)
-
-
-def _report_policy_violations(chromium: Browser, violations: list[str]) -> None:
-    """Every context the test opens reports what Chromium refused under the pages' policy (it
-    says so on the console), so a page that needs an inline script or style fails its test."""
+    opened: list[BrowserContext] = []
     new_context = chromium.new_context
 
-    def reporting_context(*args: Any, **kwargs: Any) -> Any:
+    def reporting_context(*args: Any, **kwargs: Any) -> BrowserContext:
         context = new_context(*args, **kwargs)
+        opened.append(context)
         context.on(
             "console",
             lambda message: (
@@ -79,6 +83,14 @@ def _report_policy_violations(chromium: Browser, violations: list[str]) -> None:
         return context
 
     chromium.new_context = reporting_context  # type: ignore[method-assign]
+    try:
+        yield chromium
+    finally:
+        chromium.new_context = new_context  # type: ignore[method-assign]
+        for context in opened:
+            context.close()
+        connections.close_all()  # this test's, before its database is flushed
+    assert not violations, "pages broke the Content-Security-Policy:\n" + "\n".join(violations)
 
 
 @pytest.fixture

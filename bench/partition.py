@@ -9,8 +9,10 @@ One database holds two copies of the journal's two big tables side by side:
   partition per month, every unique key widened by `run_created_at` (PostgreSQL's rule), the
   events' append-only trigger on the parent, and the ids drawn from the same sequences.
 
-Both copies are seeded alike (`--months` months of `--runs` runs of ten settled intents and
-their two events each, on runs spread over the months), then measured in alternating rounds, each
+The plain tables are seeded (`--months` months of `--runs` runs of ten settled intents and
+their two events each, on runs spread over the months) and then copied, every row with its id,
+into the partitioned ones by the statement the migration would run (timed: rows per second),
+so both copies hold the same rows; then both are measured in alternating rounds, each
 call an autocommit statement prepared on the server, as bench/journal.py measures its floor:
 
 - the floor (the journal's two row writes, raw) and the journal's own two statements
@@ -24,8 +26,8 @@ call an autocommit statement prepared on the server, as bench/journal.py measure
   the parents (`leaf_statements`), raw, and in process (`journal.services.perform` with
   journal.sql's two statements swapped for them for the duration of its rounds, against the
   unswapped in-process journal and the floor);
-- each writer again with `synchronous_commit=off` (`_nowait`): the statements' CPU and locking
-  without the WAL flush, whose time on a shared machine is other writers' noise;
+- the floors and the raw statements again with `synchronous_commit=off` (`_nowait`): their
+  CPU and locking without the WAL flush, whose time on a shared machine is other writers' noise;
 - the sweep's read of open intents (journal.selectors.stale_intents' shape) on both.
 
 `--extra-months` attaches that many empty partitions after the current month: the parents'
@@ -39,7 +41,8 @@ run against the partition's bytes per run) and detached and dropped (timed).
         [--calls 300] [--rounds 11]
 
 The database must be a bench database (its name contains "bench"): the `part` schema is
-dropped and made again, and the seeded rows are left for inspection."""
+dropped and made again, and the seeded rows are left for inspection (a second run adds its
+own to the plain tables, and copies them all)."""
 
 from __future__ import annotations
 

@@ -712,9 +712,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             minimal_table.run(warmup)
             statements.run(warmup)
             in_process.run(warmup)
+            run_rounds(series, in_process_runners, args.rounds)
+            # REST warms up only now: the in-process rounds can outlast the server's keep-alive
+            # (75 s), which would close connections opened before them (a broken pipe on the
+            # first REST call).
             rest_round(one, warmup)
             rest_round(many, max(warmup, 4 * args.clients))  # every worker, every client
-            run_rounds(series, in_process_runners, args.rounds)
             run_rounds(series, rest_runners, args.rest_rounds)
             for client in [*one, *many]:
                 client.close()

@@ -69,8 +69,12 @@ chromium:
 # fuzzing of every page, fresh installs) take minutes: `make chaos`
 # runs them, after `make test` in CI (.ci/run). Its summary prints the recovery figure
 # (tests/support/recovery_figure.py): runs the kill matrices handed to a person needlessly.
+# The suite runs in TEST_WORKERS pytest-xdist processes side by side, a test module to a worker
+# (modules share a browser or a server between their tests), each with a test database and Redis
+# databases of its own (config/settings/test.py).
+TEST_WORKERS ?= 2
 pytest: install services chromium
-	$(BIN)/pytest -p no:cacheprovider -m "not chaos" $(PYTEST_ARGS)
+	$(BIN)/pytest -p no:cacheprovider -m "not chaos" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 chaos: install services
 	$(BIN)/pytest -p no:cacheprovider -m chaos $(PYTEST_ARGS)

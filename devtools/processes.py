@@ -56,7 +56,10 @@ def settings_environment(kind: str) -> dict[str, str]:
     settings (GUIDE_SETTINGS), beside DATABASE_URL: production's secrets are made up for the
     process (one set, so its servers and commands agree), its broker is the suite's Redis, TLS
     is left to a proxy that loopback has not, and its static files are collected, once, under
-    var/ (as operations.md's steps do before a server starts). Callers get a copy to extend."""
+    var/ (as operations.md's steps do before a server starts; a folder for each pytest-xdist
+    worker, which may collect at the same moment). Callers get a copy to extend."""
+    from django.conf import settings  # the suite's; imported here, as this module loads before them
+
     if kind == "demo":
         return {"DJANGO_SETTINGS_MODULE": "config.settings.local", "DJANGO_DEBUG": "false"}
     if kind == "production":
@@ -65,12 +68,14 @@ def settings_environment(kind: str) -> dict[str, str]:
             "DJANGO_SECRET_KEY": secrets.token_urlsafe(64),
             "SEAM_AUDIT_KEY": secrets.token_urlsafe(32),
             "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
-            "CELERY_BROKER_URL": os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6379/15"),
+            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
             "SEAM_METRICS_TOKEN": secrets.token_urlsafe(16),
             "SEAM_LOG_JSON": "0",
             # Plain HTTP on loopback: in a deployment a TLS proxy sets X-Forwarded-Proto.
             "DJANGO_SECURE_SSL_REDIRECT": "false",
-            "DJANGO_STATIC_ROOT": str(ROOT / "var" / "test-static"),
+            "DJANGO_STATIC_ROOT": str(
+                ROOT / "var" / f"test-static{os.environ.get('PYTEST_XDIST_WORKER', '')}"
+            ),
         }
         subprocess.run(
             [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],

@@ -20,11 +20,17 @@ from journal.models import AgentToken, Run, Tenant
 from journal.services import Actor
 from sandbox.catalogue import catalogue_seed_defaults
 from tests import factories
-
-# The recovery figure's summary (and, under CI, its failing a session with a needless hand-over):
-# hooks defined there, made this conftest's so every run of the suite has them.
-from tests.support.recovery_figure import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401
 from tests.support.stuck_runs import escalate_ticket
+
+# The closing summaries, plugins of this conftest so that every run of the suite has them, the
+# process that prints them under pytest-xdist included: the recovery figure (and, under CI, its
+# failing a session with a needless hand-over), the security tests' figures, and their journey
+# from the workers that gather them.
+pytest_plugins = [
+    "tests.support.recovery_figure",
+    "tests.support.security_summary",
+    "tests.support.worker_figures",
+]
 
 
 @pytest.fixture(autouse=True)

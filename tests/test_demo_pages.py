@@ -24,8 +24,9 @@ from devtools.processes import ROOT, database_url, free_port, wait_until_serving
 
 
 @pytest.fixture
-def demo_server(db: None) -> Iterator[str]:
-    """`manage.py runserver` under the demo's settings on the test database; its base URL."""
+def demo_server(catalogue: None) -> Iterator[str]:
+    """`manage.py runserver` under the demo's settings on the test database, with the demo's
+    catalogue committed (its system checks refuse to serve without it); its base URL."""
     port = free_port()
     env = {
         name: value

@@ -1,8 +1,22 @@
 """Settings for the suite: the machine's real PostgreSQL and Redis unless the environment says
 otherwise. There is no SQLite fallback here: what the suite proves, it proves on PostgreSQL."""
 
+import os
+
 from .base import *  # noqa: F403
 from .base import DEMO_APPS, INSTALLED_APPS, database_from_env, env
+
+# `make test` runs the suite in pytest-xdist workers side by side (gw0, gw1, ...: PYTEST_XDIST_WORKER,
+# set before these settings load). Each has its own test database (pytest-django names it
+# test_<name>_gwN) and three Redis databases of its own, counted down from 15: the broker's, and
+# the two that the tests of workers and of Redis faults empty (SEAM_TEST_REDIS_URLS).
+XDIST_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+if XDIST_WORKER > 4:
+    raise RuntimeError("Redis has 16 databases: the suite runs in at most 5 workers (pytest -n 5)")
+SEAM_TEST_REDIS_URLS = {
+    purpose: f"redis://127.0.0.1:6379/{15 - 3 * XDIST_WORKER - offset}"
+    for offset, purpose in enumerate(("broker", "workers", "reliability"))
+}
 
 DATABASES = {"default": database_from_env("postgres://postgres@127.0.0.1:5432/test")}
 # Django's PostgreSQL backend, whose `flush` (after each transactional test) empties the tables
@@ -12,7 +26,7 @@ if DATABASES["default"]["ENGINE"] == "journal.postgresql":
 # 0 (a new connection per request) keeps the suite's connections short-lived; a server run from
 # these settings (the benchmark's) may ask for persistent ones, as production has by default.
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DJANGO_CONN_MAX_AGE", default=0)
-CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/15")
+CELERY_BROKER_URL = env("CELERY_BROKER_URL", default=SEAM_TEST_REDIS_URLS["broker"])
 # A message taken by a worker that then died whole (not just a pool process) comes back only
 # after the visibility timeout, found by a live worker's periodic scan of unacknowledged
 # messages; the tests that kill whole workers shorten both to see it happen. (Redis's options:

@@ -13,9 +13,10 @@ from reconciliation.models import TaskPolicy
 from scenarios.seam import DEFAULT_POLICIES
 
 
-@pytest.mark.django_db
+# The database as `migrate` left it: pytest-django saved its rows when it made the test database
+# and loads them again here, whatever the transactional tests before this one emptied.
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_migrate_seeds_the_demo_catalogue_with_history_and_grants_the_roles() -> None:
-    # Plain (rolled-back) tests see the database exactly as `migrate` left it.
     entry = CatalogueEntry.objects.get(tool="reship")
     assert entry.history.get().history_change_reason == "default catalogue"
     # ... and the scripted flows' policies (returns leaves the undo to a person).

@@ -35,7 +35,7 @@ from tools.registry import get_tool
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-REDIS_URL = os.environ.get("SEAM_WORKERS_TEST_REDIS_URL", "redis://127.0.0.1:6379/14")
+REDIS_URL = os.environ.get("SEAM_WORKERS_TEST_REDIS_URL", settings.SEAM_TEST_REDIS_URLS["workers"])
 REFUND = {"order_id": "SU-90317", "amount": "14.95", "currency": "USD"}
 COUNTER_BUDGET = 1_000_000  # the sandbox's largest `remaining`
 SETTLE_TIMEOUT = 120.0

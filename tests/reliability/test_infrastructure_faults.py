@@ -31,6 +31,7 @@ import pytest
 import redis
 import requests
 from celery import Celery
+from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Q
 from django.utils import timezone
@@ -58,7 +59,9 @@ from tools import services as tools
 pytestmark = pytest.mark.django_db(transaction=True)
 
 # A Redis database of this module's own on the shared server (the worker tests use 14).
-SHARED_REDIS_URL = os.environ.get("SEAM_RELIABILITY_TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
+SHARED_REDIS_URL = os.environ.get(
+    "SEAM_RELIABILITY_TEST_REDIS_URL", settings.SEAM_TEST_REDIS_URLS["reliability"]
+)
 ACTOR = journal.Actor.system("chaos-test")
 SETTLE_TIMEOUT = 120.0
 

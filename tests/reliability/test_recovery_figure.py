@@ -3,14 +3,14 @@ person were needless, on hand-made rows and on runs reconciliation's own decisio
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.utils import timezone
 
-from handover.objects import AttemptCounts
 from journal import services as journal
 from journal.models import Intent, IntentStatus, Run
 from journal.why import RunWhy
@@ -18,11 +18,13 @@ from reconciliation import decisions
 from sandbox.catalogue import catalogue_seed_defaults
 from scenarios.flows import FLOWS
 from scenarios.policies import policies_seed_defaults
-from tests.support import recovery_figure
+from tests.security import figures
+from tests.support import recovery_figure, worker_figures
 from tests.support.recovery_figure import (
     MACHINE,
     OPEN,
     PERSON,
+    AttemptTotals,
     Baseline,
     Figure,
     Row,
@@ -162,19 +164,9 @@ def test_the_stored_baseline_names_its_commit_and_only_known_endings() -> None:
 
 
 def test_the_attempts_table_sums_each_matrixs_counts_and_its_loops() -> None:
-    def counts(retries: int, looping: bool = False) -> AttemptCounts:
-        return AttemptCounts(
-            attempts=retries + 1,
-            retries=retries,
-            repairs=1,
-            replans=0,
-            reflections=2,
-            escalations=0,
-            derived={},
-            reported={},
-            by_tool=[],
-            error_classes={},
-            looping=looping,
+    def counts(retries: int, looping: bool = False) -> AttemptTotals:
+        return AttemptTotals(
+            retries=retries, repairs=1, replans=0, reflections=2, escalations=0, looping=looping
         )
 
     figure = Figure(
@@ -278,6 +270,44 @@ def test_under_ci_a_needless_hand_over_fails_the_session(
     recovery_figure.pytest_sessionfinish(session, 0)
     assert session.exitstatus == 0  # outside CI: printed, not failed
 
+    monkeypatch.setenv("CI", "true")
+    recovery_figure.pytest_sessionfinish(session, 0)
+    assert session.exitstatus == pytest.ExitCode.TESTS_FAILED
+
+
+FRESH_FIGURES: dict[str, Callable[[], Any]] = {
+    "FUZZ_TRIED": Counter,
+    "FUZZ_REFUSED": Counter,
+    "MATRIX": dict,
+    "PAGE_FUZZ": dict,
+    "ADMIN_FUZZ": dict,
+    "OUTBOUND_FUZZ": dict,
+}
+
+
+def test_a_workers_needless_hand_over_reaches_the_summary_and_fails_it_under_ci(
+    figure: Figure, make_run: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under pytest-xdist the kill matrices record in a worker; the controlling process prints
+    the figure and gives the verdict from what the workers sent (tests/support/worker_figures)."""
+    recovery_figure.record("unit", decided_with_an_unknown_refund(dead_refund_run(make_run)))
+    for name, fresh in FRESH_FIGURES.items():  # this test's own figures, the session's left alone
+        monkeypatch.setattr(figures, name, fresh())
+    figures.FUZZ_TRIED["POST /unit/"] += 3
+    worker_config: Any = type("Config", (), {"workeroutput": {}})()
+    worker_figures.pytest_sessionfinish(type("Session", (), {"config": worker_config})())
+    sent = worker_config.workeroutput
+    # What the controller holds before any worker goes down: nothing of its own.
+    monkeypatch.setattr(recovery_figure, "FIGURE", Figure())
+    for name, fresh in FRESH_FIGURES.items():
+        monkeypatch.setattr(figures, name, fresh())
+
+    worker_figures.pytest_testnodedown(type("Node", (), {"workeroutput": sent})(), None)
+
+    assert recovery_figure.FIGURE.rows == figure.rows
+    assert recovery_figure.FIGURE.rows[0].attempts is not None
+    assert figures.FUZZ_TRIED == {"POST /unit/": 3}
+    session: Any = type("Session", (), {"exitstatus": 0})()
     monkeypatch.setenv("CI", "true")
     recovery_figure.pytest_sessionfinish(session, 0)
     assert session.exitstatus == pytest.ExitCode.TESTS_FAILED

@@ -62,7 +62,7 @@ import json
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -87,6 +87,23 @@ BASELINE = Path(__file__).with_name("recovery_baseline.json")
 
 
 @dataclass(frozen=True)
+class AttemptTotals:
+    """What the attempts table sums of a run's AttemptCounts (handover.objects): few and plain, so
+    a row travels from a pytest-xdist worker to the process that prints the summary."""
+
+    retries: int = 0
+    repairs: int = 0
+    replans: int = 0
+    reflections: int = 0
+    escalations: int = 0
+    looping: bool = False
+
+    @classmethod
+    def of(cls, counts: AttemptCounts) -> AttemptTotals:
+        return cls(**{name: getattr(counts, name) for name in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
 class Row:
     """One kill point's recorded run."""
 
@@ -98,7 +115,23 @@ class Row:
     doubled_or_lost: tuple[str, ...] = ()
     false_statements: tuple[str, ...] = ()
     test: str = ""  # the pytest node id, the baseline's key for the same kill point
-    attempts: AttemptCounts | None = None  # issue 35's counts of the run, read before the flush
+    attempts: AttemptTotals | None = None  # issue 35's counts of the run, read before the flush
+
+    def as_plain(self) -> dict[str, Any]:
+        """The row as plain values (pytest-xdist sends a worker's rows to the summary's process)."""
+        return asdict(self)
+
+    @classmethod
+    def from_plain(cls, plain: Mapping[str, Any]) -> Row:
+        attempts = plain.get("attempts")
+        return cls(
+            **{
+                **plain,
+                "doubled_or_lost": tuple(plain.get("doubled_or_lost", ())),
+                "false_statements": tuple(plain.get("false_statements", ())),
+                "attempts": AttemptTotals(**attempts) if attempts is not None else None,
+            }
+        )
 
 
 @dataclass
@@ -249,7 +282,7 @@ def record(
         doubled_or_lost=doubled,
         false_statements=false,
         test=_current_test(),
-        attempts=run_attempts(handover_rows(run)),
+        attempts=AttemptTotals.of(run_attempts(handover_rows(run))),
     )
     FIGURE.rows.append(row)
     return row

@@ -1,5 +1,6 @@
-"""Fixtures and the closing summary of the security tests (docs/reliability.md, "Bad input and
-access")."""
+"""The closing summary of the security tests' figures (docs/reliability.md, "Bad input and
+access"): a plugin of the root conftest, so the process that prints the summary has it when
+pytest-xdist runs the tests elsewhere (tests/support/worker_figures.py brings their figures)."""
 
 from __future__ import annotations
 

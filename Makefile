@@ -65,19 +65,21 @@ chromium:
 	  esac; \
 	fi
 
+# `make test`'s pytest and `make chaos` run in TEST_WORKERS pytest-xdist processes side by side, a test module to a
+# worker (modules share a browser or a server between their tests), each with a test database and
+# Redis databases of its own (config/settings/test.py). Two on this 2-core machine: three were no
+# faster.
+TEST_WORKERS ?= 2
+
 # Tests marked `chaos` (the full kill matrix, infrastructure faults, workers killed, load, the
 # fuzzing of every page, fresh installs) take minutes: `make chaos`
 # runs them, after `make test` in CI (.ci/run). Its summary prints the recovery figure
 # (tests/support/recovery_figure.py): runs the kill matrices handed to a person needlessly.
-# The suite runs in TEST_WORKERS pytest-xdist processes side by side, a test module to a worker
-# (modules share a browser or a server between their tests), each with a test database and Redis
-# databases of its own (config/settings/test.py).
-TEST_WORKERS ?= 2
 pytest: install services chromium
 	$(BIN)/pytest -p no:cacheprovider -m "not chaos" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 chaos: install services
-	$(BIN)/pytest -p no:cacheprovider -m chaos $(PYTEST_ARGS)
+	$(BIN)/pytest -p no:cacheprovider -m chaos -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # docs/screenshots/: queue.png and run.png from T-40912 (died mid-sequence), a dialog keeping its
 # note after a refusal (dialog-kept-note-<width>.png), and every page at

@@ -339,3 +339,39 @@
     if (typeof busy === "function" && busy()) event.preventDefault();
   });
 })();
+
+/* An action's answer always shows. The run's panel, the dead letters and the queue's results
+   are redrawn by their poll and by the answer to an action taken in them. Were a poll's redraw
+   to land while an action was on its way, it would detach the element that sent the action (and
+   the region the action aims at): htmx would then swap the answer into the detached copy, or
+   fail to find the #dialog a refusal is retargeted to (it looks that up from the sending
+   element), and a refusal saying nothing was applied would never be seen. Retargeting the
+   answer in htmx:beforeSwap cannot help the second case, which fails before that event. So
+   while an action (any request but a GET) aimed at a region, or sent from inside it, is on its
+   way, a redraw of that region (a poll; on the queue, a filter's too) is not swapped in: the
+   action's answer draws the region as it is after the action, and the next poll carries on. */
+(function () {
+  "use strict";
+
+  const actions = new Map(); // XMLHttpRequest → { elt, target } of each action sent
+
+  function onItsWay(xhr) {
+    return xhr.readyState !== XMLHttpRequest.UNSENT && xhr.readyState !== XMLHttpRequest.DONE;
+  }
+
+  document.addEventListener("htmx:beforeSend", function (event) {
+    const config = event.detail.requestConfig;
+    if (config && config.verb !== "get") actions.set(event.detail.xhr, { elt: config.elt, target: event.detail.target });
+  });
+
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    const region = event.detail.target;
+    const config = event.detail.requestConfig;
+    if (!region || !config || config.verb !== "get") return;
+    actions.forEach(function (action, xhr) {
+      // One answered, failed or aborted is forgotten here: its own end may not reach the document.
+      if (!onItsWay(xhr)) actions.delete(xhr);
+      else if (action.target === region || region.contains(action.elt)) event.detail.shouldSwap = false;
+    });
+  });
+})();

@@ -1,7 +1,9 @@
 """The run page stays true in a real browser (issue 19, item 1), on the demo's runs: after each
 action the header, reason, next action and buttons are drawn from the rows as they now are; a
 change made elsewhere (a dead letter resolved on its own page) reaches an open page by its poll,
-without a reload; a refresh that fails says the page is out of date, with a reload link."""
+without a reload; a refresh that fails says the page is out of date, with a reload link; an
+action refused while a poll was on its way still says so, on the run page, the queue and the dead
+letters."""
 
 from __future__ import annotations
 
@@ -14,14 +16,19 @@ from playwright.sync_api import Page, Route, expect
 
 from audit.models import AuditAction, AuditEntry
 from compensations.models import DeadLetter
+from console import actions
+from console.actions import StaffContext
+from console.dead_letters import dead_letter_take
+from handover import run_state_token
 from journal.models import Run
-from tests.support.stuck_runs import demo_ticket
+from tests.support.stuck_runs import demo_ticket, escalated_run
 
 from .conftest import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 POLL_MS = 15_000  # the panel polls every 4 s; a loaded machine answers slower
+QUEUE_POLL_MS = 30_000  # the queue polls every 10 s
 
 
 def _person(persona: Callable[..., Any], run: Run, role: str, username: str) -> Any:
@@ -154,3 +161,118 @@ def test_a_refresh_that_fails_says_the_page_is_out_of_date(
     page.wait_for_load_state()
     assert not _not_reloaded(page)
     expect(notice).to_be_hidden()
+
+
+def _hold(page: Page, url: re.Pattern[str]) -> list[Route]:
+    """Every request to `url` held until the test lets it through, so the order the answers land
+    in is the test's, not the machine's."""
+    held: list[Route] = []
+    page.route(url, lambda route: held.append(route))
+    return held
+
+
+def _next_held(page: Page, held: list[Route], method: str, wait_ms: int) -> Route:
+    """The first held request of `method`, once the page has sent one (waiting on the browser's
+    own events, which is when Playwright hands the test what it held)."""
+    for _ in range(wait_ms // 50):
+        for route in held:
+            if route.request.method == method:
+                held.remove(route)
+                return route
+        page.wait_for_timeout(50)
+    raise AssertionError(f"the page sent no {method} to hold")
+
+
+def _let_the_poll_land(page: Page, poll: Route) -> None:
+    """Sends the held poll and waits until the page has handled its answer (htmx's afterRequest,
+    which reaches the document even when the poll's own element has been redrawn away)."""
+    page.evaluate(
+        """() => { window.seamPollsLanded = 0;
+        document.addEventListener("htmx:afterRequest", (event) => {
+          if (event.detail.requestConfig.verb === "get") window.seamPollsLanded += 1; }); }"""
+    )
+    poll.continue_()
+    page.wait_for_function("() => window.seamPollsLanded > 0")
+
+
+def test_a_refused_assign_is_shown_when_the_panels_poll_answers_first(
+    make_run: Callable[..., Run], persona: Callable[..., Any], log_in: Callable[[Any], Page]
+) -> None:
+    """The order that lost a refusal: the panel's poll is on its way when "Assign to me" is
+    pressed, a colleague has taken the run meanwhile, and the poll's answer arrives first. The
+    person must still read that nothing was applied, not believe the run is theirs."""
+    run = escalated_run(make_run, ticket_id="T-40912", order_id="SU-90317")
+    kim = _person(persona, run, "support_staff", "kim")
+    page = log_in(_person(persona, run, "support_staff", "sam"))
+    _open(page, run)
+    assign = page.locator("#run-panel").get_by_role("button", name="Assign to me")
+    expect(assign).to_be_visible()
+
+    held = _hold(page, re.compile(rf"/runs/{run.pk}/(panel|act/assign)/"))
+    poll = _next_held(page, held, "GET", POLL_MS)
+    actions.run_assign(StaffContext(user=kim, tenant=run.tenant), run_id=run.pk, state=run_state_token(run))
+    assign.click()
+    action = _next_held(page, held, "POST", POLL_MS)
+    _let_the_poll_land(page, poll)
+    action.continue_()
+
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text("This run changed while this was open; nothing was applied.")
+    expect(dialog.locator(".changes")).to_contain_text("kim")
+    expect(page.locator("#run-panel dl.facts")).to_contain_text("kim")
+    assert _not_reloaded(page)
+    assert Run.objects.get(pk=run.pk).assignee == kim
+
+
+def test_a_refused_row_action_is_shown_when_the_queues_poll_answers_first(
+    make_run: Callable[..., Run], persona: Callable[..., Any], log_in: Callable[[Any], Page]
+) -> None:
+    """The same order on the queue: a row's "Assign to me" pressed while the results' poll is on
+    its way, the run taken by a colleague meanwhile, the poll's answer arriving first."""
+    run = escalated_run(make_run, ticket_id="T-40912", order_id="SU-90317")
+    kim = _person(persona, run, "support_staff", "kim")
+    page = log_in(_person(persona, run, "support_staff", "sam"))
+    row = page.locator('#queue-results tr[data-ticket="T-40912"]')
+    assign = row.get_by_role("button", name="Assign to me")
+    expect(assign).to_be_visible()
+
+    held = _hold(page, re.compile(rf"^https?://[^/]+/(\?.*)?$|/runs/{run.pk}/act/assign/$"))
+    poll = _next_held(page, held, "GET", QUEUE_POLL_MS)
+    actions.run_assign(StaffContext(user=kim, tenant=run.tenant), run_id=run.pk, state=run_state_token(run))
+    assign.click()
+    action = _next_held(page, held, "POST", QUEUE_POLL_MS)
+    _let_the_poll_land(page, poll)
+    action.continue_()
+
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text("This run changed; nothing was applied")
+    expect(dialog.locator(".changes")).to_contain_text("kim")
+    assert Run.objects.get(pk=run.pk).assignee == kim
+
+
+def test_a_refused_take_of_a_dead_letter_is_shown_when_the_letters_poll_answers_first(
+    sandbox_tools: str, persona: Callable[..., Any], log_in: Callable[[Any], Page]
+) -> None:
+    """The same order on the dead letters: "Take ownership" pressed while the page's poll is on
+    its way, the letter taken by a colleague meanwhile, the poll's answer arriving first."""
+    run = demo_ticket(sandbox_tools, "T-41207")
+    letter = DeadLetter.objects.get(compensation__original__run=run)
+    kim = _person(persona, run, "support_staff", "kim")
+    page = log_in(_person(persona, run, "support_staff", "sam"))
+    page.get_by_role("link", name="Dead letters").click()
+    take = page.locator(f"#dl-{letter.pk}").get_by_role("button", name="Take ownership")
+    expect(take).to_be_visible()
+
+    held = _hold(page, re.compile(rf"/dead-letters/(\?.*)?$|/dead-letters/{letter.pk}/take/$"))
+    poll = _next_held(page, held, "GET", POLL_MS)
+    dead_letter_take(
+        StaffContext(user=kim, tenant=run.tenant), dead_letter_id=letter.pk, state=letter.state_token
+    )
+    take.click()
+    action = _next_held(page, held, "POST", POLL_MS)
+    _let_the_poll_land(page, poll)
+    action.continue_()
+
+    expect(page.locator("#letters .error")).to_contain_text("This dead letter changed — nothing was applied.")
+    expect(page.locator(f"#dl-{letter.pk}")).to_contain_text("kim")
+    assert DeadLetter.objects.get(pk=letter.pk).owner == kim

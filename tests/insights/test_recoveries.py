@@ -30,9 +30,13 @@ def at(day: int, hour: int = 0) -> datetime:
     return datetime(2026, 11, day, hour, tzinfo=UTC)
 
 
-def _reconciled(run: Run, tool: str, status: str, when: datetime, agent_actor: Actor) -> Intent:
-    """A call the agent left open, settled by reconciliation at `when`."""
-    intent = services.intent_record(run=run, tool=tool, args={"n": tool}, turn=1, actor=agent_actor).intent
+def _reconciled(
+    run: Run, tool: str, status: str, when: datetime, agent_actor: Actor, *, turn: int = 1
+) -> Intent:
+    """A call the agent left open (at `turn`), settled by reconciliation at `when`."""
+    intent = services.intent_record(
+        run=run, tool=tool, args={"n": tool, "turn": turn}, turn=turn, actor=agent_actor
+    ).intent
     verdict = why(CallVerdict.FOUND_PERFORMED if status == IntentStatus.PERFORMED else CallVerdict.NO_LOOKUP)
     moved = transitions.intent_transition(
         intent=intent,

@@ -17,14 +17,11 @@ import pytest
 
 from insights import recoveries
 from insights.selectors import Breakdown, InsightsFilters
-from journal import services, transitions
 from journal.models import Escalation, Intent, IntentStatus, JournalEvent, Run, RunStatus, Tenant
 from journal.services import Actor
-from journal.why import CallVerdict, why
+from tests.insights.test_recoveries import _reconciled
 
 pytestmark = pytest.mark.django_db
-
-RECONCILER = Actor.system("reconciliation")
 
 PERIOD = InsightsFilters(since=date(2026, 11, 2), until=date(2026, 11, 15))
 TASK_TYPES = ("returns", "exchanges", "warranty")
@@ -36,22 +33,6 @@ def _when(rng: random.Random) -> datetime:
     return START + timedelta(hours=rng.randint(0, 24 * 24))
 
 
-def _reconciled(run: Run, tool: str, turn: int, status: str, when: datetime, agent: Actor) -> None:
-    """A call the agent left open, settled by reconciliation at `when`."""
-    intent = services.intent_record(run=run, tool=tool, args={"turn": turn}, turn=turn, actor=agent).intent
-    verdict = why(CallVerdict.FOUND_PERFORMED if status == IntentStatus.PERFORMED else CallVerdict.NO_LOOKUP)
-    assert transitions.intent_transition(
-        intent=intent,
-        source=IntentStatus.INTENDED,
-        target=status,
-        actor=RECONCILER,
-        event=JournalEvent.Kind.INTENT_RECONCILED,
-        data={"status": status, "how": "lookup", "tool": tool, "verdict": verdict.as_json()},
-        changes={"verdict": verdict.as_json(), "settled_at": when},
-        at=when,
-    ).moved
-
-
 def _random_runs(
     rng: random.Random, tenants: list[Tenant], make_run: Callable[..., Run], agent: Actor
 ) -> None:
@@ -59,7 +40,7 @@ def _random_runs(
         run = make_run(tenant=rng.choice(tenants), task_type=rng.choice(TASK_TYPES), ticket_id=f"T-{n}")
         for turn in range(1, rng.randint(1, 3)):  # calls reconciliation settled, some of one tool twice
             status = rng.choice([IntentStatus.PERFORMED, IntentStatus.UNKNOWN, IntentStatus.NOT_PERFORMED])
-            _reconciled(run, rng.choice(TOOLS), turn, status, _when(rng), agent)
+            _reconciled(run, rng.choice(TOOLS), status, _when(rng), agent, turn=turn)
         if rng.random() < 0.3:  # the sweep resumed it or handed it over
             kind = rng.choice([JournalEvent.Kind.RUN_RESUMED, JournalEvent.Kind.RUN_ESCALATED])
             JournalEvent.objects.create(

@@ -88,6 +88,14 @@ def settings_environment(kind: str) -> dict[str, str]:
     raise ValueError(f"no settings named {kind!r}; expected one of {GUIDE_SETTINGS}")
 
 
+def as_a_terminal_starts_it(argv: list[str]) -> list[str]:
+    """`argv`, started with SIGINT at its default, as a terminal starts a foreground job, so that a
+    test's Ctrl-C (SIGINT) reaches it. A command started in the background by a shell (the suite
+    itself, say) inherits SIGINT ignored, and a shell cannot trap a signal ignored when it started."""
+    reset = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])"
+    return [sys.executable, "-c", reset, *argv]
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

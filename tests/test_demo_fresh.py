@@ -23,7 +23,7 @@ import pytest
 import requests
 
 from config.embedded_postgres import stop as stop_embedded_postgres
-from devtools.processes import ROOT, free_port
+from devtools.processes import ROOT, as_a_terminal_starts_it, free_port
 
 # Installs nothing, but initialises a PostgreSQL cluster, migrates and seeds the demo: a minute
 # or more, so in `make chaos` (CI runs it after `make test`).
@@ -104,7 +104,7 @@ def demo(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], dict[str, st
     with log.open("wb") as out:
         # A session of its own, as a terminal's: Ctrl-C goes to the whole foreground group.
         process = subprocess.Popen(
-            [str(ROOT / "scripts" / "serve-demo.sh")],
+            as_a_terminal_starts_it([str(ROOT / "scripts" / "serve-demo.sh")]),
             cwd=ROOT,
             env=env,
             stdout=out,

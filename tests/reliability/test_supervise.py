@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from devtools.processes import ROOT
+from devtools.processes import ROOT, as_a_terminal_starts_it
 
 SUPERVISE = str(ROOT / "scripts" / "supervise.sh")
 # A command that says when it is ready and then ignores TERM, as a worker busy with a task does.
@@ -25,7 +25,7 @@ PROMPT = "import time; print('ready', flush=True); time.sleep(300)"
 
 def _supervised(source: str, tmp_path: Path) -> tuple[subprocess.Popen[str], psutil.Process]:
     supervisor = subprocess.Popen(
-        [SUPERVISE, sys.executable, "-c", source],
+        as_a_terminal_starts_it([SUPERVISE, sys.executable, "-c", source]),
         env={**os.environ, "SEAM_SUPERVISE_GRACE": "2"},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

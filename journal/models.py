@@ -34,6 +34,9 @@ class Tenant(models.Model):
         max_length=64, db_default=Cast(RandomUUID(), output_field=models.CharField()), editable=False
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # How long an ended run's intents and events stay in the database before the retention job
+    # archives them (docs/scaling.md, "Retention and archiving"); the run's row stays for good.
+    retention_days = models.PositiveIntegerField(default=90, db_default=90)
 
     def __str__(self) -> str:
         return self.name
@@ -137,6 +140,9 @@ class Run(models.Model):
     outcome_why = models.JSONField(default=dict, blank=True, db_default=Value({}, JSONField()))
     outcome_detail = models.TextField(blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
+    # When the retention job archived the run's intents and events (and verified the archive):
+    # from then on they are read from the archive, not the journal.
+    archived_at = models.DateTimeField(null=True, blank=True)
     # Retries, repairs, replans, reflections and escalations are counted apart, so "reasoned
     # ten times about a 403" shows up as ten reflections, not as progress.
     retries = models.PositiveIntegerField(default=0)

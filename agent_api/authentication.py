@@ -105,6 +105,7 @@ def caller_remember(principal: AgentPrincipal, run: Run) -> None:
         key_namespace=principal.tenant.key_namespace,
         run_pk=run.pk,
         policy_version=run.policy_version,
+        run_created_at=run.created_at,
     )
 
 

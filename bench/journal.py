@@ -332,22 +332,28 @@ class Floor:
     no-op dispatch's empty summary and receipt), each its own autocommit statement, prepared on
     the server, on a run of its own. No journal events, no Seam Python:
     what the journal would cost if it only wrote its rows on its real indexes and constraints.
-    The rows stay in journal_intent (run-scoped), and are emptied with the other bench rows."""
+    Like the journal's statements, they write the run's month's partition of journal_intent
+    (journal.partitions). The rows stay there (run-scoped), and are emptied with the other bench
+    rows."""
 
     INSERT = (
-        "INSERT INTO journal_intent (run_id, step_id, turn, tool, args, occurrence, idempotency_key, "
+        "INSERT INTO {table} (run_id, run_created_at, step_id, turn, tool, args, occurrence, idempotency_key, "
         "status, error_class, outcome_summary, receipt, request_id, intended_at) "
-        "VALUES (%s, %s, %s, %s, %s, 0, %s, 'intended', '', '', '{}'::jsonb, '', now()) RETURNING id"
+        "VALUES (%s, %s, %s, %s, %s, %s, 0, %s, 'intended', '', '', '{{}}'::jsonb, '', now()) RETURNING id"
     )
     UPDATE = (
-        "UPDATE journal_intent SET status = 'performed', error_class = '', outcome_summary = '', "
-        "receipt = '{}'::jsonb, request_id = '', settled_at = now() WHERE id = %s AND status = 'intended'"
+        "UPDATE {table} SET status = 'performed', error_class = '', outcome_summary = '', "
+        "receipt = '{{}}'::jsonb, request_id = '', settled_at = now() "
+        "WHERE id = %s AND run_created_at = %s AND status = 'intended'"
     )
 
     def __init__(self, tenant: Any) -> None:
-        from journal import services
+        from journal import partitions, services
 
-        self.run_id = bench_run(tenant, services.Actor.system("bench-schema-floor")).pk
+        run = bench_run(tenant, services.Actor.system("bench-schema-floor"))
+        self.run_id, self.run_created_at = run.pk, run.created_at
+        table = partitions.run_tables(run.created_at).intent
+        self.insert, self.update = self.INSERT.format(table=table), self.UPDATE.format(table=table)
         self.conn = raw_connection()
         self.counter = itertools.count()
 
@@ -356,10 +362,12 @@ class Floor:
         key = hashlib.sha256(f"schema-floor:{self.run_id}:{n}".encode()).hexdigest()
         step_id = f"{self.run_id}:{n}:{TOOL}"  # the journal's step id shape
         row = self.conn.execute(
-            self.INSERT, (self.run_id, step_id, n, TOOL, Jsonb({"n": n}), key), prepare=True
+            self.insert,
+            (self.run_id, self.run_created_at, step_id, n, TOOL, Jsonb({"n": n}), key),
+            prepare=True,
         ).fetchone()
         assert row is not None
-        updated = self.conn.execute(self.UPDATE, (row[0],), prepare=True).rowcount
+        updated = self.conn.execute(self.update, (row[0], self.run_created_at), prepare=True).rowcount
         if updated != 1:
             raise BenchError(f"floor: the UPDATE of intent {row[0]} touched {updated} rows")
 
@@ -387,12 +395,17 @@ class JournalStatements:
     def __init__(self, tenant: Any) -> None:
         from django.utils import timezone
 
-        from journal import services
+        from journal import partitions, services
         from journal import sql as journal_sql
 
         self.journal_sql = journal_sql
         self.timezone = timezone
-        self.run_id = bench_run(tenant, services.Actor.system("bench-statements")).pk
+        run = bench_run(tenant, services.Actor.system("bench-statements"))
+        self.run_id, self.run_created_at = run.pk, run.created_at
+        # The statements the journal runs for this run: on its month's partitions.
+        tables = partitions.run_tables(run.created_at)
+        self.insert = journal_sql.insert_intent_statement(tables, as_caller=False)
+        self.settle = journal_sql.settle_intent_statement(tables)
         self.conn = raw_connection()
         self.counter = itertools.count()
 
@@ -414,18 +427,19 @@ class JournalStatements:
             compensation=False,
             max_intents=0,
         )
-        row = self.conn.execute(sql.INSERT_INTENT, params, prepare=True).fetchone()
+        row = self.conn.execute(self.insert, params, prepare=True).fetchone()
         if row is None:
             raise BenchError(f"journal statements: intent {n} was not inserted")
         params = sql.settle_intent_params(
             intent_id=row[0],
+            run_created_at=self.run_created_at,
             source="intended",  # journal.transitions.OUTCOME_SOURCE, spelled as the status is
             settled=sql.settled_columns(
                 status="performed", error_class="", summary="", receipt_json="{}", request_id="", now=now
             ),
             **self.ACTOR,
         )
-        if self.conn.execute(sql.SETTLE_INTENT, params, prepare=True).fetchone() is None:
+        if self.conn.execute(self.settle, params, prepare=True).fetchone() is None:
             raise BenchError(f"journal statements: the settle of intent {row[0]} changed nothing")
 
     def run(self, calls: int) -> Sample:

@@ -164,10 +164,10 @@ FROM bench_seed ORDER BY g
 
 INSERT_INTENTS = """
 INSERT INTO journal_intent (
-    run_id, step_id, turn, tool, args, occurrence, idempotency_key, status, error_class,
+    run_id, run_created_at, step_id, turn, tool, args, occurrence, idempotency_key, status, error_class,
     outcome_summary, receipt, request_id, intended_at, settled_at, lookup_attempts,
     last_lookup_error, next_lookup_at, unknown_reason)
-SELECT s.run_id, s.run_id::text || ':' || t || ':' || x.tool, t, x.tool,
+SELECT s.run_id, s.created, s.run_id::text || ':' || t || ':' || x.tool, t, x.tool,
        jsonb_build_object('order_id', 'SU-' || (200000 + s.g), 'amount', ((s.g * 37 + t) %% 20000) / 100.0,
                           'currency', 'USD', 'line', t),
        0, encode(sha256(convert_to('bench-pages:' || s.g || ':' || t, 'UTF8')), 'hex'),
@@ -200,20 +200,20 @@ ORDER BY s.g, t
 
 # Every event in time order, so that ids grow with `at` as they do when written live.
 INSERT_EVENTS = """
-INSERT INTO journal_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
-SELECT run_id, intent_id, kind, actor_kind, actor_name, NULL, data, at FROM (
+INSERT INTO journal_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at, run_created_at)
+SELECT run_id, intent_id, kind, actor_kind, actor_name, NULL, data, at, run_created_at FROM (
     SELECT run_id, NULL::bigint AS intent_id, 'run_created' AS kind, 'agent' AS actor_kind,
-           'bench-agent' AS actor_name, '{}'::jsonb AS data, created AS at
+           'bench-agent' AS actor_name, '{}'::jsonb AS data, created AS at, created AS run_created_at
     FROM bench_seed
     UNION ALL
     SELECT i.run_id, i.id, 'intent_recorded', 'agent', 'bench-agent',
-           jsonb_build_object('tool', i.tool, 'turn', i.turn), i.intended_at
+           jsonb_build_object('tool', i.tool, 'turn', i.turn), i.intended_at, i.run_created_at
     FROM journal_intent AS i
     UNION ALL
     SELECT i.run_id, i.id,
            CASE i.status WHEN 'unknown' THEN 'dispatch_ambiguous' ELSE 'outcome_recorded' END,
            'agent', 'bench-agent', jsonb_build_object('status', i.status),
-           coalesce(i.settled_at, i.intended_at + interval '30 seconds')
+           coalesce(i.settled_at, i.intended_at + interval '30 seconds'), i.run_created_at
     FROM journal_intent AS i WHERE i.status <> 'intended'
     UNION ALL
     SELECT run_id, NULL,
@@ -221,7 +221,7 @@ SELECT run_id, intent_id, kind, actor_kind, actor_name, NULL, data, at FROM (
                        WHEN 'compensated' THEN 'run_compensated' ELSE 'run_cancelled' END,
            CASE WHEN status = 'completed' THEN 'agent' ELSE 'system' END,
            CASE WHEN status = 'completed' THEN 'bench-agent' ELSE 'reconciliation' END,
-           jsonb_build_object('reason', reason), ended
+           jsonb_build_object('reason', reason), ended, created
     FROM bench_seed WHERE ended IS NOT NULL
 ) AS e
 ORDER BY at
@@ -258,10 +258,10 @@ WITH run AS (
     RETURNING id, created_at
 ), intents AS (
     INSERT INTO journal_intent (
-        run_id, step_id, turn, tool, args, occurrence, idempotency_key, status, error_class,
+        run_id, run_created_at, step_id, turn, tool, args, occurrence, idempotency_key, status, error_class,
         outcome_summary, receipt, request_id, intended_at, settled_at, lookup_attempts,
         last_lookup_error, next_lookup_at, unknown_reason)
-    SELECT run.id, run.id::text || ':' || t || ':' || tool, t, tool,
+    SELECT run.id, run.created_at, run.id::text || ':' || t || ':' || tool, t, tool,
            jsonb_build_object('order_id', 'SU-BIG', 'amount', (t %% 20000) / 100.0, 'line', t),
            0, encode(sha256(convert_to(%(external_id)s || ':' || t, 'UTF8')), 'hex'), status, '',
            CASE WHEN status = 'performed' THEN 'ok' ELSE '' END,
@@ -275,15 +275,17 @@ WITH run AS (
         SELECT (%(tools)s::text[])[1 + t %% {tools}] AS tool,
                CASE WHEN t = %(n)s THEN 'unknown' ELSE 'performed' END AS status
     ) AS x
-    RETURNING id, run_id, tool, turn, status, intended_at
+    RETURNING id, run_id, run_created_at, tool, turn, status, intended_at
 )
-INSERT INTO journal_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
-SELECT run_id, intent_id, kind, 'agent', 'bench-agent', NULL, data, at FROM (
+INSERT INTO journal_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at, run_created_at)
+SELECT run_id, intent_id, kind, 'agent', 'bench-agent', NULL, data, at, run_created_at FROM (
     SELECT run_id, id AS intent_id, 'intent_recorded' AS kind,
-           jsonb_build_object('tool', tool, 'turn', turn) AS data, intended_at AS at, 0 AS o FROM intents
+           jsonb_build_object('tool', tool, 'turn', turn) AS data, intended_at AS at, 0 AS o, run_created_at
+    FROM intents
     UNION ALL
     SELECT run_id, id, CASE status WHEN 'unknown' THEN 'dispatch_ambiguous' ELSE 'outcome_recorded' END,
-           jsonb_build_object('status', status), intended_at + interval '100 milliseconds', 1 FROM intents
+           jsonb_build_object('status', status), intended_at + interval '100 milliseconds', 1, run_created_at
+    FROM intents
 ) AS e ORDER BY at, o
 """
 
@@ -472,10 +474,11 @@ INSIGHTS_SEED = [
     (
         "unknown-outcome events",
         """
-        INSERT INTO journal_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at)
+        INSERT INTO journal_journalevent (run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at,
+                                          run_created_at)
         SELECT i.run_id, i.id, 'intent_reconciled', 'system', 'reconciliation', NULL,
                jsonb_build_object('status', 'unknown', 'how', 'lookup', 'tool', i.tool),
-               i.intended_at + interval '1 minute'
+               i.intended_at + interval '1 minute', i.run_created_at
         FROM journal_intent AS i JOIN journal_run AS r ON r.id = i.run_id
         WHERE r.tenant_id = %(tenant)s AND i.status = 'unknown'
         ORDER BY i.intended_at

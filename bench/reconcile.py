@@ -277,10 +277,10 @@ def measure_settle(world: World, *, rows: int, rounds: int, slow_ms: int) -> dic
 # intended_at alone), a cost of the seed, not of a real backlog. The keys are 64 hex characters
 # like the journal's; bench/stub_tools's lookups answer from the key.
 STUB_INSERT = """
-INSERT INTO journal_intent (run_id, step_id, turn, tool, args, occurrence, idempotency_key, status,
+INSERT INTO journal_intent (run_id, run_created_at, step_id, turn, tool, args, occurrence, idempotency_key, status,
     error_class, outcome_summary, receipt, request_id, intended_at, settled_at, lookup_attempts,
     last_lookup_error, next_lookup_at, unknown_reason)
-SELECT %(run)s, %(run)s || ':1:' || %(tool)s || ':' || g, 1, %(tool)s, %(args)s::jsonb, g,
+SELECT %(run)s, (SELECT created_at FROM journal_run WHERE id = %(run)s), %(run)s || ':1:' || %(tool)s || ':' || g, 1, %(tool)s, %(args)s::jsonb, g,
     md5(%(run)s || ':a:' || g) || md5(%(run)s || ':b:' || g), 'intended', '', '', '{}'::jsonb, '',
     now() - interval '10 minutes' - (%(n)s - g) * interval '1 millisecond', NULL, 0, '', NULL, ''
 FROM generate_series(1, %(n)s) AS g
@@ -608,10 +608,10 @@ def measure_recovery(
 # --- 3. the sweep's query at scale ------------------------------------------------------------
 
 BULK_INSERT = """
-INSERT INTO journal_intent (run_id, step_id, turn, tool, args, occurrence, idempotency_key, status,
-    error_class, outcome_summary, receipt, request_id, intended_at, settled_at, lookup_attempts,
+INSERT INTO journal_intent (run_id, run_created_at, step_id, turn, tool, args, occurrence, idempotency_key,
+    status, error_class, outcome_summary, receipt, request_id, intended_at, settled_at, lookup_attempts,
     last_lookup_error, next_lookup_at, unknown_reason)
-SELECT %(run)s, 'bulk:' || g, 1, 'issue_refund', '{}'::jsonb, g,
+SELECT %(run)s, (SELECT created_at FROM journal_run WHERE id = %(run)s), 'bulk:' || g, 1, 'issue_refund', '{}'::jsonb, g,
     md5('bulk-a:' || g) || md5('bulk-b:' || g), 'performed', '', 'bench', '{}'::jsonb, '',
     now() - interval '30 days' + g * interval '200 milliseconds',
     now() - interval '30 days' + g * interval '200 milliseconds' + interval '1 second',
@@ -619,10 +619,10 @@ SELECT %(run)s, 'bulk:' || g, 1, 'issue_refund', '{}'::jsonb, g,
 FROM generate_series(%(first)s, %(last)s) AS g
 """
 STALE_INSERT = """
-INSERT INTO journal_intent (run_id, step_id, turn, tool, args, occurrence, idempotency_key, status,
-    error_class, outcome_summary, receipt, request_id, intended_at, settled_at, lookup_attempts,
+INSERT INTO journal_intent (run_id, run_created_at, step_id, turn, tool, args, occurrence, idempotency_key,
+    status, error_class, outcome_summary, receipt, request_id, intended_at, settled_at, lookup_attempts,
     last_lookup_error, next_lookup_at, unknown_reason)
-SELECT %(run)s, 'stale:' || g, 2, 'issue_refund', '{}'::jsonb, g,
+SELECT %(run)s, (SELECT created_at FROM journal_run WHERE id = %(run)s), 'stale:' || g, 2, 'issue_refund', '{}'::jsonb, g,
     md5('stale-a:' || g) || md5('stale-b:' || g), 'intended', '', '', '{}'::jsonb, '',
     now() - interval '10 minutes', NULL, 0, '', NULL, ''
 FROM generate_series(1, %(n)s) AS g

@@ -87,7 +87,14 @@ class Compensation(models.Model):
     intent (a new journaled action with its own key), and how it ended. Written by the
     compensations executor."""
 
-    original = models.ForeignKey(Intent, on_delete=models.PROTECT, related_name="compensations")
+    # Both intents are foreign keys without database constraints: the intent table is
+    # partitioned by month (docs/scaling.md), and PostgreSQL lets a constraint reference it only
+    # through a key that holds the partition column. compensations.services writes both ids from
+    # rows it has just read or written, in the same transaction; the recovery invariants
+    # (scenarios.invariants) check that they point at intents of the same run.
+    original = models.ForeignKey(
+        Intent, on_delete=models.PROTECT, related_name="compensations", db_constraint=False
+    )
     # The original's tenant, task type and tool, copied when the compensation is requested (an
     # intent's and a run's never change): the insights page counts a tenant's compensations and
     # dead letters by an index range on them, where reaching them through each one's intent and
@@ -96,7 +103,12 @@ class Compensation(models.Model):
     task_type = models.SlugField(max_length=64)
     tool = models.CharField(max_length=100)
     intent = models.OneToOneField(
-        Intent, on_delete=models.PROTECT, null=True, blank=True, related_name="compensation_of"
+        Intent,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="compensation_of",
+        db_constraint=False,
     )
     status = models.CharField(
         max_length=20, choices=CompensationStatus.choices, default=CompensationStatus.PENDING

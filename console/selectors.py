@@ -191,14 +191,22 @@ def queue_runs(*, tenant: Tenant, user: Any, filters: QueueFilters, now: datetim
         runs = runs.filter(assignee__isnull=True)
     elif filters.assignee:
         runs = runs.filter(assignee__username=filters.assignee)
-    last_event = JournalEvent.objects.filter(run=OuterRef("pk")).order_by("-id").values("id")[:1]
+    # Each per-run subquery names the run's month (the partition column of the journal's tables),
+    # so it probes one partition's index, not one per month kept (journal.partitions).
+    last_event = (
+        JournalEvent.objects.filter(run=OuterRef("pk"), run_created_at=OuterRef("created_at"))
+        .order_by("-id")
+        .values("id")[:1]
+    )
     last_audit = AuditEntry.objects.filter(run=OuterRef("pk")).order_by("-seq").values("seq")[:1]
     # A scalar subquery, not Exists: PostgreSQL may answer an EXISTS in the select list with a
     # hashed subplan that reads every intent of every run (a parallel scan of the whole journal,
     # ~250 ms at 1M intents), whereas a scalar subquery is only ever run per row, for the page's
     # 50 runs, through intent_step_per_run.
     open_uncertain = (
-        Intent.objects.filter(run=OuterRef("pk"), status=IntentStatus.UNKNOWN)
+        Intent.objects.filter(
+            run=OuterRef("pk"), run_created_at=OuterRef("created_at"), status=IntentStatus.UNKNOWN
+        )
         .order_by()
         .annotate(found=Value(True))
         .values("found")[:1]

@@ -143,7 +143,9 @@ def _perform(draft: IntentDraft, *, dispatch: Dispatch, actor: Actor, compensati
             evidence_at=result.evidence_at,
             intended_at=intended_at,
         )
-        settled_at = outcome_write(new_id, draft.run_pk, outcome, actor=actor)
+        settled_at = outcome_write(
+            new_id, draft.run_pk, outcome, run_created_at=draft.run_created_at, actor=actor
+        )
         if settled_at is None:  # settled meanwhile by someone else (reconciliation, a person)
             return Performed(intent=outcome_already_recorded(new_id, outcome), replayed=False)
     except CONNECTION_ERRORS as exc:

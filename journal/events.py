@@ -47,6 +47,8 @@ class Caller:
     key_namespace: str
     run_pk: uuid.UUID
     policy_version: str
+    # The run's created_at: which month's partitions its rows lie in (journal.partitions).
+    run_created_at: datetime
 
     @property
     def actor(self) -> Actor:
@@ -63,25 +65,55 @@ def event_record(
     data: dict[str, Any] | None = None,
 ) -> JournalEvent:
     return event_insert(
-        run_id=run.pk, intent_id=intent.pk if intent else None, kind=kind, actor=actor, at=at, data=data
+        run_id=run.pk,
+        run_created_at=run.created_at,
+        intent_id=intent.pk if intent else None,
+        kind=kind,
+        actor=actor,
+        at=at,
+        data=data,
     )
 
 
 def event_insert(
-    *, run_id: Any, intent_id: int | None, kind: str, actor: Actor, at: datetime, data: dict[str, Any] | None
+    *,
+    run_id: Any,
+    run_created_at: datetime,
+    intent_id: int | None,
+    kind: str,
+    actor: Actor,
+    at: datetime,
+    data: dict[str, Any] | None,
 ) -> JournalEvent:
     """event_record for a caller that holds ids, not rows (the journal's hot writes)."""
-    event = event_of(run_id=run_id, intent_id=intent_id, kind=kind, actor=actor, at=at, data=data)
+    event = event_of(
+        run_id=run_id,
+        run_created_at=run_created_at,
+        intent_id=intent_id,
+        kind=kind,
+        actor=actor,
+        at=at,
+        data=data,
+    )
     event.save(force_insert=True)
     return event
 
 
 def event_of(
-    *, run_id: Any, intent_id: int | None, kind: str, actor: Actor, at: datetime, data: dict[str, Any] | None
+    *,
+    run_id: Any,
+    run_created_at: datetime,
+    intent_id: int | None,
+    kind: str,
+    actor: Actor,
+    at: datetime,
+    data: dict[str, Any] | None,
 ) -> JournalEvent:
-    """The event, not yet written: for a caller that writes many in one INSERT (bulk_create)."""
+    """The event, not yet written: for a caller that writes many in one INSERT (bulk_create).
+    `run_created_at`, the run's, is the partition it lies in."""
     return JournalEvent(
         run_id=run_id,
+        run_created_at=run_created_at,
         intent_id=intent_id,
         kind=kind,
         actor_kind=actor.kind,

@@ -67,7 +67,11 @@ JSON_COLUMNS: Final[tuple[str, ...]] = tuple(
     field.attname for field in Intent._meta.concrete_fields if isinstance(field, JSONField)
 )
 
-_NAMED = {"id", "run_id", *(name for name, _ in INTENT_BOUND), *(name for name, _ in OUTCOME_BOUND)}
+# The run's columns on its intents, which the insert writes from the run row it reads (and every
+# caller knows): its id, and its created_at, the partition the row lies in.
+FROM_RUN: Final[tuple[str, ...]] = ("run_id", "run_created_at")
+
+_NAMED = {"id", *FROM_RUN, *(name for name, _ in INTENT_BOUND), *(name for name, _ in OUTCOME_BOUND)}
 
 # Every other column of the row (reconciliation's lookup bookkeeping): bound by no statement,
 # so left to its db_default (or NULL) on insert.

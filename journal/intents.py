@@ -69,6 +69,7 @@ class IntentDraft:
     run: Run | None  # None when only the run's key inputs are known (an agent's Caller)
     run_pk: Any
     run_id: str  # str(run_pk), made once
+    run_created_at: datetime  # the run's: the month whose partitions its rows lie in
     tool: str
     args: dict[str, Any]
     args_json: str  # canonical_json(args), made once for the size limit, the key and the row
@@ -82,6 +83,7 @@ def intent_draft(*, run: Run, tool: Any, args: Any, turn: Any, occurrence: Any) 
     return _draft_of(
         run=run,
         run_pk=run.pk,
+        run_created_at=run.created_at,
         key_namespace=run.tenant.key_namespace,
         policy_version=run.policy_version,
         tool=tool,
@@ -95,6 +97,7 @@ def _draft_of(
     *,
     run: Run | None,
     run_pk: Any,
+    run_created_at: datetime,
     key_namespace: str,
     policy_version: str,
     tool: Any,
@@ -120,6 +123,7 @@ def _draft_of(
         run=run,
         run_pk=run_pk,
         run_id=run_id,
+        run_created_at=run_created_at,
         tool=tool,
         args=clean,
         args_json=args_json,
@@ -203,6 +207,7 @@ def intent_record_as_caller(
     draft = _draft_of(
         run=None,
         run_pk=caller.run_pk,
+        run_created_at=caller.run_created_at,
         key_namespace=caller.key_namespace,
         policy_version=caller.policy_version,
         tool=tool,
@@ -253,7 +258,12 @@ def intent_already_recorded(
     holds another intent)."""
     # The key first: a replay (the common case here) needs no more. A key names its run, so a
     # missing run never has one.
-    existing = Intent.objects.filter(idempotency_key=draft.key).select_related("run").first()
+    # Both reads name the run's month: the partition its rows lie in, one index probe.
+    existing = (
+        Intent.objects.filter(idempotency_key=draft.key, run_created_at=draft.run_created_at)
+        .select_related("run")
+        .first()
+    )
     if existing is not None:
         return existing
     run_status = Run.objects.filter(pk=draft.run_pk).values_list("status", flat=True).first()
@@ -270,7 +280,9 @@ def intent_already_recorded(
         )
     if not (compensation or after_failure_checked) and attempts.has_failed_call(draft.run_pk, draft.tool):
         raise _AfterFailure
-    taken = Intent.objects.filter(run_id=draft.run_pk, step_id=draft.step_id).first()
+    taken = Intent.objects.filter(
+        run_id=draft.run_pk, run_created_at=draft.run_created_at, step_id=draft.step_id
+    ).first()
     raise StepTaken(
         f"step {draft.step_id} is already recorded with different arguments"
         f"{f' (key {taken.idempotency_key})' if taken else ''}; use another turn or occurrence for a new intent",
@@ -294,6 +306,7 @@ def intent_loaded(pk: int, draft: IntentDraft, *, intended_at: datetime, **settl
         "receipt": {},  # the row's own, not the shared default's
         "id": pk,
         "run_id": draft.run_pk,
+        "run_created_at": draft.run_created_at,
         "step_id": draft.step_id,
         "turn": draft.turn,
         "tool": draft.tool,
@@ -344,7 +357,9 @@ def _insert_intent(
             caller=caller,
             after_failure_checked=after_failure_checked,
         )
-        return journal_sql.insert_intent(db, params, as_caller=caller is not None)
+        return journal_sql.insert_intent(
+            db, params, run_created_at=draft.run_created_at, as_caller=caller is not None
+        )
 
 
 def intent_readmit(*, intent: Intent, actor: Actor) -> Intent:

@@ -281,6 +281,10 @@ class Intent(models.Model):
     request_id = models.CharField(max_length=200, blank=True)
     intended_at = models.DateTimeField()
     settled_at = models.DateTimeField(null=True, blank=True)
+    # The run's created_at, copied onto the row: the table is partitioned by it, one partition
+    # per month (journal.partitions, docs/scaling.md), so that all of a run's rows lie in one
+    # partition and a month is archived and dropped whole. A run's created_at never changes.
+    run_created_at = models.DateTimeField(editable=False)
     # Reconciliation's bookkeeping while it asks the downstream about an open row.
     # db_default too: journal_sql inserts rows without naming these columns.
     lookup_attempts = models.PositiveIntegerField(default=0, db_default=0)
@@ -301,9 +305,13 @@ class Intent(models.Model):
     class Meta:
         ordering = ["intended_at", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["run", "step_id"], name="intent_step_per_run"),
-            # The arbiter of journal_sql's ON CONFLICT (idempotency_key).
-            models.UniqueConstraint(fields=["idempotency_key"], name="intent_key_unique"),
+            # PostgreSQL enforces a partitioned table's unique keys per partition, so each holds
+            # the partition column. Nothing is lost: a step and a key both name their run
+            # (journal.keys hashes the run's id into every key), and a run's rows share one
+            # run_created_at.
+            models.UniqueConstraint(fields=["run", "step_id", "run_created_at"], name="intent_step_per_run"),
+            # The arbiter of journal_sql's ON CONFLICT (idempotency_key, run_created_at).
+            models.UniqueConstraint(fields=["idempotency_key", "run_created_at"], name="intent_key_unique"),
         ]
         indexes = [
             # The reconciliation sweep looks only at open rows; a partial index keeps that scan
@@ -325,6 +333,13 @@ class Intent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.step_id} [{self.status}]"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.run_created_at is None:
+            # The product inserts intents through journal.sql, which writes it from the run row;
+            # an ORM insert (a test's, a shell's) takes it from the run here.
+            self.run_created_at = self.run.created_at
+        super().save(*args, **kwargs)
 
     @property
     def is_settled(self) -> bool:
@@ -439,6 +454,8 @@ class JournalEvent(models.Model):
     )
     data = models.JSONField(default=dict, blank=True)
     at = models.DateTimeField()
+    # The run's created_at, as on Intent: the partition the event lies in, its run's month.
+    run_created_at = models.DateTimeField(editable=False)
 
     class Meta:
         ordering = ["at", "id"]
@@ -471,6 +488,12 @@ class JournalEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} by {self.actor_kind}:{self.actor_name}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.run_created_at is None:
+            # journal.events sets it from the run it holds; any other insert reads it here.
+            self.run_created_at = Run.objects.values_list("created_at", flat=True).get(pk=self.run_id)
+        super().save(*args, **kwargs)
 
 
 class Escalation(models.Model):

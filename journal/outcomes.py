@@ -244,7 +244,7 @@ def outcome_record(
     )
     if draft.is_evidence:
         return _evidence_record(intent, draft, actor=actor)
-    now = outcome_write(intent.pk, intent.run_id, draft, actor=actor)
+    now = outcome_write(intent.pk, intent.run_id, draft, run_created_at=intent.run_created_at, actor=actor)
     if now is not None and draft.error_class == ErrorClass.BUG:
         attempts.stop_on_bug(intent=intent, message=draft.summary, actor=actor)
     if now is not None:
@@ -321,6 +321,7 @@ def _caller_step(
         **intent_columns.NEW_ROW,
         **answered,
         "run_id": caller.run_pk,
+        "run_created_at": caller.run_created_at,
         "step_id": step_id,
         **draft.as_columns(),
         "request_id": draft.request_id,
@@ -329,12 +330,14 @@ def _caller_step(
     return intent_of_columns(values, None)
 
 
-def outcome_write(intent_pk: int, run_id: Any, draft: OutcomeDraft, *, actor: Actor) -> datetime | None:
+def outcome_write(
+    intent_pk: int, run_id: Any, draft: OutcomeDraft, *, run_created_at: datetime, actor: Actor
+) -> datetime | None:
     """Compare-and-swap: only an open row is settled, so two racing settlements (a retried
     acknowledgement, a worker and the runtime) produce one transition. The settled_at written,
     or None if the row was not open."""
     now = timezone.now()
-    if not _settle_intent(intent_pk, run_id, draft, now=now, actor=actor):
+    if not _settle_intent(intent_pk, run_id, draft, run_created_at=run_created_at, now=now, actor=actor):
         return None
     metrics.intent_settled(draft.status)
     logger.debug(
@@ -400,7 +403,9 @@ def _outcome_fields(intent: Intent, columns: dict[str, Any]) -> dict[str, Any]:
     return {name: getattr(intent, name) for name in columns}
 
 
-def _settle_intent(intent_pk: int, run_id: Any, draft: OutcomeDraft, *, now: datetime, actor: Actor) -> bool:
+def _settle_intent(
+    intent_pk: int, run_id: Any, draft: OutcomeDraft, *, run_created_at: datetime, now: datetime, actor: Actor
+) -> bool:
     db = connections[DEFAULT_DB_ALIAS]
     refuse_open_transaction(db)
     # The transitions table decides which status an outcome moves the row from (a set lookup).
@@ -410,19 +415,20 @@ def _settle_intent(intent_pk: int, run_id: Any, draft: OutcomeDraft, *, now: dat
     if draft.status != IntentStatus.ALREADY_SO:
         params = journal_sql.settle_intent_params(
             intent_id=intent_pk,
+            run_created_at=run_created_at,
             source=source,
             settled=draft.columns_written(now),
             actor_kind=actor.kind,
             actor_name=actor.name,
             user_id=actor.user_id,
         )
-        return journal_sql.settle_intent(db, params)
+        return journal_sql.settle_intent(db, params, run_created_at=run_created_at)
     columns = draft.as_columns()
     del columns["status"]  # the transition's to write
     with durable():
         settled = transitions.intent_transition(
             # Only the ids are read: like the SQL path, this one holds ids, not the row.
-            intent=Intent(pk=intent_pk, run_id=run_id),
+            intent=Intent(pk=intent_pk, run_id=run_id, run_created_at=run_created_at),
             source=source,
             target=draft.status,
             actor=actor,

@@ -27,6 +27,7 @@ from . import intent_columns
 from .events import Caller
 from .models import ActorKind, AgentToken, Intent, JournalEvent, Run, Tenant
 from .orm_rows import ModelColumns, instance_of, model_columns
+from .partitions import PARENTS, Tables, run_tables
 
 # --- the statements, built from journal.intent_columns and the models' own table names ---------
 
@@ -36,7 +37,7 @@ _EVENT = JournalEvent._meta.db_table
 _TOKEN = AgentToken._meta.db_table
 _TENANT = Tenant._meta.db_table
 # The journal event's columns, as every statement here writes its event.
-_EVENT_COLUMNS = "run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at"
+_EVENT_COLUMNS = "run_id, intent_id, kind, actor_kind, actor_name, user_id, data, at, run_created_at"
 
 
 def _names(columns: Sequence[tuple[str, str]] | Sequence[str], prefix: str = "") -> str:
@@ -66,10 +67,15 @@ _OPEN = {name: value for name, value in intent_columns.OPEN_OUTCOME.items() if v
 # event's columns are taken from the row the statement has just written (RETURNING) rather than
 # bound again, so the event cannot disagree with its row. A first CTE naming the parameters
 # read better but cost PostgreSQL about 0.05 ms per call in extra CTE scans (pgbench, same run).
-INSERT_INTENT = f"""
+#
+# The intent and its event are written into the tables __INTENT__ and __EVENT__ stand for: their run's
+# month's partitions on the hot path (journal.partitions.run_tables), the partitioned parents
+# where a statement is not per call. Every read of a run's rows also names the run's
+# created_at, the partition column, so that through the parents PostgreSQL reads one partition.
+_INSERT_INTENT = f"""
 WITH inserted AS (
-    INSERT INTO {_INTENT} (run_id, {_names(intent_columns.INTENT_BOUND)}, {_names(list(_OPEN))})
-    SELECT run.id, {_placeholders(intent_columns.INTENT_BOUND)}, {", ".join(map(_literal, _OPEN.values()))}
+    INSERT INTO __INTENT__ (run_id, run_created_at, {_names(intent_columns.INTENT_BOUND)}, {_names(list(_OPEN))})
+    SELECT run.id, run.created_at, {_placeholders(intent_columns.INTENT_BOUND)}, {", ".join(map(_literal, _OPEN.values()))}
     FROM {_RUN} AS run
     -- A run admits new intents while running; a compensation is admitted on any run.
     WHERE run.id = %s::uuid AND (run.status = 'running' OR %s::boolean)
@@ -77,25 +83,27 @@ WITH inserted AS (
     -- A run admits at most SEAM_MAX_INTENTS_PER_RUN intents of its own (the parameter is that
     -- limit less one: no row at that offset); a compensation is admitted beyond it.
     AND (%s::boolean OR NOT EXISTS (
-        SELECT 1 FROM {_INTENT} AS recorded WHERE recorded.run_id = run.id OFFSET %s::integer))
+        SELECT 1 FROM __INTENT__ AS recorded
+        WHERE recorded.run_id = run.id AND recorded.run_created_at = run.created_at OFFSET %s::integer))
     -- After a failed call of the same tool, journal.attempts decides whether the next is
     -- admitted (the taxonomy's responses); it then writes with the check passed.
     AND (%s::boolean OR NOT EXISTS (
-        SELECT 1 FROM {_INTENT} AS failed
-        WHERE failed.run_id = run.id AND failed.tool = %s::text AND failed.status = 'failed'))
+        SELECT 1 FROM __INTENT__ AS failed
+        WHERE failed.run_id = run.id AND failed.run_created_at = run.created_at
+        AND failed.tool = %s::text AND failed.status = 'failed'))
     -- FOR SHARE: intents of one run may be admitted side by side, but never while the run's
     -- status is being changed (completed, cancelled) under them.
     FOR SHARE OF run
-    ON CONFLICT (idempotency_key) DO NOTHING
-    RETURNING id, run_id, step_id, tool, idempotency_key, intended_at
+    ON CONFLICT (idempotency_key, run_created_at) DO NOTHING
+    RETURNING id, run_id, run_created_at, step_id, tool, idempotency_key, intended_at
 )
 -- The event's data is built here rather than serialised in Python, for one JSON encoding fewer
 -- per call.
-INSERT INTO {_EVENT} ({_EVENT_COLUMNS})
+INSERT INTO __EVENT__ ({_EVENT_COLUMNS})
 SELECT run_id, id, 'intent_recorded', %s::text, %s::text, %s::integer,
        jsonb_build_object('step_id', step_id, 'tool', tool, 'idempotency_key', idempotency_key)
        || CASE WHEN %s::boolean THEN '{{"compensation": true}}'::jsonb ELSE '{{}}'::jsonb END,
-       intended_at
+       intended_at, run_created_at
 FROM inserted
 RETURNING intent_id
 """  # noqa: S608 - every name is a model's own or journal.intent_columns'; every value a parameter
@@ -112,25 +120,49 @@ _CALLER_OWNS_RUN = f"""AND run.tenant_id = (
         WHERE token.digest = %s::text AND token.revoked_at IS NULL
         AND token.name = %s::text AND tenant.key_namespace = %s::text)
     AND run.policy_version = %s::text"""  # noqa: S608
-INSERT_INTENT_AS_CALLER = INSERT_INTENT.replace("/*caller*/", _CALLER_OWNS_RUN)
-INSERT_INTENT = INSERT_INTENT.replace("\n    /*caller*/", "")
 
-SETTLE_INTENT = f"""
+
+def _for_tables(statement: str, tables: Tables) -> str:
+    return statement.replace("__INTENT__", tables.intent).replace("__EVENT__", tables.event)
+
+
+@functools.cache
+def insert_intent_statement(tables: Tables, *, as_caller: bool) -> str:
+    """INSERT_INTENT writing `tables`; `as_caller`, INSERT_INTENT_AS_CALLER."""
+    statement = _for_tables(_INSERT_INTENT, tables)
+    if as_caller:
+        return statement.replace("/*caller*/", _CALLER_OWNS_RUN)
+    return statement.replace("\n    /*caller*/", "")
+
+
+INSERT_INTENT = insert_intent_statement(PARENTS, as_caller=False)
+INSERT_INTENT_AS_CALLER = insert_intent_statement(PARENTS, as_caller=True)
+
+_SETTLE_INTENT = f"""
 WITH settled AS (
-    UPDATE {_INTENT}
+    UPDATE __INTENT__
     SET {_assignments(intent_columns.OUTCOME_BOUND)}
     -- The expected status is journal.transitions.outcome_source's: the table owns the edge.
-    WHERE id = %s::bigint AND status = %s::text
-    RETURNING id, run_id, status, error_class, receipt, settled_at
+    WHERE id = %s::bigint AND run_created_at = %s::timestamptz AND status = %s::text
+    RETURNING id, run_id, run_created_at, status, error_class, receipt, settled_at
 )
 -- The same data as journal.outcomes' ORM path (for already_so) writes.
-INSERT INTO {_EVENT} ({_EVENT_COLUMNS})
+INSERT INTO __EVENT__ ({_EVENT_COLUMNS})
 SELECT run_id, id, 'outcome_recorded', %s::text, %s::text, %s::integer,
        jsonb_build_object('status', status, 'error_class', error_class, 'receipt', receipt),
-       settled_at
+       settled_at, run_created_at
 FROM settled
 RETURNING intent_id
 """  # noqa: S608
+
+
+@functools.cache
+def settle_intent_statement(tables: Tables) -> str:
+    """SETTLE_INTENT writing `tables`."""
+    return _for_tables(_SETTLE_INTENT, tables)
+
+
+SETTLE_INTENT = settle_intent_statement(PARENTS)
 
 # The caller's token holds the tenant of the intent's run (its step named by run and step id).
 _CALLER_OWNS_STEP = f"""EXISTS (
@@ -142,22 +174,32 @@ _CALLER_OWNS_STEP = f"""EXISTS (
 # is named by its run and step id, as the request names it, and the row's columns the answer
 # renders are returned with it. The event is written by a CTE the final SELECT does not read,
 # which PostgreSQL runs all the same (a data-modifying WITH runs exactly once).
-SETTLE_STEP_AS_CALLER = f"""
+_SETTLE_STEP_AS_CALLER = f"""
 WITH settled AS (
-    UPDATE {_INTENT} AS intent
+    UPDATE __INTENT__ AS intent
     SET {_assignments(intent_columns.OUTCOME_BOUND)}
-    WHERE intent.run_id = %s::uuid AND intent.step_id = %s::text AND intent.status = %s::text
+    WHERE intent.run_id = %s::uuid AND intent.run_created_at = %s::timestamptz
+    AND intent.step_id = %s::text AND intent.status = %s::text
     AND {_CALLER_OWNS_STEP}
     RETURNING intent.*
 ), event AS (
-    INSERT INTO {_EVENT} ({_EVENT_COLUMNS})
+    INSERT INTO __EVENT__ ({_EVENT_COLUMNS})
     SELECT run_id, id, 'outcome_recorded', %s::text, %s::text, NULL,
            jsonb_build_object('status', status, 'error_class', error_class, 'receipt', receipt),
-           settled_at
+           settled_at, run_created_at
     FROM settled
 )
 SELECT {_names(intent_columns.ANSWERED_FOR_CALLER)} FROM settled
 """  # noqa: S608
+
+
+@functools.cache
+def settle_step_as_caller_statement(tables: Tables) -> str:
+    """SETTLE_STEP_AS_CALLER writing `tables`."""
+    return _for_tables(_SETTLE_STEP_AS_CALLER, tables)
+
+
+SETTLE_STEP_AS_CALLER = settle_step_as_caller_statement(PARENTS)
 
 
 # An agent's report that the tool answered with an error whose effect is unknown (ok=false,
@@ -180,7 +222,7 @@ WITH noted AS (
     SELECT run_id, id, 'dispatch_ambiguous', %s::text, %s::text, %s::integer,
            jsonb_build_object('error_class', error_class, 'message', outcome_summary,
                               'request_id', request_id, 'answered', true),
-           %s::timestamptz
+           %s::timestamptz, run_created_at
     FROM noted
 )
 SELECT {{answered}} FROM noted
@@ -264,15 +306,19 @@ def insert_intent_params(
     )
 
 
-def insert_intent(db: BaseDatabaseWrapper, params: tuple[Any, ...], *, as_caller: bool = False) -> int | None:
+def insert_intent(
+    db: BaseDatabaseWrapper, params: tuple[Any, ...], *, run_created_at: datetime, as_caller: bool = False
+) -> int | None:
     """Run INSERT_INTENT (INSERT_INTENT_AS_CALLER `as_caller`) with `params`
-    (insert_intent_params): the new intent's id, or None if there is no such run, the run admits
+    (insert_intent_params) on the partitions of the month of `run_created_at`, the run's
+    created_at: the new intent's id, or None if there is no such run, the run admits
     no intents (or no more), the key is already recorded (journal.intents.intent_already_recorded says
     which) or, as a caller, the caller is not as asserted. Raises IntegrityError when the step
     slot is taken by a different intent. A compensation is admitted on a run in any state."""
     cursor = _prepared_cursor(db)
     with db.wrap_database_errors:  # psycopg's errors become Django's (IntegrityError...)
-        cursor.execute(INSERT_INTENT_AS_CALLER if as_caller else INSERT_INTENT, params, prepare=True)
+        statement = insert_intent_statement(run_tables(run_created_at, using=db.alias), as_caller=as_caller)
+        cursor.execute(statement, params, prepare=True)
         row = cursor.fetchone()
     return None if row is None else row[0]
 
@@ -311,6 +357,7 @@ def evidence_columns(
 def settle_intent_params(
     *,
     intent_id: int,
+    run_created_at: datetime,
     source: str,
     settled: tuple[Any, ...],
     actor_kind: str,
@@ -322,6 +369,7 @@ def settle_intent_params(
     return (
         *settled,
         intent_id,
+        run_created_at,
         str(source),
         str(actor_kind),
         actor_name,
@@ -329,12 +377,15 @@ def settle_intent_params(
     )
 
 
-def settle_intent(db: BaseDatabaseWrapper, params: tuple[Any, ...]) -> bool:
-    """Run SETTLE_INTENT with `params` (settle_intent_params): compare-and-swap an intent from
-    its expected status (an open one) to its outcome, with its event. False if it was not open."""
+def settle_intent(db: BaseDatabaseWrapper, params: tuple[Any, ...], *, run_created_at: datetime) -> bool:
+    """Run SETTLE_INTENT with `params` (settle_intent_params) on the partitions of the month of
+    `run_created_at`: compare-and-swap an intent from its expected status (an open one) to its
+    outcome, with its event. False if it was not open."""
     cursor = _prepared_cursor(db)
     with db.wrap_database_errors:
-        cursor.execute(SETTLE_INTENT, params, prepare=True)
+        cursor.execute(
+            settle_intent_statement(run_tables(run_created_at, using=db.alias)), params, prepare=True
+        )
         return cursor.fetchone() is not None
 
 
@@ -358,7 +409,8 @@ def _agent_call_statement(with_step: bool) -> tuple[str, tuple[ModelColumns, ...
     if with_step:
         parts.append(model_columns(Intent, "step", db))
     step_join = (
-        f"LEFT JOIN {Intent._meta.db_table} AS step ON step.run_id = run.id AND step.step_id = %s::text"
+        f"LEFT JOIN {Intent._meta.db_table} AS step ON step.run_id = run.id "
+        "AND step.run_created_at = run.created_at AND step.step_id = %s::text"
         if with_step
         else ""
     )
@@ -420,6 +472,7 @@ def settle_step_as_caller(
     params = (
         *settled,
         caller.run_pk,
+        caller.run_created_at,
         step_id,
         str(source),
         caller.digest,
@@ -427,7 +480,8 @@ def settle_step_as_caller(
         str(ActorKind.AGENT),
         caller.token_name,
     )
-    return _step_as_caller(db, SETTLE_STEP_AS_CALLER, params)
+    statement = settle_step_as_caller_statement(run_tables(caller.run_created_at, using=db.alias))
+    return _step_as_caller(db, statement, params)
 
 
 def _step_as_caller(

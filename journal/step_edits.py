@@ -64,7 +64,11 @@ def step_editable(*, run: Run, step_key: str) -> tuple[int, list[dict[str, Any]]
         raise NotFound(
             "the run plans no step with that key (it may have been edited meanwhile)", field="step"
         )
-    sent = Intent.objects.filter(run=run, idempotency_key=step_key).values_list("status", flat=True).first()
+    sent = (
+        Intent.objects.filter(run=run, run_created_at=run.created_at, idempotency_key=step_key)
+        .values_list("status", flat=True)
+        .first()
+    )
     if sent not in EDITABLE_STATUSES:
         raise StepNotEditable(
             f"{planned[index]['tool']} was already sent ({sent}); its arguments stay as sent", field="step"
@@ -92,7 +96,7 @@ def step_args_check(*, run: Run, step_key: str, args: Any) -> tuple[int, dict[st
     )
     if any(other["key"] == new_key for other in planned):
         raise StepNotEditable("another planned step already sends these arguments", field="args")
-    if Intent.objects.filter(idempotency_key=new_key).exists():
+    if Intent.objects.filter(idempotency_key=new_key, run_created_at=run.created_at).exists():
         raise StepNotEditable(
             "a call with these arguments was already recorded for this run; its key is not reused",
             field="args",
@@ -121,7 +125,7 @@ def step_args_edit(
         raise Conflict("the run changed meanwhile; nothing was edited", field="run")
     run.plan, run.updated_at, run.version = plan, now, run.version + 1
     old_args = step.get("args", {})
-    intent = Intent.objects.filter(run=run, idempotency_key=step_key).first()
+    intent = Intent.objects.filter(run=run, run_created_at=run.created_at, idempotency_key=step_key).first()
     event = event_record(
         run=run,
         intent=intent,

@@ -174,7 +174,13 @@ def intent_transition(
         if not moved:
             return Moved(moved=False, target=target)
         written = event_insert(
-            run_id=intent.run_id, intent_id=intent.pk, kind=event, actor=actor, at=now, data=data
+            run_id=intent.run_id,
+            run_created_at=intent.run_created_at,
+            intent_id=intent.pk,
+            kind=event,
+            actor=actor,
+            at=now,
+            data=data,
         )
         _apply(intent, values, refresh=())
     return Moved(moved=True, target=target, event=written)
@@ -209,6 +215,7 @@ def intents_transition(*, moves: Sequence[IntentMove], source: str, actor: Actor
             [
                 event_of(
                     run_id=move.intent.run_id,
+                    run_created_at=move.intent.run_created_at,
                     intent_id=move.intent.pk,
                     kind=move.event,
                     actor=actor,
@@ -303,7 +310,15 @@ def run_transition(
         moved = Run.objects.filter(pk=run.pk, status__in=sources).update(**values)
         if not moved:
             return Moved(moved=False, target=target)
-        written = event_insert(run_id=run.pk, intent_id=None, kind=event, actor=actor, at=now, data=data)
+        written = event_insert(
+            run_id=run.pk,
+            run_created_at=run.created_at,
+            intent_id=None,
+            kind=event,
+            actor=actor,
+            at=now,
+            data=data,
+        )
         _apply(run, values, refresh=("version",))
     return Moved(moved=True, target=target, event=written)
 
@@ -346,6 +361,7 @@ def run_plan_rewrite(
             return Moved(moved=False, target=RunStatus.RUNNING)
         written = event_insert(
             run_id=run.pk,
+            run_created_at=run.created_at,
             intent_id=None,
             kind=JournalEvent.Kind.RUN_PLAN_UPGRADED,
             actor=actor,

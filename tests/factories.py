@@ -92,10 +92,12 @@ def bulk_call_rows(run_id: Any, numbers: range, *, base: datetime, same_time_eve
     """Many open call rows of one run in one insert (a big run, for tests of paging and size):
     the n-th at `base` plus n // `same_time_every` seconds, so rows sharing a time are ordered
     by id."""
+    run_created_at = Run.objects.values_list("created_at", flat=True).get(pk=run_id)
     Intent.objects.bulk_create(
         [
             Intent(
                 run_id=run_id,
+                run_created_at=run_created_at,
                 step_id=f"{run_id}:{n}:lookup",
                 turn=n,
                 tool="lookup",

@@ -11,14 +11,15 @@ from django.db import migrations
 # The events' table is journal_journalevent from journal 0008 on, handover_journalevent before
 # it. This migration depends on neither name: an audit migration that required journal 0008
 # would pull the journal's renames ahead of the apps whose first migrations still name the
-# console's tables (fanout 0001 ...). The trigger follows its table through the rename.
+# console's tables (fanout 0001 ...). The trigger follows its table through the rename. OR
+# REPLACE: journal 0021, which partitions the table and declares the trigger on it, may run first.
 FORWARD_SQL = """
 DO $$
 DECLARE
     events regclass := coalesce(to_regclass('journal_journalevent'), to_regclass('handover_journalevent'));
 BEGIN
     EXECUTE format(
-        'CREATE TRIGGER journal_journalevent_no_truncate BEFORE TRUNCATE ON %s '
+        'CREATE OR REPLACE TRIGGER journal_journalevent_no_truncate BEFORE TRUNCATE ON %s '
         'FOR EACH STATEMENT EXECUTE FUNCTION seam_refuse_journal_change()', events);
 END $$;
 """

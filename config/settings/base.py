@@ -424,6 +424,13 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": SEAM_SWEEP_INTERVAL_SECONDS,
         "options": {"expires": SEAM_SWEEP_INTERVAL_SECONDS},
     },
+    # The journal's monthly partitions, made two months ahead (journal.partitions); daily, so a
+    # missed day changes nothing.
+    "journal-create-months": {
+        "task": "journal.create_months",
+        "schedule": 86400.0,
+        "options": {"expires": 3600.0},
+    },
     # The insights page's error rollup (insights.error_counts): what it has not folded yet is
     # counted live on each view, so the interval bounds that work, not the numbers' freshness.
     "insights-fold-error-counts": {

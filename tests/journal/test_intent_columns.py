@@ -13,7 +13,7 @@ from journal.models import Intent
 def test_every_column_is_bound_by_a_statement_or_left_to_its_database_default() -> None:
     bound = {name for name, _ in (*intent_columns.INTENT_BOUND, *intent_columns.OUTCOME_BOUND)}
     for field in Intent._meta.concrete_fields:
-        if field.attname in {"id", "run_id"} or field.attname in bound:
+        if field.attname in {"id", *intent_columns.FROM_RUN} or field.attname in bound:
             continue
         assert field.attname in intent_columns.UNBOUND
         # INSERT_INTENT leaves it out, so the database must fill it as Django would: with its

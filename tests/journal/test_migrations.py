@@ -314,10 +314,23 @@ def test_the_journal_tables_take_the_journal_name_with_every_row(scratch_databas
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="journal_journalevent is append-only"):
             conn.execute("UPDATE journal_journalevent SET actor_name = 'someone else'")
         conn.rollback()
+        # Journal 0021 copied every row into its run's month's partition, with its run's created_at.
+        for table in ("journal_intent", "journal_journalevent"):
+            in_its_month = (
+                "copied.run_created_at = run.created_at AND copied.tableoid::regclass::text = "
+                "%s || to_char(run.created_at AT TIME ZONE 'UTC', 'YYYY_MM')"
+            )
+            placed = conn.execute(
+                f"SELECT count(*), count(*) FILTER (WHERE {in_its_month}) FROM {table} AS copied "  # noqa: S608
+                "JOIN journal_run AS run ON run.id = copied.run_id",
+                [f"{table}_"],
+            ).fetchone()
+            assert placed is not None and placed[0] > 0 and placed[0] == placed[1], (table, placed)
         # New rows number on from the old ones: the sequences followed their tables.
         new_run_events = conn.execute(
-            "INSERT INTO journal_journalevent (run_id, kind, actor_kind, actor_name, data, at) "
-            "SELECT run_id, 'customer_told', 'agent', 'returns-bot', '{}', now() FROM journal_journalevent "
+            "INSERT INTO journal_journalevent (run_id, kind, actor_kind, actor_name, data, at, run_created_at) "
+            "SELECT run_id, 'customer_told', 'agent', 'returns-bot', '{}', now(), run_created_at "
+            "FROM journal_journalevent "
             "RETURNING id"
         ).fetchall()
         assert new_run_events == [(2,)]

@@ -264,8 +264,10 @@ def test_the_hot_path_settles_from_the_status_the_table_names() -> None:
         transitions.outcome_source(target="settled_somehow")
     # SETTLE_INTENT binds the expected status rather than spelling it out.
     assert "'intended'" not in journal_sql.SETTLE_INTENT
+    created = timezone.now()
     params = journal_sql.settle_intent_params(
         intent_id=7,
+        run_created_at=created,
         source=transitions.OUTCOME_SOURCE,
         settled=journal_sql.settled_columns(
             status=IntentStatus.PERFORMED,
@@ -279,7 +281,7 @@ def test_the_hot_path_settles_from_the_status_the_table_names() -> None:
         actor_name="bot",
         user_id=None,
     )
-    assert params[6:8] == (7, "intended")
+    assert params[6:9] == (7, created, "intended")
 
 
 # --- nobody else writes a status --------------------------------------------------------------

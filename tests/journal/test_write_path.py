@@ -456,6 +456,7 @@ def _caller_of(run: Any, token: AgentToken, **changes: Any) -> Caller:
         "key_namespace": run.tenant.key_namespace,
         "run_pk": run.pk,
         "policy_version": run.policy_version,
+        "run_created_at": run.created_at,
     }
     return Caller(**{**known, **changes})
 

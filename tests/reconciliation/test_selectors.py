@@ -35,6 +35,7 @@ def _journal_of(run: Run, *, settled: int, open_: int, runs: int = 1) -> None:
     Intent.objects.bulk_create(
         Intent(
             run=owner,
+            run_created_at=owner.created_at,
             step_id=f"{owner.pk}:{n}:issue_refund",
             turn=n,
             tool="issue_refund",

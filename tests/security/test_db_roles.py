@@ -21,7 +21,7 @@ from psycopg import errors
 
 from audit.chain import audit_record
 from audit.models import AuditAction, AuditEntry
-from journal import services
+from journal import partitions, services
 from journal.models import JournalEvent, Tenant
 from tests import factories
 
@@ -145,3 +145,48 @@ def test_the_application_role_writes_the_journal_and_the_audit_trail_through_dja
         connection.close()
         connection.settings_dict["USER"] = owner_user
     assert JournalEvent.objects.filter(run=run).count() >= 3
+
+
+def test_the_application_role_makes_months_that_it_may_write_but_never_drops_an_unarchived_one(
+    app_role: str, tenant: Tenant
+) -> None:
+    run = factories.run_via_service(tenant=tenant, actor=services.Actor.agent("returns-bot"))
+    this_month = partitions.month_of(run.created_at)
+    ahead = partitions.months_after(this_month, 6)[-1]  # past the migration's two months ahead
+    made = partitions.month_tables(ahead)
+    with connect_as(app_role) as conn:
+        assert conn.execute("SELECT seam_journal_month_create(%s)", [ahead]).fetchone() == (True,)
+        assert conn.execute("SELECT seam_journal_month_create(%s)", [ahead]).fetchone() == (False,)
+        # The new partitions carry their parents' grants, as the statements that name them need.
+        granted = conn.execute(
+            "SELECT has_table_privilege(%(role)s, %(intent)s, 'INSERT'), "
+            "has_table_privilege(%(role)s, %(intent)s, 'UPDATE'), "
+            "has_table_privilege(%(role)s, %(event)s, 'INSERT'), "
+            "has_table_privilege(%(role)s, %(event)s, 'UPDATE'), "
+            "has_table_privilege(%(role)s, %(event)s, 'TRUNCATE')",
+            {"role": app_role, "intent": made.intent, "event": made.event},
+        ).fetchone()
+        assert granted == (True, True, True, False, False)
+        for statement in (
+            f"DROP TABLE {made.intent}",
+            f"ALTER TABLE journal_intent DETACH PARTITION {made.intent}",
+        ):
+            with pytest.raises(errors.InsufficientPrivilege):
+                conn.execute(statement)
+        # This month holds a run that is not archived: its partitions stay.
+        with pytest.raises(errors.ObjectNotInPrerequisiteState, match="not archived"):
+            conn.execute("SELECT seam_journal_month_drop(%s)", [this_month])
+        assert conn.execute("SELECT seam_journal_month_drop(%s)", [ahead]).fetchone() == (True,)
+    assert partitions.month_tables(this_month).intent in {row.intents for row in partitions.existing_months()}
+    assert ahead not in {row.month for row in partitions.existing_months()}
+
+
+def test_the_grants_cover_every_partition_as_its_parent() -> None:
+    out = io.StringIO()
+    call_command("seam_db_roles", role="seam_app", stdout=out)
+    sql = out.getvalue()
+    for month in partitions.existing_months():
+        assert f'GRANT SELECT, INSERT ON TABLE "{month.events}" TO "seam_app";' in sql
+        assert f'GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE "{month.intents}" TO "seam_app";' in sql
+    assert 'GRANT SELECT, INSERT ON TABLE "journal_journalevent_default" TO "seam_app";' in sql
+    assert 'GRANT EXECUTE ON FUNCTION seam_journal_month_drop(date) TO "seam_app";' in sql

@@ -11,10 +11,15 @@ Migrations run as the tables' owner; the web, the workers and beat connect as th
 - audit_auditchainhead: SELECT, INSERT and UPDATE, not DELETE (its trigger lets it only move
   forward onto the newest audit row, and refuses DELETE to everyone);
 - holds TRUNCATE, REFERENCES and TRIGGER on nothing, and only reads django_migrations;
-- may use the sequences (USAGE, SELECT: not setval).
+- may use the sequences (USAGE, SELECT: not setval);
+- holds on each partition of journal_intent and journal_journalevent what it holds on the
+  parent (the journal's statements name a month's partition, and PostgreSQL checks a table a
+  statement names against its own privileges), and may EXECUTE the two functions that make and
+  drop a month's partitions (journal.partitions), which are the only way it touches them.
 
 Without --apply it prints the SQL. Grants name the tables that exist now: run it again after
-every `migrate` that adds a table (it is idempotent)."""
+every `migrate` that adds a table (it is idempotent). Partitions made later by
+seam_journal_month_create receive their parent's grants there."""
 
 from __future__ import annotations
 
@@ -27,12 +32,25 @@ from psycopg import sql
 APPEND_ONLY = ("audit_auditentry", "journal_journalevent")
 READ_ONLY = ("django_migrations",)
 NEVER_DELETED = ("audit_auditchainhead",)
+MONTH_FUNCTIONS = ("seam_journal_month_create(date)", "seam_journal_month_drop(date)")
 
 
-def role_statements(*, role: str, database: str, tables: list[str], login: bool) -> list[sql.Composed]:
+def privileges_on(table: str) -> str:
+    if table in APPEND_ONLY:
+        return "SELECT, INSERT"
+    if table in READ_ONLY:
+        return "SELECT"
+    if table in NEVER_DELETED:
+        return "SELECT, INSERT, UPDATE"
+    return "SELECT, INSERT, UPDATE, DELETE"
+
+
+def role_statements(
+    *, role: str, database: str, tables: list[str], login: bool, partitions: dict[str, str] | None = None
+) -> list[sql.Composed]:
     """The statements, in order. Each may run again: CREATE ROLE only if missing, and every
     table's privileges are revoked before they are granted, so a table that became append-only
-    loses what it had."""
+    loses what it had. `partitions` maps each partition to its parent, whose privileges it gets."""
     ident = sql.Identifier(role)
     create = sql.SQL(
         "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = {name}) "
@@ -44,22 +62,32 @@ def role_statements(*, role: str, database: str, tables: list[str], login: bool)
         sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(sql.Identifier(database), ident),
         sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(ident),
     ]
-    for table in sorted(tables):
+    parent_of = {table: table for table in tables} | (partitions or {})
+    for table in sorted(parent_of):
         table_ident = sql.Identifier(table)
         statements.append(sql.SQL("REVOKE ALL ON TABLE {} FROM {}").format(table_ident, ident))
-        if table in APPEND_ONLY:
-            privileges = "SELECT, INSERT"
-        elif table in READ_ONLY:
-            privileges = "SELECT"
-        elif table in NEVER_DELETED:
-            privileges = "SELECT, INSERT, UPDATE"
-        else:
-            privileges = "SELECT, INSERT, UPDATE, DELETE"
         statements.append(
-            sql.SQL("GRANT {} ON TABLE {} TO {}").format(sql.SQL(privileges), table_ident, ident)
+            sql.SQL("GRANT {} ON TABLE {} TO {}").format(
+                sql.SQL(privileges_on(parent_of[table])), table_ident, ident
+            )
         )
     statements.append(sql.SQL("GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {}").format(ident))
+    for function in MONTH_FUNCTIONS:
+        statements.append(sql.SQL("GRANT EXECUTE ON FUNCTION {} TO {}").format(sql.SQL(function), ident))
     return statements
+
+
+def partitions_of(connection: Any) -> dict[str, str]:
+    """Every partition in the database, with its parent (Django's table_names() lists neither
+    partitions nor their kind)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT child.relname, parent.relname FROM pg_inherits "
+            "JOIN pg_class AS child ON child.oid = pg_inherits.inhrelid "
+            "JOIN pg_class AS parent ON parent.oid = pg_inherits.inhparent "
+            "WHERE parent.relkind = 'p' AND child.relkind = 'r'"
+        )
+        return dict(cursor.fetchall())
 
 
 class Command(BaseCommand):
@@ -81,8 +109,13 @@ class Command(BaseCommand):
         missing = [table for table in APPEND_ONLY if table not in tables]
         if missing:
             raise CommandError(f"Tables {missing} do not exist yet: run migrate first.")
+        partitions = partitions_of(connection)
         statements = role_statements(
-            role=role, database=connection.settings_dict["NAME"], tables=tables, login=login
+            role=role,
+            database=connection.settings_dict["NAME"],
+            tables=[table for table in tables if table not in partitions],
+            login=login,
+            partitions=partitions,
         )
         connection.ensure_connection()
         raw = connection.connection
@@ -95,5 +128,6 @@ class Command(BaseCommand):
             for statement in statements:
                 cursor.execute(statement.as_string(raw))
         self.stdout.write(
-            f"Role {role}: granted on {len(tables)} tables ({', '.join(APPEND_ONLY)} append-only)."
+            f"Role {role}: granted on {len(tables)} tables and {len(partitions)} partitions "
+            f"({', '.join(APPEND_ONLY)} append-only)."
         )

@@ -15,6 +15,8 @@ from django.db.models import (
     CharField,
     Count,
     F,
+    Max,
+    Min,
     OuterRef,
     Q,
     QuerySet,
@@ -66,6 +68,13 @@ def _queue_base(*, tenant: Tenant, now: datetime) -> QuerySet[Run]:
     return Run.objects.filter(tenant=tenant).filter(Q(awaiting_person=True) | stuck_runs_q(now=now))
 
 
+def _created_window(runs: QuerySet[Run]) -> Window:
+    """The oldest and newest creation time of `runs` (the queue: two ends of an index), or None
+    when there are none."""
+    ends = runs.aggregate(oldest=Min("created_at"), newest=Max("created_at"))
+    return None if ends["oldest"] is None else (ends["oldest"], ends["newest"])
+
+
 STUCK = "run_stuck"
 # A run still waiting for a person whose reason no longer holds: the unknown outcome was settled
 # (a lookup's retry, a person's mark), or the failed undo's dead letter was resolved. The run
@@ -77,7 +86,22 @@ RESOLVED = "resolved"
 COMPENSATED_RESOLVED = "compensated_resolved"
 
 
-def _open_uncertain() -> Subquery:
+# The creation times of the runs a query reads (their oldest and newest), when known: every
+# subquery of the journal's tables then also names that range of their partition column as
+# constants, and PostgreSQL plans only the months in it, not every month kept (journal.partitions).
+Window = tuple[datetime, datetime] | None
+
+
+def _in_window(window: Window, prefix: str = "") -> Q:
+    """The rows of the outer run's month (`run_created_at` = the run's `created_at`), within
+    `window` when there is one."""
+    months = Q(**{f"{prefix}run_created_at": OuterRef("created_at")})
+    if window is not None:
+        months &= Q(**{f"{prefix}run_created_at__gte": window[0], f"{prefix}run_created_at__lte": window[1]})
+    return months
+
+
+def _open_uncertain(window: Window = None) -> Subquery:
     """Whether the run has a call whose outcome is unknown, or one still open on a run nobody
     runs (handover.lists.uncertain_steps): the rule handover.advice.reason_now applies to an
     unknown outcome. A scalar subquery per row (see queue_runs' note on EXISTS)."""
@@ -85,32 +109,36 @@ def _open_uncertain() -> Subquery:
         Q(status=IntentStatus.INTENDED) & ~Q(run__status=RunStatus.RUNNING)
     )
     return Subquery(
-        Intent.objects.filter(open_call, run=OuterRef("pk"))
+        Intent.objects.filter(open_call, _in_window(window), run=OuterRef("pk"))
         .order_by()
         .annotate(found=Value(True))
         .values("found")[:1]
     )
 
 
-def _open_dead_letter() -> Subquery:
+def _open_dead_letter(window: Window = None) -> Subquery:
     """Whether an undo of the run failed and its dead letter is still open (the rule
     handover.advice.reason_now applies to a failed compensation)."""
     return Subquery(
-        DeadLetter.objects.filter(compensation__original__run=OuterRef("pk"), resolved_at__isnull=True)
+        DeadLetter.objects.filter(
+            _in_window(window, "compensation__original__"),
+            compensation__original__run=OuterRef("pk"),
+            resolved_at__isnull=True,
+        )
         .order_by()
         .annotate(found=Value(True))
         .values("found")[:1]
     )
 
 
-def with_reason_now(runs: QuerySet[Run]) -> QuerySet[Run]:
+def with_reason_now(runs: QuerySet[Run], window: Window = None) -> QuerySet[Run]:
     """Each run with `queue_reason`, why it is in the queue now, computed from its current rows
     as handover.advice.reason_now does: its stated reason while that holds, ANSWERED once its
     unknown outcome was settled or its dead letter resolved, STUCK for a running run nobody was
     asked about, "" for a run nobody waits on; and `status_now` (status_now_case)."""
     runs = runs.annotate(
-        reason_uncertain=Coalesce(_open_uncertain(), Value(False)),
-        reason_dead_letter=Coalesce(_open_dead_letter(), Value(False)),
+        reason_uncertain=Coalesce(_open_uncertain(window), Value(False)),
+        reason_dead_letter=Coalesce(_open_dead_letter(window), Value(False)),
     )
     unknown = Q(outcome_reason=OutcomeReason.UNKNOWN_OUTCOME, reason_uncertain=False)
     undo = Q(outcome_reason=OutcomeReason.COMPENSATION_FAILED, reason_dead_letter=False)
@@ -168,11 +196,13 @@ def search_q(text: str, *, through: str = "") -> Q:
 def queue_runs(*, tenant: Tenant, user: Any, filters: QueueFilters, now: datetime) -> QuerySet[Run]:
     """The queue, or with a search (`filters.q`) every run of the tenant that matches, ended ones
     included: a person looking for a ticket should find it whether or not it waits for them."""
+    window: Window = None
     if filters.q.strip():
         runs = Run.objects.filter(tenant=tenant).filter(search_q(filters.q))
     else:
         runs = _queue_base(tenant=tenant, now=now)
-    runs = with_reason_now(runs)
+        window = _created_window(runs)
+    runs = with_reason_now(runs, window)
     if filters.task_type:
         runs = runs.filter(task_type=filters.task_type)
     if filters.reason == STUCK:
@@ -191,12 +221,9 @@ def queue_runs(*, tenant: Tenant, user: Any, filters: QueueFilters, now: datetim
         runs = runs.filter(assignee__isnull=True)
     elif filters.assignee:
         runs = runs.filter(assignee__username=filters.assignee)
-    # Each per-run subquery names the run's month (the partition column of the journal's tables),
-    # so it probes one partition's index, not one per month kept (journal.partitions).
+    # Each per-run subquery of the journal's tables names the run's month (_in_window).
     last_event = (
-        JournalEvent.objects.filter(run=OuterRef("pk"), run_created_at=OuterRef("created_at"))
-        .order_by("-id")
-        .values("id")[:1]
+        JournalEvent.objects.filter(_in_window(window), run=OuterRef("pk")).order_by("-id").values("id")[:1]
     )
     last_audit = AuditEntry.objects.filter(run=OuterRef("pk")).order_by("-seq").values("seq")[:1]
     # A scalar subquery, not Exists: PostgreSQL may answer an EXISTS in the select list with a
@@ -204,9 +231,7 @@ def queue_runs(*, tenant: Tenant, user: Any, filters: QueueFilters, now: datetim
     # ~250 ms at 1M intents), whereas a scalar subquery is only ever run per row, for the page's
     # 50 runs, through intent_step_per_run.
     open_uncertain = (
-        Intent.objects.filter(
-            run=OuterRef("pk"), run_created_at=OuterRef("created_at"), status=IntentStatus.UNKNOWN
-        )
+        Intent.objects.filter(_in_window(window), run=OuterRef("pk"), status=IntentStatus.UNKNOWN)
         .order_by()
         .annotate(found=Value(True))
         .values("found")[:1]

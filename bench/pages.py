@@ -426,7 +426,9 @@ def seed(database: str, *, runs: int, reseed: bool) -> dict[str, Any]:
             )
             # The months the runs span get their partitions of the journal's tables (a fresh
             # database has this month's and the next two): no row lands in the default one.
-            conn.execute(MONTHS_CREATED, {"first": datetime.now(UTC) - timedelta(seconds=SPAN_SECONDS + 3600)})
+            conn.execute(
+                MONTHS_CREATED, {"first": datetime.now(UTC) - timedelta(seconds=SPAN_SECONDS + 3600)}
+            )
             rebuild = []
             for index, definition, constraint, table, constraint_def in conn.execute(
                 SECONDARY_INDEXES, [BULK_TABLES]
@@ -470,7 +472,9 @@ def seed(database: str, *, runs: int, reseed: bool) -> dict[str, Any]:
                 progress(f"  index {index} built in {time.perf_counter() - t1:.1f}s")
             # Indexes built on a partitioned parent are built on each partition under names of
             # PostgreSQL's choosing; the journal names them after the parent's, with the month.
-            conn.execute(MONTHS_CREATED, {"first": datetime.now(UTC) - timedelta(seconds=SPAN_SECONDS + 3600)})
+            conn.execute(
+                MONTHS_CREATED, {"first": datetime.now(UTC) - timedelta(seconds=SPAN_SECONDS + 3600)}
+            )
             timings["indexes"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     with raw_connection() as conn:

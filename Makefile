@@ -106,7 +106,7 @@ $(BENCH_STAMP): $(STAMP)
 # run as a module from the project root (`python -m bench.NAME`); each one's JSON, stderr and exit
 # status under var/bench/; then docs/performance.md from them. A benchmark that fails is reported
 # in the file and fails the target, after the others have run.
-BENCHES := journal reconcile pages recovery $(if $(wildcard bench/load.py),load) profiles
+BENCHES := journal reconcile pages flatness recovery $(if $(wildcard bench/load.py),load) profiles
 BENCH_DIR := var/bench
 bench: install services $(BENCH_STAMP)
 	@mkdir -p $(BENCH_DIR) && rm -f $(BENCH_DIR)/*.json $(BENCH_DIR)/*.log $(BENCH_DIR)/*.rc

@@ -25,7 +25,7 @@ from typing import Any
 
 from devtools.processes import ROOT
 
-ORDER = ["journal", "reconcile", "pages", "recovery", "load", "profiles"]
+ORDER = ["journal", "reconcile", "pages", "flatness", "recovery", "load", "profiles"]
 
 # What profiling showed and what was changed because of it is history, measured when each change
 # was made: it lives in docs/performance-history.md, written by hand; this file is this run's only.
@@ -503,10 +503,44 @@ def generic(r: dict[str, Any]) -> list[str]:
     return table(["figure", "value"], rows[:60])
 
 
+def flatness(r: dict[str, Any]) -> list[str]:
+    seeded = r["seeded"]
+    lines = [
+        "The journal's hot path, the sweep's read and the queue's first page on 10,000,000 intents in "
+        "one monthly partition (`seam_bench_flat_one`) against 30,000,000 across twelve "
+        f"(`seam_bench_flat_twelve`), at scale {r['scale']}, in {len(r['rounds'])} alternating rounds, "
+        "each a fresh process; each figure a round's median, the ratio paired by round. Seeding: "
+        + ", ".join(
+            f"{layout} {'reused' if s['reused'] else f'{s["seconds"]:.0f} s'}" for layout, s in seeded.items()
+        )
+        + ".",
+        "",
+    ]
+    rows = [
+        [label, f"{r[figure]['one']:.2f}", f"{r[figure]['twelve']:.2f}", f"**{r[figure + '_ratio']:.2f}**"]
+        for figure, label in (
+            ("hot_path_ms", "hot path (`services.perform`), ms per call"),
+            ("sweep_ms", "the sweep's read (`stale_intents`, first batch), ms"),
+            ("queue_ms", "the queue's first page (`queue_runs`, 50 runs), ms"),
+        )
+    ]
+    lines += table(["", "one month", "twelve months", "twelve / one"], rows)
+    drop = r["drop"]
+    lines += [
+        f"The oldest month ({drop['month']}, {drop['runs']:,} runs): archived in {drop['archive_seconds']:.0f} s "
+        f"to {drop['archive_bytes_per_run']:.0f} bytes per run, against {drop['live_bytes_per_run']:.0f} bytes "
+        f"per run of its two partitions ({drop['archive_over_live']:.1%}); its partitions dropped in "
+        f"**{drop['drop_seconds'] * 1e3:.0f} ms**.",
+        "",
+    ]
+    return lines
+
+
 SECTIONS = {
     "journal": ("Journal overhead per call", journal),
     "reconcile": ("Reconciliation", reconcile),
     "pages": ("Pages", pages),
+    "flatness": ("Flat from one month to twelve", flatness),
     "recovery": ("Recovery latency", recovery),
     "load": ("Load", generic),
     "profiles": ("Profiles", profiles),

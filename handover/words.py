@@ -738,6 +738,8 @@ AUDIT_SENTENCES: dict[str, Template] = {
     "allow_attempt": _("%(who)s allowed %(tool)s to be sent once more"),
     "catalogue_edit": _("%(who)s changed how %(tool)s is undone (its catalogue entry)"),
     "edit_step": _("%(who)s corrected the arguments of %(tool)s before resuming"),
+    "runs_archived": _("%(who)s archived %(runs)s ended runs' intents and events in %(file)s"),
+    "month_dropped": _("%(who)s dropped the intents and events of %(month)s, every run of it archived"),
 }
 AUDIT_OTHERWISE = "%(who)s: %(label)s"
 TOOK_THE_RUN = _("%(who)s took the run")
@@ -777,6 +779,9 @@ def _audit_facts(*, who: str, step_id: str, old: Mapping[str, Any], new: Mapping
         "owner": new.get("owner") or str(NOTHING),
         "username": new.get("username") or who,
         "failures": new.get("failures") or "",
+        "runs": new.get("runs", ""),
+        "file": new.get("file", ""),
+        "month": new.get("month", ""),
     }
 
 

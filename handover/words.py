@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from django.utils import timezone
@@ -711,6 +711,26 @@ CATALOGUE_CHANGED = _(
 )
 CATALOGUE_EDITED_IN_CONSOLE = _("edited in the console's catalogue editor")
 CATALOGUE_SAVED = _("Saved. Runs of your tenant use this entry from now on.")
+
+
+# --- a tenant's retention period (console.forms.TenantForm) -----------------------------------
+
+RETENTION_SHORTER_THAN_UNDO = _(
+    "retention_days: %(days)s days is too short: a step of %(tool)s can still be undone %(window)s "
+    "after it was made, and an archived run can no longer be undone. Keep ended runs at least "
+    "%(needed)s days."
+)
+DURATION_DAYS = ("%(count)s day", "%(count)s days")
+DURATION_HOURS = ("%(count)s hour", "%(count)s hours")
+
+
+def duration_words(length: timedelta) -> str:
+    """A length of time in whole days, or in hours when under two days: "2 hours"."""
+    if length >= timedelta(days=2):
+        count = length.days
+        return ngettext(*DURATION_DAYS, count) % {"count": count}
+    count = max(1, round(length.total_seconds() / 3600))
+    return ngettext(*DURATION_HOURS, count) % {"count": count}
 
 
 # --- the audit trail's rows as sentences (console.audit_reading) ------------------------------

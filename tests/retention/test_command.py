@@ -6,12 +6,14 @@ import gzip
 import hashlib
 import json
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from audit.models import AuditAction, AuditEntry
 from config.celery import app as celery_app
@@ -168,3 +170,18 @@ def test_beat_runs_the_archiving_daily(due_now: Tenant, completed_run: Callable[
 
     run.refresh_from_db()
     assert run.archived_at is not None
+
+
+def test_the_command_names_the_runs_that_hold_a_past_month(
+    runs_in_every_state: dict[str, Run], tenant: Tenant
+) -> None:
+    # Created long ago, as if the month had passed: the journal stamps creation now.
+    Run.objects.filter(ticket_id__in=["T-RUNNING", "T-DEAD-LETTER"]).update(
+        created_at=timezone.now() - timedelta(days=tenant.retention_days + 62)
+    )
+
+    said = _run_command("--dry-run")
+
+    assert "cannot be dropped: 2 runs not archived" in said
+    assert "T-RUNNING" in said and "still running" in said
+    assert "T-DEAD-LETTER" in said and "a dead letter is open" in said

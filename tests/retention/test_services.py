@@ -11,7 +11,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
@@ -19,7 +21,7 @@ from audit.models import AuditAction, AuditEntry
 from journal.models import Run
 from retention.models import Archive, ArchivedRun
 from retention.selectors import BlockReason, blocked_months
-from retention.services import archive_due_runs
+from retention.services import ARCHIVING_LOCK, archive_due_runs
 from tests.retention.conftest import past_retention
 
 pytestmark = pytest.mark.django_db
@@ -109,3 +111,14 @@ def test_runs_not_due_are_left_alone_and_named_with_what_holds_their_month(
         "T-ESCALATION": {BlockReason.OPEN_ESCALATION},
         "T-DEAD-LETTER": {BlockReason.OPEN_DEAD_LETTER},
     }
+
+
+def test_a_second_archiving_at_once_archives_nothing(completed_run: Callable[[str], Run]) -> None:
+    run = completed_run("T-801")
+    db = settings.DATABASES["default"]
+    dsn = f"host={db['HOST']} port={db['PORT']} dbname={connection.settings_dict['NAME']} user={db['USER']}"
+    with psycopg.connect(dsn, autocommit=True) as other:
+        other.execute("SELECT pg_advisory_lock(hashtext(%s))", [ARCHIVING_LOCK])
+        assert archive_due_runs(past_retention(run.tenant)) == []
+    assert not Archive.objects.exists()
+    assert [outcome.marked for outcome in archive_due_runs(past_retention(run.tenant))] == [[str(run.pk)]]

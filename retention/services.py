@@ -128,10 +128,6 @@ class ArchiveOutcome:
     marked: list[str] = field(default_factory=list)
     unmarked: list[str] = field(default_factory=list)
 
-    @property
-    def ok(self) -> bool:
-        return bool(self.marked) and not self.unmarked
-
 
 def _file_name(tenant: Tenant, month: date, at: datetime) -> str:
     return f"{tenant.slug}/{month:%Y-%m}/runs-{at:%Y%m%dT%H%M%S%f}.jsonl.gz"

@@ -13,6 +13,7 @@ from django.db.models.functions import Coalesce, TruncMonth
 
 from compensations.models import DeadLetter
 from journal.models import Escalation, Intent, IntentStatus, Run, RunStatus, Tenant
+from journal.partitions import MonthPartition, existing_months
 
 from .models import ArchivedRun
 
@@ -201,6 +202,23 @@ def blocked_months(now: datetime) -> list[BlockedMonth]:
                 BlockingRun(str(run.pk), run.tenant.slug, run.ticket_id, _reasons_of(run, now))
             )
     return list(months.values())
+
+
+def runs_created_in(month: date) -> QuerySet[Run]:
+    return Run.objects.filter(_created_in(month))
+
+
+def droppable_months(now: datetime) -> list[MonthPartition]:
+    """The months whose partitions may be dropped at `now`, oldest first: past every tenant's
+    retention, and every run created in them archived (the drop's own check, asked first so a
+    month some run holds is passed over, not refused)."""
+    first_kept = first_month_kept(now)
+    return [
+        partition
+        for partition in existing_months()
+        if partition.month < first_kept
+        and not runs_created_in(partition.month).filter(archived_at__isnull=True).exists()
+    ]
 
 
 def archived_run_of(run: Run) -> ArchivedRun | None:

@@ -27,18 +27,30 @@ from django.utils import timezone
 from audit.chain import audit_record
 from audit.models import AuditAction, AuditEntry
 from journal.models import Intent, JournalEvent, Run, Tenant
+from journal.partitions import MonthPartition, drop_month
 from journal.services import runs_archived_mark
 
 from .files import FileContents, archive_file_read, archive_file_write, archive_path, file_digest
 from .models import Archive, ArchivedRun
-from .selectors import archivable_runs, blocked_months, due_batch, due_months
+from .selectors import (
+    archivable_runs,
+    blocked_months,
+    droppable_months,
+    due_batch,
+    due_months,
+    runs_created_in,
+)
 
 __all__ = [
     "ArchiveOutcome",
     "ArchiveProblem",
+    "DroppedMonth",
+    "RetentionDone",
     "archivable_runs",
     "archive_due_runs",
     "blocked_months",
+    "drop_archived_months",
+    "retention_apply",
     "verify_archive",
 ]
 
@@ -325,3 +337,59 @@ def verify_archive(archive: Archive) -> list[ArchiveProblem]:
     else:
         problems = _run_problems(archive, contents) + _audit_problems(contents)
     return [ArchiveProblem(archive.file_name, problem) for problem in problems]
+
+
+# --- dropping archived months ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DroppedMonth:
+    """A month whose two partitions were dropped: their names, their size, its runs by tenant."""
+
+    month: date
+    tables: tuple[str, str]
+    bytes: int
+    runs_by_tenant: dict[str, int]
+
+
+def _month_drop(partition: MonthPartition) -> DroppedMonth:
+    """Drop one month's partitions and write, in the same transaction, an audit row in the trail
+    of each tenant that had runs in it (a month of no run concerns no tenant: no row)."""
+    counted = runs_created_in(partition.month).order_by().values("tenant_id").annotate(runs=Count("id"))
+    runs = {row["tenant_id"]: row["runs"] for row in counted}
+    tenants = Tenant.objects.in_bulk(list(runs))
+    tables = (partition.intents, partition.events)
+    with transaction.atomic(durable=True):
+        drop_month(partition.month)
+        for tenant_id, count in runs.items():
+            audit_record(
+                user=retention_user(),
+                tenant=tenants[tenant_id],
+                action=AuditAction.MONTH_DROPPED,
+                new={"month": f"{partition.month:%Y-%m}", "tables": list(tables), "runs": count},
+                note=f"{partition.month:%Y-%m} is past every tenant's retention and its {count} runs of this "
+                f"tenant are archived: its intents and events left the database ({', '.join(tables)}).",
+            )
+    log.info("retention: dropped %s (%s bytes)", ", ".join(tables), partition.bytes)
+    return DroppedMonth(
+        partition.month, tables, partition.bytes, {tenants[pk].slug: count for pk, count in runs.items()}
+    )
+
+
+def drop_archived_months(now: datetime) -> list[DroppedMonth]:
+    """Drop the intents' and events' partitions of every month past every tenant's retention
+    whose runs are all archived (retention.selectors.droppable_months), oldest first."""
+    return [_month_drop(partition) for partition in droppable_months(now)]
+
+
+@dataclass(frozen=True)
+class RetentionDone:
+    archived: list[ArchiveOutcome]
+    dropped: list[DroppedMonth]
+
+
+def retention_apply(now: datetime, tenant: Tenant | None = None) -> RetentionDone:
+    """What the daily task and `manage.py retention` do: archive what is due, then drop the
+    months that leaves wholly archived (for one tenant's archiving, still every such month)."""
+    archived = archive_due_runs(now, tenant)
+    return RetentionDone(archived, drop_archived_months(now))

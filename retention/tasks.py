@@ -5,7 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.utils import timezone
 
-from .services import archive_due_runs
+from .services import retention_apply
 
 
 @shared_task(
@@ -17,6 +17,8 @@ from .services import archive_due_runs
     ignore_result=True,
 )
 def archive_due_runs_task() -> int:
-    """Archive every run due now; the number archived. A killed run is harmless: a batch is
-    marked only after its file verified, in one transaction, and the next run starts over."""
-    return sum(len(outcome.marked) for outcome in archive_due_runs(timezone.now()))
+    """Archive every run due now, then drop the months left wholly archived; the number of runs
+    archived. A killed run is harmless: a batch is marked only after its file verified, in one
+    transaction, a month dropped with its audit rows in another, and the next run starts over."""
+    done = retention_apply(timezone.now())
+    return sum(len(outcome.marked) for outcome in done.archived)

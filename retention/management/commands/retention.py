@@ -10,14 +10,16 @@ from django.utils import timezone
 
 from journal.models import Tenant
 from retention.models import Archive
-from retention.selectors import blocked_months, due_months
-from retention.services import ArchiveOutcome, archive_due_runs, verify_archive
+from retention.selectors import blocked_months, droppable_months, due_months
+from retention.services import ArchiveOutcome, DroppedMonth, retention_apply, verify_archive
 
 
 class Command(BaseCommand):
     help = (
         "Archive the ended runs past their tenant's retention (a verified gzip'd JSON-lines file per "
-        "tenant, month and batch), then list the months some run keeps from being dropped, and why."
+        "tenant, month and batch), drop the intents' and events' partitions of the months past every "
+        "tenant's retention whose runs are all archived, then list the months some run keeps from "
+        "being dropped, and why."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -48,14 +50,22 @@ class Command(BaseCommand):
             self.stdout.write(f"{month.tenant.slug} {month.month:%Y-%m}: would archive {month.runs} runs")
         if not due:
             self.stdout.write("nothing is due")
+        for partition in droppable_months(now):
+            self.stdout.write(
+                f"month {partition.month:%Y-%m}: would drop {partition.intents}, {partition.events} "
+                f"({partition.bytes} bytes; every run of it archived)"
+            )
         return ""
 
     def _archive(self, now: Any, tenant: Tenant | None) -> str:
-        outcomes = archive_due_runs(now, tenant)
+        done = retention_apply(now, tenant)
+        outcomes = done.archived
         for outcome in outcomes:
             self.stdout.write(self._said(outcome))
         if not outcomes:
             self.stdout.write("nothing was due")
+        for dropped in done.dropped:
+            self.stdout.write(self._dropped(dropped))
         failed = [outcome for outcome in outcomes if outcome.unmarked]
         return f"{len(failed)} archives did not verify; their runs were left as they were" if failed else ""
 
@@ -66,6 +76,13 @@ class Command(BaseCommand):
         if outcome.unmarked:
             said += f"; {len(outcome.unmarked)} runs NOT archived: {archive.problem}"
         return said
+
+    def _dropped(self, dropped: DroppedMonth) -> str:
+        runs = ", ".join(f"{slug} {count}" for slug, count in dropped.runs_by_tenant.items()) or "no run"
+        return (
+            f"month {dropped.month:%Y-%m}: dropped {', '.join(dropped.tables)} ({dropped.bytes} bytes; "
+            f"archived runs: {runs})"
+        )
 
     def _verify(self) -> str:
         mismatched = 0

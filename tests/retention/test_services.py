@@ -120,5 +120,7 @@ def test_a_second_archiving_at_once_archives_nothing(completed_run: Callable[[st
     with psycopg.connect(dsn, autocommit=True) as other:
         other.execute("SELECT pg_advisory_lock(hashtext(%s))", [ARCHIVING_LOCK])
         assert archive_due_runs(past_retention(run.tenant)) == []
+        # Released here, not by closing: a closed connection's backend may hold it a moment more.
+        other.execute("SELECT pg_advisory_unlock(hashtext(%s))", [ARCHIVING_LOCK])
     assert not Archive.objects.exists()
     assert [outcome.marked for outcome in archive_due_runs(past_retention(run.tenant))] == [[str(run.pk)]]

@@ -21,7 +21,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
-from django.db.models import Count, Model
+from django.db.models import Count, QuerySet
 from django.utils import timezone
 
 from audit.chain import audit_record
@@ -38,6 +38,7 @@ from .selectors import (
     droppable_months,
     due_batch,
     due_months,
+    month_bounds,
     runs_created_in,
 )
 
@@ -64,22 +65,21 @@ RETENTION_USERNAME = "seam-retention"
 # Only one archiving at a time (a beat task and a command at once): a session advisory lock.
 ARCHIVING_LOCK = "seam.retention.archiving"
 
-# Every row of the runs of a batch, as PostgreSQL renders it (row_to_json: every column).
+# Every row of the runs of a batch, as PostgreSQL renders it (row_to_json: every column). A batch's
+# runs were created in one month, so the intents and events are read from that month's partition
+# alone (run_created_at prunes the others: docs/scaling.md, "Partitioning by month").
 ROWS_SQL = {
-    "run": "SELECT t.id::text, row_to_json(t)::text FROM journal_run AS t WHERE t.id = ANY(%s) ORDER BY t.id",
+    "run": "SELECT t.id::text, row_to_json(t)::text FROM journal_run AS t WHERE t.id = ANY(%(runs)s) ORDER BY t.id",
     "intent": "SELECT t.run_id::text, row_to_json(t)::text FROM journal_intent AS t "
-    "WHERE t.run_id = ANY(%s) ORDER BY t.run_id, t.id",
+    "WHERE t.run_id = ANY(%(runs)s) AND t.run_created_at >= %(start)s AND t.run_created_at < %(end)s "
+    "ORDER BY t.run_id, t.id",
     "event": "SELECT t.run_id::text, row_to_json(t)::text FROM journal_journalevent AS t "
-    "WHERE t.run_id = ANY(%s) ORDER BY t.run_id, t.id",
+    "WHERE t.run_id = ANY(%(runs)s) AND t.run_created_at >= %(start)s AND t.run_created_at < %(end)s "
+    "ORDER BY t.run_id, t.id",
     "audit": "SELECT t.run_id::text, row_to_json(t)::text FROM audit_auditentry AS t "
-    "WHERE t.run_id = ANY(%s) ORDER BY t.run_id, t.seq",
+    "WHERE t.run_id = ANY(%(runs)s) ORDER BY t.run_id, t.seq",
 }
 LIVE_AUDIT_SQL = "SELECT t.seq, row_to_json(t)::text FROM audit_auditentry AS t WHERE t.seq = ANY(%s)"
-COUNTED: tuple[tuple[str, type[Model]], ...] = (
-    ("intent", Intent),
-    ("event", JournalEvent),
-    ("audit", AuditEntry),
-)
 
 
 def retention_user() -> Any:
@@ -107,22 +107,30 @@ def _archiving_alone() -> Iterator[bool]:
                 cursor.execute("SELECT pg_advisory_unlock(hashtext(%s))", [ARCHIVING_LOCK])
 
 
-def _rows_of(run_ids: list[Any]) -> Iterator[tuple[str, str, str]]:
-    """(run id, kind, row JSON) for every row of the runs, read through server-side cursors so
-    memory does not grow with a run's size."""
+def _rows_of(run_ids: list[Any], month: date) -> Iterator[tuple[str, str, str]]:
+    """(run id, kind, row JSON) for every row of the runs (created in `month`), read through
+    server-side cursors so memory does not grow with a run's size."""
+    start, end = month_bounds(month)
     for kind, statement in ROWS_SQL.items():
         with connection.chunked_cursor() as cursor:
-            cursor.execute(statement, [run_ids])
+            cursor.execute(statement, {"runs": run_ids, "start": start, "end": end})
             for run_id, row_json in cursor:
                 yield run_id, kind, row_json
 
 
-def journal_counts(run_ids: list[Any]) -> dict[str, Counter[str]]:
-    """Per run (by id as text), its rows in the database, counted as an archive counts lines."""
+def journal_counts(run_ids: list[Any], month: date) -> dict[str, Counter[str]]:
+    """Per run (by id as text, created in `month`), its rows in the database, counted as an
+    archive counts lines."""
+    start, end = month_bounds(month)
+    in_month = {"run_created_at__gte": start, "run_created_at__lt": end}
     counts = {str(run_id): Counter({"run": 1}) for run_id in run_ids}
-    for kind, model in COUNTED:
-        grouped = model._default_manager.filter(run_id__in=run_ids).order_by().values("run_id")
-        for row in grouped.annotate(rows=Count("pk")):
+    rows: tuple[tuple[str, QuerySet[Any]], ...] = (
+        ("intent", Intent.objects.filter(run_id__in=run_ids, **in_month)),
+        ("event", JournalEvent.objects.filter(run_id__in=run_ids, **in_month)),
+        ("audit", AuditEntry.objects.filter(run_id__in=run_ids)),
+    )
+    for kind, of_runs in rows:
+        for row in of_runs.order_by().values("run_id").annotate(rows=Count("pk")):
             counts[str(row["run_id"])][kind] = row["rows"]
     return counts
 
@@ -198,7 +206,7 @@ def _mark_archived(
             .select_for_update(of=("self",))
             .values_list("pk", flat=True)
         )
-        in_database = journal_counts(locked)
+        in_database = journal_counts(locked, archive.month)
         for run_id in map(str, run_ids):
             matches = run_id in in_database and contents.per_run.get(run_id) == in_database[run_id]
             (outcome.marked if matches else outcome.unmarked).append(run_id)
@@ -250,7 +258,9 @@ def archive_batch(*, tenant: Tenant, month: date, runs: list[Run], due_at: datet
     back, mark."""
     run_ids = [run.pk for run in runs]
     file_name = _file_name(tenant, month, timezone.now())
-    archive = _archive_record(tenant, month, file_name, archive_file_write(file_name, _rows_of(run_ids)))
+    archive = _archive_record(
+        tenant, month, file_name, archive_file_write(file_name, _rows_of(run_ids, month))
+    )
     contents = _read_back(archive)
     if isinstance(contents, str):
         archive.problem = contents

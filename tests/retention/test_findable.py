@@ -101,3 +101,14 @@ def test_the_run_detail_api_answers_its_summary_and_its_archive(
     assert "intents" not in body and "intents_next" not in body
     read = " ".join(query["sql"] for query in queries.captured_queries)
     assert "journal_intent" not in read
+
+
+@pytest.mark.parametrize("path", ["intents/", "handover/", "export/"])
+def test_the_apis_that_read_an_archived_runs_calls_answer_gone(
+    archived: Run, agent_client: APIClient, path: str
+) -> None:
+    answer = agent_client.get(f"/api/v1/runs/{archived.pk}/{path}")
+
+    assert answer.status_code == 410
+    assert f"/api/v1/runs/{archived.pk}/" in answer.json()["detail"]
+    assert agent_client.get(f"/api/v1/runs/{archived.pk}/customer-messages/").status_code == 200

@@ -17,6 +17,7 @@ from handover import why_words
 from journal import services
 from journal.models import CUSTOMER_REF_MAX, CustomerMessage, ErrorClass, Intent, Run
 from journal.runs import Cancelled
+from retention.selectors import archived_run_of
 
 from . import pages
 from .plain import PlainBody, boolean_check
@@ -278,10 +279,48 @@ _NEXT_HELP = (
 )
 
 
+class ArchiveSerializer(serializers.Serializer):
+    """Where an archived run's intents and events are: one file of the archive store."""
+
+    file_name = serializers.CharField(read_only=True, help_text="Relative to the archive store.")
+    sha256 = serializers.CharField(read_only=True, help_text="Of the file, as written and verified.")
+    month = serializers.DateField(read_only=True, help_text="The month (UTC) its runs were created in.")
+    verified_at = serializers.DateTimeField(read_only=True)
+    intents = serializers.IntegerField(read_only=True, help_text="This run's intents in the file.")
+    events = serializers.IntegerField(read_only=True, help_text="This run's journal events in the file.")
+
+
+def _when(moment: datetime | None) -> str | None:
+    return None if moment is None else serializers.DateTimeField().to_representation(moment)
+
+
+def _archive_answer(run: Run) -> dict[str, Any] | None:
+    archived = archived_run_of(run)
+    if archived is None:
+        return None
+    archive = archived.archive
+    return {
+        "file_name": archive.file_name,
+        "sha256": archive.sha256,
+        "month": archive.month.isoformat(),
+        "verified_at": _when(archive.verified_at),
+        "intents": archived.intents,
+        "events": archived.events,
+    }
+
+
 class RunDetailSerializer(RunSerializer):
     """The run with the first page of each of its lists (pages.DEFAULT_LIMIT rows, oldest first):
     a run may hold tens of thousands of intents, and one answer holding them all was megabytes.
-    The rest are read page by page, or all at once from the run's export (JSON lines)."""
+    The rest are read page by page, or all at once from the run's export (JSON lines).
+
+    An archived run (retention) answers its summary, its customer messages and its `archive`
+    instead of its intents, which are no longer the journal's: no `intents` nor `intents_next`."""
+
+    archived_at = serializers.DateTimeField(
+        read_only=True, allow_null=True, help_text="When its intents and events were archived; null if not."
+    )
+    archive = ArchiveSerializer(read_only=True, allow_null=True, help_text="An archived run's archive.")
 
     intents = IntentSerializer(many=True, read_only=True, help_text="The first page of intents.")
     intents_next = serializers.CharField(read_only=True, allow_null=True, help_text=_NEXT_HELP % "intents")
@@ -295,6 +334,8 @@ class RunDetailSerializer(RunSerializer):
     class Meta(RunSerializer.Meta):
         fields = [
             *RunSerializer.Meta.fields,
+            "archived_at",
+            "archive",
             "intents",
             "intents_next",
             "customer_messages",
@@ -303,10 +344,13 @@ class RunDetailSerializer(RunSerializer):
 
     def to_representation(self, instance: Run) -> dict[str, Any]:
         data = dict(RunSerializer().to_representation(instance))
-        intents = pages.page(pages.INTENTS, instance)
+        data["archived_at"] = _when(instance.archived_at)
+        data["archive"] = _archive_answer(instance)
+        if instance.archived_at is None:
+            intents = pages.page(pages.INTENTS, instance)
+            data["intents"] = [_INTENT_RENDERING.to_representation(row) for row in intents.rows]
+            data["intents_next"] = intents.next
         messages = pages.page(pages.CUSTOMER_MESSAGES, instance)
-        data["intents"] = [_INTENT_RENDERING.to_representation(row) for row in intents.rows]
-        data["intents_next"] = intents.next
         data["customer_messages"] = [_MESSAGE_RENDERING.to_representation(row) for row in messages.rows]
         data["customer_messages_next"] = messages.next
         return data

@@ -15,8 +15,8 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
+from rest_framework.exceptions import APIException, PermissionDenied
 from rest_framework.exceptions import NotFound as DRFNotFound
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import BasePermission
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -130,6 +130,22 @@ def _run(request: Request, run_id: str) -> Run:
     return run
 
 
+class RunArchived(APIException):
+    """A run's intents and events were archived (retention): they are no longer the journal's to
+    list, export or build a handover from. Its summary and archive are at GET /runs/{id}/."""
+
+    status_code = status.HTTP_410_GONE
+    default_code = "archived"
+
+
+def _unless_archived(run: Run, listing: pages.Listing | None = None) -> None:
+    if run.archived_at is not None and listing is not pages.CUSTOMER_MESSAGES:
+        raise RunArchived(
+            f"Run {run.pk} was archived at {run.archived_at.isoformat()}: its intents and events are "
+            f"in its archive, named at /api/v1/runs/{run.pk}/."
+        )
+
+
 # --- views ------------------------------------------------------------------------------------
 
 
@@ -212,6 +228,7 @@ _PAGE_PARAMETERS = [
 def _page_response(request: Request, run_id: str, listing: pages.Listing) -> Response:
     """One page of a run's list after the query's cursor: 400 naming a bad cursor or limit."""
     run = _run(request, run_id)
+    _unless_archived(run, listing)
     try:
         limit = pages.limit_of(request.query_params.get("limit"))
         page = pages.page(listing, run, cursor=request.query_params.get("cursor"), limit=limit)
@@ -255,6 +272,7 @@ class RunExportApi(APIView):
     @extend_schema(responses={(200, "application/x-ndjson"): OpenApiTypes.STR})
     def get(self, request: Request, run_id: str) -> StreamingHttpResponse:
         run = _run(request, run_id)
+        _unless_archived(run)
         response = StreamingHttpResponse(export_lines(run), content_type="application/x-ndjson")
         response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.jsonl"'
         return response
@@ -275,6 +293,7 @@ class HandoverApi(APIView):
         run = selectors.run_get(tenant=_tenant(request), run_id=run_id)
         if run is None:
             raise DRFNotFound(f"Run {run_id} not found.")
+        _unless_archived(run)
         limit = None if cut.cleaned_data["all"] == "1" else HANDOVER_LIST_LIMIT
         return Response(HandoverSerializer(handover_for(run, limit)).data)
 

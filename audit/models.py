@@ -10,8 +10,9 @@ from journal.models import Run, Tenant
 
 
 class AuditAction(models.TextChoices):
-    """Every action a person can take from the dashboard, and the lockout of a person's login and
-    an admin's lifting of it (console.login_throttle)."""
+    """Every action a person can take from the dashboard, the lockout of a person's login and
+    an admin's lifting of it (console.login_throttle), and the retention job's archiving of runs
+    and dropping of months (retention.services), which take the journal's rows out of it."""
 
     ASSIGN = "assign", "Assigned the run"
     COMPENSATE_STEP = "compensate_step", "Compensated one step"
@@ -32,6 +33,8 @@ class AuditAction(models.TextChoices):
     ALLOW_ATTEMPT = "allow_attempt", "Allowed a refused call again"
     CATALOGUE_EDIT = "catalogue_edit", "Changed a compensation catalogue entry"
     EDIT_STEP = "edit_step", "Edited a not-done step's arguments"
+    RUNS_ARCHIVED = "runs_archived", "Archived ended runs' intents and events"
+    MONTH_DROPPED = "month_dropped", "Dropped an archived month's intents and events"
 
 
 class AuditEntry(models.Model):

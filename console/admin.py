@@ -20,7 +20,7 @@ from journal.models import (
 from journal.tenant_admin import TenantScopedAdmin, admin_tenant
 from observability.middleware import request_id_of
 
-from .forms import NotificationRuleForm
+from .forms import NotificationRuleForm, TenantForm
 from .login_throttle import login_unlock
 from .models import NotificationRule, TenantSettings
 from .roles import ROLE_PERMISSIONS
@@ -37,7 +37,8 @@ class TenantAdmin(TenantScopedAdmin):
     tenant alone: another tenant is a 404, as any row of it is."""
 
     tenant_path = "pk"
-    list_display = ["slug", "name", "created_at"]
+    form = TenantForm
+    list_display = ["slug", "name", "retention_days", "created_at"]
     inlines = [TenantSettingsInline]
 
     def own_filter(self, tenant: Tenant) -> Q:

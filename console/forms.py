@@ -16,8 +16,10 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from audit.models import AuditAction
-from journal.models import CustomerMessage, OutcomeReason, RunStatus
+from handover import words
+from journal.models import CustomerMessage, OutcomeReason, RunStatus, Tenant
 from journal.services import MAX_MESSAGE_CHARS
+from retention.windows import retention_too_short
 
 from . import selectors
 from .actions import MAX_NOTE_CHARS
@@ -449,6 +451,36 @@ class RunActFromForm(forms.Form):
 
 class DeadLettersForm(forms.Form):
     show = choice_parameter("show", [("open", "open"), ("resolved", "resolved"), ("all", "all")])
+
+
+class TenantForm(forms.ModelForm):
+    """The admin's form of a tenant. Its retention period must outlast every undo its catalogue
+    allows (retention.windows): a run archived sooner would lose an undo still possible."""
+
+    class Meta:
+        model = Tenant
+        fields = ["slug", "name", "retention_days"]
+        help_texts = {
+            "retention_days": "Days an ended run's intents and events stay in the database before they "
+            "are archived; longer than the longest undo window of the compensation catalogue.",
+        }
+
+    def clean_retention_days(self) -> int:
+        days: int = self.cleaned_data["retention_days"]
+        tenant = self.instance if self.instance.pk else None
+        short = retention_too_short(tenant=tenant, retention_days=days)
+        if short is not None:
+            raise ValidationError(
+                words.say(
+                    words.RETENTION_SHORTER_THAN_UNDO,
+                    days=days,
+                    tool=words.tool_words(short.tool),
+                    window=words.duration_words(short.window),
+                    needed=short.days_needed,
+                ),
+                code="shorter_than_undo",
+            )
+        return days
 
 
 class NotificationRuleForm(forms.ModelForm):

@@ -38,6 +38,7 @@ from handover import (
 )
 from journal.models import Run
 from journal.services import JournalError
+from retention.selectors import archived_run_of
 
 from . import actions, dates, forms, selectors, staff_actions
 from .audit_reading import state_json
@@ -327,11 +328,39 @@ def _run_or_404(request: HttpRequest, run_id: Any) -> Run:
     return run
 
 
+ARCHIVED_REFUSAL = "This run is archived: nothing can be done on it any more."
+
+
+def _archived_page(
+    request: HttpRequest, run: Run, *, partial: bool = False, status: int = 200
+) -> HttpResponse:
+    """An archived run's page: its summary and its archive (retention), never its intents and
+    events, which are no longer the journal's; no action is offered. A refused action answers
+    409 with the same page (its panel, out of band, for htmx)."""
+    context = {
+        "run": run,
+        "archived": archived_run_of(run),
+        "helpdesk": tenant_helpdesk_template(run.tenant),
+        "error": ARCHIVED_REFUSAL if status != 200 else None,
+        "oob": partial and status != 200,
+    }
+    template = "handover/run_archived.html#panel" if partial else "handover/run_archived.html"
+    return render(request, template, context, status=status)
+
+
+def _refused_if_archived(request: HtmxHttpRequest, run: Run) -> HttpResponse | None:
+    if run.archived_at is None:
+        return None
+    return _archived_page(request, run, partial=bool(request.htmx), status=409)
+
+
 @login_required
 @require_GET
 @parameters_checked
 def run_detail(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     run = _run_or_404(request, run_id)
+    if run.archived_at is not None:
+        return _archived_page(request, run)
     return render(request, "handover/run_detail.html", _run_context(run, request))
 
 
@@ -343,6 +372,8 @@ def run_panel(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     run is as the page shows it, so an idle page costs three small queries."""
     state = parameters(forms.RunPanelForm, request.GET).cleaned_data["state"]
     run = _run_or_404(request, run_id)
+    if run.archived_at is not None:
+        return _archived_page(request, run, partial=True)  # the poll stops: nothing changes again
     if state and state == run_state_token(run):
         return HttpResponse(status=204)
     return render(request, "handover/run_detail.html#panel", _run_context(run, request))
@@ -385,6 +416,8 @@ def run_confirm(request: HtmxHttpRequest, run_id: str, action: str) -> HttpRespo
     """The confirmation of an action: exactly what will happen, what cannot be taken back."""
     entry = permitted_action(staff_actions.Kind.RUN, action, request.user)
     run = _run_or_404(request, run_id)
+    if refused := _refused_if_archived(request, run):
+        return refused
     step_id = parameters(forms.RunConfirmForm, request.GET).cleaned_data["step"]
     context = _run_context(run, request)
     form = entry.form(initial={"state": context["state"], "step_id": step_id}, **_form_kwargs(entry, run))
@@ -399,6 +432,8 @@ def run_act(request: HtmxHttpRequest, run_id: str, action: str) -> HttpResponse:
     entry = permitted_action(staff_actions.Kind.RUN, action, request.user)
     ctx = staff_context(request)
     run = _run_or_404(request, run_id)
+    if refused := _refused_if_archived(request, run):
+        return refused
     # Everything posted is parsed before anything is written: an action from the queue draws the
     # queue again afterwards, so the queue's filters it carries are checked first, not after the
     # action committed.
@@ -449,6 +484,8 @@ def run_preview(request: HtmxHttpRequest, run_id: str, action: str) -> HttpRespo
     if not entry.previews:
         raise Http404("This action has no preview.")
     run = _run_or_404(request, run_id)
+    if refused := _refused_if_archived(request, run):
+        return refused
     form = entry.form(request.POST, previewing=True, **_form_kwargs(entry, run))
     valid = form.is_valid()
     context = _run_context(run, request, **({} if valid else {"error": FormRefused(form)}))

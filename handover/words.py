@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from django.utils import timezone
@@ -713,6 +713,26 @@ CATALOGUE_EDITED_IN_CONSOLE = _("edited in the console's catalogue editor")
 CATALOGUE_SAVED = _("Saved. Runs of your tenant use this entry from now on.")
 
 
+# --- a tenant's retention period (console.forms.TenantForm) -----------------------------------
+
+RETENTION_SHORTER_THAN_UNDO = _(
+    "retention_days: %(days)s days is too short: a step of %(tool)s can still be undone %(window)s "
+    "after it was made, and an archived run can no longer be undone. Keep ended runs at least "
+    "%(needed)s days."
+)
+DURATION_DAYS = ("%(count)s day", "%(count)s days")
+DURATION_HOURS = ("%(count)s hour", "%(count)s hours")
+
+
+def duration_words(length: timedelta) -> str:
+    """A length of time in whole days, or in hours when under two days: "2 hours"."""
+    if length >= timedelta(days=2):
+        count = length.days
+        return ngettext(*DURATION_DAYS, count) % {"count": count}
+    count = max(1, round(length.total_seconds() / 3600))
+    return ngettext(*DURATION_HOURS, count) % {"count": count}
+
+
 # --- the audit trail's rows as sentences (console.audit_reading) ------------------------------
 
 # Each audited action as one sentence, from who acted and the entry's states; the field-by-field
@@ -738,6 +758,8 @@ AUDIT_SENTENCES: dict[str, Template] = {
     "allow_attempt": _("%(who)s allowed %(tool)s to be sent once more"),
     "catalogue_edit": _("%(who)s changed how %(tool)s is undone (its catalogue entry)"),
     "edit_step": _("%(who)s corrected the arguments of %(tool)s before resuming"),
+    "runs_archived": _("%(who)s archived %(runs)s ended runs' intents and events in %(file)s"),
+    "month_dropped": _("%(who)s dropped the intents and events of %(month)s, every run of it archived"),
 }
 AUDIT_OTHERWISE = "%(who)s: %(label)s"
 TOOK_THE_RUN = _("%(who)s took the run")
@@ -777,6 +799,9 @@ def _audit_facts(*, who: str, step_id: str, old: Mapping[str, Any], new: Mapping
         "owner": new.get("owner") or str(NOTHING),
         "username": new.get("username") or who,
         "failures": new.get("failures") or "",
+        "runs": new.get("runs", ""),
+        "file": new.get("file", ""),
+        "month": new.get("month", ""),
     }
 
 

@@ -195,6 +195,16 @@ def run_complete(*, run: Run, actor: Actor) -> Run:
     return locked
 
 
+def runs_archived_mark(*, run_ids: list[Any], at: datetime) -> int:
+    """Mark runs archived (retention.services, inside the transaction that checked their archive
+    against their rows, under their locks): the version moves, so a page drawn before redraws
+    as the archived run's. No journal event: it would land among the rows just archived, after
+    the archive was taken; the audit row of the archiving records it. The number marked."""
+    return Run.objects.filter(pk__in=run_ids, archived_at__isnull=True).update(
+        archived_at=at, version=F("version") + 1
+    )
+
+
 COUNTERS = {"retry": "retries", "repair": "repairs", "replan": "replans", "reflection": "reflections"}
 
 

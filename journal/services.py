@@ -62,6 +62,7 @@ from .runs import (
     run_create,
     run_heartbeat,
     run_heartbeat_restore,
+    runs_archived_mark,
 )
 from .tool_errors import DispatchResult, ToolError
 from .validation import (
@@ -129,6 +130,7 @@ __all__ = [
     "run_hand_over",
     "run_heartbeat",
     "run_heartbeat_restore",
+    "runs_archived_mark",
     "step_id_for",
     "unknown_calls_why",
 ]

@@ -10,6 +10,7 @@ journal's own tests record any tool name and arguments."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -44,6 +45,7 @@ def _write(
     loss: str = "",
     customer_facing: CustomerFacing | None = None,
     label: str = "",
+    undo_window: timedelta | None = None,
 ) -> ToolSpec:
     base = settings.SEAM_SANDBOX_URL + API
     return ToolSpec(
@@ -57,6 +59,7 @@ def _write(
         receipt_detail=detail,
         loss_detail=loss,
         customer_facing=customer_facing,
+        undo_window=undo_window,
         # The sandbox's ledger deduplicates every keyed call by its key (sandbox.ledger), and
         # keeps keys for as long as it keeps its records: a call in doubt may be sent again.
         honours_key=True,
@@ -161,6 +164,8 @@ def tools() -> list[ToolSpec]:
             "Ship replacement units.",
             "shipment {shipment_id}, recallable until {recall_cutoff}",
             label="Ship a replacement",
+            # The shipping provider's recall cutoff (sandbox.services.RECALL_WINDOW).
+            undo_window=timedelta(hours=2),
         ),
         _write(
             "cancel_shipment",

@@ -140,6 +140,13 @@ class ToolSpec:
         at `now`: the tool honours its key, and the provider still keeps it."""
         return self.honours_key and now - intended_at < timedelta(seconds=self.key_lifetime)
 
+    # How long after a call its receipt's deadline can lie, as the provider documents it (a
+    # shipment's recall cutoff two hours after it is booked): the undo window of a catalogue
+    # entry graded `reversible_until` with a `deadline_field`. A tenant keeps ended runs longer
+    # than the longest of these (retention.windows), so no step is archived while it can still
+    # be undone completely. None: the tool's receipts carry no such deadline.
+    undo_window: timedelta | None = None
+
     # Seconds one call may take before its connector gives up on it; None: the connector's own
     # (HttpConnector: connect plus read timeout), else settings.SEAM_CALL_TIMEOUT_SECONDS.
     call_timeout: float | None = None

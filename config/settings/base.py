@@ -35,6 +35,10 @@ SEAM_AUDIT_KEY = env("SEAM_AUDIT_KEY", default="insecure-local-only-audit-key-do
 # Only a file is read back by verification, which then reports a wipe, a truncation or a
 # rollback of the trail. Empty: no witness.
 SEAM_AUDIT_WITNESS = env("SEAM_AUDIT_WITNESS", default=str(BASE_DIR / "var" / "audit-witness.log"))
+# The archive store (retention): one gzip'd JSON-lines file per batch of ended runs, by tenant and
+# month, named relative to this directory in retention.Archive. Keep it on storage that is backed
+# up apart from the database: once a month's partitions are dropped it is the runs' only copy.
+SEAM_ARCHIVE_DIR = Path(env("SEAM_ARCHIVE_DIR", default=str(BASE_DIR / "var" / "archive")))
 DEBUG = _env_or_fail(env.bool, "DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = _env_or_fail(env.list, "DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 
@@ -79,6 +83,7 @@ INSTALLED_APPS = [
     "compensations",
     "fanout",
     "tools",
+    "retention",
     "observability",
     "axes",
 ]
@@ -437,6 +442,13 @@ CELERY_BEAT_SCHEDULE = {
         "task": "insights.fold_error_counts",
         "schedule": 60.0,
         "options": {"expires": 60.0},
+    },
+    # Daily: archive the ended runs past their tenant's retention (retention.services). A run
+    # becomes due a day at a time, so a day's delay archives it a day later, nothing worse.
+    "retention-archive-due-runs": {
+        "task": "retention.archive_due_runs",
+        "schedule": 24 * 3600.0,
+        "options": {"expires": 12 * 3600.0},
     },
 }
 

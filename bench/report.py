@@ -527,8 +527,10 @@ def flatness(r: dict[str, Any]) -> list[str]:
     lines += table(["", "one month", "twelve months", "twelve / one"], rows)
     drop = r["drop"]
     lines += [
-        f"The oldest month ({drop['month']}, {drop['runs']:,} runs): archived in {drop['archive_seconds']:.0f} s "
-        f"to {drop['archive_bytes_per_run']:.0f} bytes per run, against {drop['live_bytes_per_run']:.0f} bytes "
+        f"The oldest month ({drop['month']}, {drop['runs']:,} runs): {drop['archive_sample_runs']:,} of its runs "
+        f"archived by the retention job's batches in {drop['archive_seconds']:.0f} s "
+        f"({drop['archive_runs_per_s']:.0f} runs/s), the others marked archived directly; the archive holds "
+        f"{drop['archive_bytes_per_run']:.0f} bytes per run, against {drop['live_bytes_per_run']:.0f} bytes "
         f"per run of its two partitions ({drop['archive_over_live']:.1%}); its partitions dropped in "
         f"**{drop['drop_seconds'] * 1e3:.0f} ms**.",
         "",

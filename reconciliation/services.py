@@ -110,7 +110,11 @@ def _claim(*, candidates: QuerySet[Intent], limit: int, now: datetime) -> tuple[
     ]
     with transaction.atomic(durable=True):
         claimed = list(due)
-        Intent.objects.filter(pk__in=[intent.pk for intent in claimed]).update(next_lookup_at=lease_end)
+        # Their runs' months too: PostgreSQL then plans only those months' partitions.
+        Intent.objects.filter(
+            pk__in=[intent.pk for intent in claimed],
+            run_created_at__in=sorted({intent.run_created_at for intent in claimed}),
+        ).update(next_lookup_at=lease_end)
     for intent in claimed:
         intent.next_lookup_at = lease_end
     return claimed, lease_end

@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from journal import partitions, services
+from journal import partitions, services, transitions
 from journal import sql as journal_sql
 from journal.models import Intent, IntentStatus, JournalEvent, Run
 from journal.services import Actor, DispatchResult
@@ -187,3 +187,46 @@ def test_the_months_are_named_by_their_first_day_in_utc() -> None:
         date(2027, 1, 1),
         date(2027, 2, 1),
     ]
+
+
+def test_a_batch_of_outcomes_settles_the_rows_of_every_month_it_holds(
+    make_run: Any, agent_actor: Actor
+) -> None:
+    now = datetime.now(UTC)
+    later = partitions.months_after(partitions.month_of(now), 4)[-1]
+    partitions.create_months(ahead=4, now=now)
+    runs = [make_run(), make_run()]
+    Run.objects.filter(pk=runs[1].pk).update(created_at=datetime(later.year, later.month, 3, tzinfo=UTC))
+    opened = []
+    for run in runs:
+        run.refresh_from_db()
+        opened.append(
+            services.intent_record(
+                run=run, tool="start_return", args={"order_id": "SU-7"}, turn=1, actor=agent_actor
+            ).intent
+        )
+    moves = [
+        transitions.IntentMove(
+            intent=intent,
+            target=IntentStatus.NOT_PERFORMED,
+            event=JournalEvent.Kind.INTENT_RECONCILED,
+            data={"status": "not_performed"},
+            changes={"settled_at": now},
+        )
+        for intent in opened
+    ]
+    moved = transitions.intents_transition(
+        moves=moves, source=IntentStatus.INTENDED, actor=Actor.system("reconciliation"), at=now
+    )
+    assert moved == [True, True]
+    assert set(Intent.objects.filter(pk__in=[i.pk for i in opened]).values_list("status", flat=True)) == {
+        IntentStatus.NOT_PERFORMED
+    }
+    assert {
+        JournalEvent.objects.get(intent_id=intent.pk, kind=JournalEvent.Kind.INTENT_RECONCILED).run_created_at
+        for intent in opened
+    } == {run.created_at for run in runs}
+    # The same batch again moves nothing: the rows are no longer open.
+    assert transitions.intents_transition(
+        moves=moves, source=IntentStatus.INTENDED, actor=Actor.system("reconciliation"), at=now
+    ) == [False, False]

@@ -212,7 +212,9 @@ class Run(models.Model):
             # partitions (seam_journal_month_drop refuses while any is left; the retention job
             # lists them). Archived runs leave it, so the check of a month whose runs are all
             # archived reads nothing.
-            models.Index(fields=["created_at"], condition=Q(archived_at__isnull=True), name="run_unarchived_idx"),
+            models.Index(
+                fields=["created_at"], condition=Q(archived_at__isnull=True), name="run_unarchived_idx"
+            ),
         ]
         constraints = [
             models.UniqueConstraint(

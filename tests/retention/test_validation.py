@@ -1,5 +1,6 @@
 """A tenant's retention period must outlast the longest undo its catalogue allows: the tenant
-admin refuses a shorter one, naming the field, and writes nothing."""
+admin refuses a shorter one, naming the field, and writes nothing. The catalogue is the
+seeded one (the `catalogue` fixture: a transactional test before these may have emptied it)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,9 @@ def _post(client: Client, tenant: Tenant, retention_days: int) -> Any:
     )
 
 
-def test_the_longest_undo_window_is_the_declared_deadline_of_a_reversible_until_entry(tenant: Tenant) -> None:
+def test_the_longest_undo_window_is_the_declared_deadline_of_a_reversible_until_entry(
+    tenant: Tenant, catalogue: None
+) -> None:
     # The seeded catalogue grades reship reversible until the receipt's recall cutoff, which the
     # sandbox's shipping tool declares lies two hours after the call.
     with sandbox_tools_declared():
@@ -45,7 +48,7 @@ def test_the_longest_undo_window_is_the_declared_deadline_of_a_reversible_until_
 
 
 def test_the_tenant_admin_refuses_a_retention_shorter_than_an_undo_window(
-    tenant: Tenant, persona: Callable[..., Any]
+    tenant: Tenant, persona: Callable[..., Any], catalogue: None
 ) -> None:
     client = Client()
     client.force_login(persona("admin", tenant))

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from handover import words
+from handover import audit_words, words
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,8 @@ def audit_changes(old: dict[str, Any], new: dict[str, Any]) -> list[AuditChange]
 
 
 def audit_sentence(entry: Any) -> str:
-    """An audit entry (audit.AuditEntry) as the sentence its row says (handover.words.audit_sentence)."""
-    return words.audit_sentence(
+    """An audit entry (audit.AuditEntry) as the sentence its row says (handover.audit_words.audit_sentence)."""
+    return audit_words.audit_sentence(
         action=entry.action,
         label=entry.get_action_display(),
         who=entry.username,

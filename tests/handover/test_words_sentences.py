@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from compensations.reversibility import ReversibilityNow
-from handover import words
+from handover import audit_words, words
 
 RUN = "2fcf4fa9-1c1f-4a43-9d34-0f3f4b7c2e11"
 STEP = f"{RUN}:2:start_return"
@@ -53,7 +53,7 @@ def test_a_resume_step_names_no_key() -> None:
 
 
 def _said(action: str, *, step_id: str = "", old: Any = None, new: Any = None, who: str = "lena-lead") -> str:
-    return words.audit_sentence(
+    return audit_words.audit_sentence(
         action=action, label="Label of the action", who=who, step_id=step_id, old=old or {}, new=new or {}
     )
 
@@ -88,7 +88,7 @@ def test_audit_rows_are_sentences() -> None:
 
 
 def test_no_audit_sentence_shows_a_step_id_or_a_snake_case_name() -> None:
-    for action in words.AUDIT_SENTENCES:
+    for action in audit_words.AUDIT_SENTENCES:
         said = _said(
             action, step_id=STEP, new={"requested": [STEP], "tool": "start_return", "assignee": "ana"}
         )

@@ -15,7 +15,7 @@ from django.db import models
 from django.utils.functional import Promise
 
 from compensations.reversibility import ReversibilityKind
-from handover import why_words, words
+from handover import audit_words, why_words, words
 from handover.codes import NextActionCode, NotDoneWhy, ReasonAnswer, TimelineSays
 from journal.models import ErrorClass, RunStatus
 from journal.why import CallVerdict, CleanupCode, RunWhy
@@ -240,7 +240,7 @@ def test_every_ended_run_status_has_its_words() -> None:
 
 def _templates() -> list[tuple[str, object]]:
     found = []
-    for name, value in [*vars(words).items(), *vars(why_words).items()]:
+    for name, value in [*vars(words).items(), *vars(why_words).items(), *vars(audit_words).items()]:
         if name.startswith("_"):
             continue
         if isinstance(value, Promise):

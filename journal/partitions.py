@@ -62,10 +62,11 @@ def month_tables(month: date) -> Tables:
     return Tables(intent=f"{INTENT_PARENT}_{suffix}", event=f"{EVENT_PARENT}_{suffix}")
 
 
-# Per database alias, the months whose partitions exist (True, kept: a month is dropped only once
-# every run of it is archived, and an archived run writes nothing) or were missing (the time it
-# was checked, asked again after MISSING_RECHECK_SECONDS).
-_known: dict[tuple[str, date], bool | float] = {}
+# Per database alias, the months whose partitions exist (their Tables, kept: a month is dropped
+# only once every run of it is archived, and an archived run writes nothing) or were missing (the
+# time it was checked, asked again after MISSING_RECHECK_SECONDS). Every journaled call looks its
+# month up here twice, so a known month costs one dict lookup and no string building.
+_known: dict[tuple[str, date], Tables | float] = {}
 
 
 def run_tables(run_created_at: datetime, *, using: str = DEFAULT_DB_ALIAS) -> Tables:
@@ -75,8 +76,8 @@ def run_tables(run_created_at: datetime, *, using: str = DEFAULT_DB_ALIAS) -> Ta
     loudly rather than writing elsewhere."""
     month = month_of(run_created_at)
     known = _known.get((using, month))
-    if known is True:
-        return month_tables(month)
+    if isinstance(known, Tables):
+        return known
     if known is not None and time.monotonic() - known < MISSING_RECHECK_SECONDS:
         return PARENTS
     tables = month_tables(month)
@@ -86,7 +87,7 @@ def run_tables(run_created_at: datetime, *, using: str = DEFAULT_DB_ALIAS) -> Ta
             [tables.intent, tables.event],
         )
         (exists,) = cursor.fetchone()
-    _known[(using, month)] = True if exists else time.monotonic()
+    _known[(using, month)] = tables if exists else time.monotonic()
     return tables if exists else PARENTS
 
 

@@ -258,6 +258,19 @@ def run_rounds(series: dict[str, Series], runners: dict[str, Callable[[], Sample
             series[name].samples.append(runners[name]())
 
 
+def checkpoint_first(connection: Any) -> None:
+    """Write out every dirty page before the rounds (as bench.reconcile does after its seeding),
+    so that a checkpoint owed by an earlier bulk load, such as another benchmark's seeding, does
+    not start during them (the next is then checkpoint_timeout away, longer than the rounds).
+    After a checkpoint starts, the first change of each page writes the whole page to the WAL,
+    which costs journal_intent's writes (seven indexes) more than the minimal table's."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("CHECKPOINT")
+    except Exception as exc:  # noqa: BLE001 - a role without pg_checkpoint measures as it is
+        progress(f"no CHECKPOINT before the rounds ({exc}); a pending checkpoint may slow them")
+
+
 def timed_loop(calls: int, one_call: Callable[[], None]) -> Sample:
     latencies = []
     cpu_started = time.process_time()
@@ -721,6 +734,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 "rest_1": lambda: rest_round(one, args.calls),
                 f"rest_{args.clients}": lambda: rest_round(many, args.calls),
             }
+            checkpoint_first(connection)
             progress(f"warming up ({warmup} calls each)")
             floor.run(warmup)
             minimal_table.run(warmup)

@@ -100,8 +100,7 @@ def _claim(*, candidates: QuerySet[Intent], limit: int, now: datetime) -> tuple[
     # a stuck settle) is "someone else has it" for now, not a wait. A plain UPDATE would queue
     # behind that lock, and every sweep after it too, since each comes to the oldest row first.
     due = (
-        candidates.select_related(None)
-        .select_for_update(skip_locked=True, no_key=True, of=("self",))
+        candidates.select_for_update(skip_locked=True, no_key=True, of=("self",))
         .filter(status=IntentStatus.INTENDED)
         .filter(Q(next_lookup_at__isnull=True) | Q(next_lookup_at__lte=now))
     )[

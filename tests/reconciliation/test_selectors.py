@@ -3,6 +3,7 @@ rows in doubt, not the size of the journal; and a run is stuck by one rule, whoe
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -71,6 +72,27 @@ def test_the_sweep_query_uses_the_partial_index_on_open_intents(
 
     assert "intent_open_idx" in plan, plan
     assert len(list(query())) == 20  # type: ignore[call-overload]
+
+
+def test_a_batch_of_a_dead_run_with_thousands_of_open_calls_reads_only_the_batch(
+    make_run: Callable[..., Run],
+) -> None:
+    # A provider outage: one dead run, 3,000 calls in doubt, statistics fresh. Joined to its run,
+    # PostgreSQL started from the few quiet runs and read all of each one's calls through its
+    # run_id index for every batch; the run's heartbeat is now read per row, so a batch reads the
+    # open index in order and stops at its last row.
+    _journal_of(make_run(), settled=0, open_=3_000)
+
+    plan = stale_intents(older_than=timedelta(seconds=60))[:50].explain(analyze=True)
+
+    open_index_scans = re.findall(r"Index Scan using intent_open_idx\S* .*actual time=\S+ rows=(\d+)", plan)
+    assert open_index_scans, plan
+    # The batch (and the row that ends its last group of equal times), not the run's 3,000.
+    assert sum(int(rows) for rows in open_index_scans) <= 60, plan
+    assert "intent_step_per_run" not in plan, plan
+    assert [i.intended_at for i in stale_intents(older_than=timedelta(seconds=60))[:50]] == sorted(
+        Intent.objects.values_list("intended_at", flat=True)
+    )[:50]
 
 
 def _with_per_tool_thresholds() -> object:

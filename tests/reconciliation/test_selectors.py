@@ -78,9 +78,9 @@ def test_a_batch_of_a_dead_run_with_thousands_of_open_calls_reads_only_the_batch
     make_run: Callable[..., Run],
 ) -> None:
     # A provider outage: one dead run, 3,000 calls in doubt, statistics fresh. Joined to its run,
-    # PostgreSQL started from the few quiet runs and read all of each one's calls through its
-    # run_id index for every batch; the run's heartbeat is now read per row, so a batch reads the
-    # open index in order and stops at its last row.
+    # PostgreSQL may start from the few quiet runs and read all of each one's calls through its
+    # run_id index for every batch; with the run's heartbeat read per row, a batch reads the open
+    # index in order and stops at its last row.
     _journal_of(make_run(), settled=0, open_=3_000)
 
     plan = stale_intents(older_than=timedelta(seconds=60))[:50].explain(analyze=True)

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Final, cast
 
 from django.db import connections, router, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F, Field
 from django.utils import timezone
 
@@ -28,7 +29,7 @@ from .errors import Conflict
 from .events import Actor, event_insert, event_of
 from .models import Intent, IntentStatus, JournalEvent, Run, RunStatus
 from .orm_rows import update_expression_sql
-from .partitions import month_of, run_tables
+from .partitions import run_tables
 
 # --- the tables -------------------------------------------------------------------------------
 
@@ -242,43 +243,42 @@ def _moved_by_shape(*, source: str, rows: list[tuple[int, datetime, dict[str, An
     """The ids of `rows` (id, the run's created_at, the columns written) moved from `source`, one
     UPDATE per shape and month: rows group by the columns they write, by any expression written
     (an expression is the same SQL for every row of its group, a plain value is each row's own),
-    and by their run's month, whose partition the UPDATE names (journal.partitions)."""
+    and by their run's month's partition, which the UPDATE names (journal.partitions)."""
+    db = connections[router.db_for_write(Intent)]
     groups: dict[tuple[Any, ...], list[tuple[int, dict[str, Any]]]] = {}
-    a_run_of: dict[date, datetime] = {}  # per month, one run's created_at: which partition
     for pk, run_created_at, written in rows:
         shape = tuple(
             (name, value if hasattr(value, "resolve_expression") else None)
             for name, value in sorted(written.items())
         )
-        month = month_of(run_created_at)
-        a_run_of.setdefault(month, run_created_at)
-        groups.setdefault((month, *shape), []).append((pk, written))
+        partition = run_tables(run_created_at, using=db.alias).intent
+        groups.setdefault((partition, *shape), []).append((pk, written))
     moved: set[int] = set()
-    for (month, *written_shape), group in groups.items():
+    for (partition, *written_shape), group in groups.items():
         moved |= _update_each_from(
-            source=source,
-            columns=[name for name, _ in written_shape],
-            rows=group,
-            run_created_at=a_run_of[month],
+            db, source=source, columns=[name for name, _ in written_shape], rows=group, partition=partition
         )
     return moved
 
 
 def _update_each_from(
-    *, source: str, columns: list[str], rows: list[tuple[int, dict[str, Any]]], run_created_at: datetime
+    db: BaseDatabaseWrapper,
+    *,
+    source: str,
+    columns: list[str],
+    rows: list[tuple[int, dict[str, Any]]],
+    partition: str,
 ) -> set[int]:
-    """One UPDATE ... FROM (VALUES ...) of the partition of `run_created_at`'s month writing each
+    """One UPDATE ... FROM (VALUES ...) of `partition` (a month's, or the parent) writing each
     row's own `columns` where the row is still in `source`: the ids that moved. A column whose
     value is an expression (the same in every row) is compiled once by Django's compiler, as
     QuerySet.update would (journal.orm_rows)."""
-    db = connections[router.db_for_write(Intent)]
     quote = db.ops.quote_name
     fields = {name: cast("Field[Any, Any]", Intent._meta.get_field(name)) for name in columns}
     column = {name: quote(cast(str, field.column)) for name, field in fields.items()}
     # The month's partition, under the parent's name: an expression Django compiled names the
     # parent's columns (journal_intent.lookup_attempts + 1).
     table = quote(Intent._meta.db_table)
-    partition = quote(run_tables(run_created_at, using=db.alias).intent)
     pk = quote(cast(str, Intent._meta.pk.column))
     first = rows[0][1]
     plain = [name for name in columns if not hasattr(first[name], "resolve_expression")]
@@ -298,7 +298,7 @@ def _update_each_from(
     params.append(source)
     # Every name in the statement is the model's own, quoted; every value is a parameter.
     statement = (
-        f"UPDATE {partition} AS {table} SET {', '.join(assignments)} "  # noqa: S608
+        f"UPDATE {quote(partition)} AS {table} SET {', '.join(assignments)} "  # noqa: S608
         f"FROM (VALUES {', '.join([row_sql] * len(rows))}) AS v ({', '.join([pk, *(column[n] for n in plain)])}) "
         f"WHERE {table}.{pk} = v.{pk} AND {table}.{column['status']} = %s "
         f"RETURNING {table}.{pk}"

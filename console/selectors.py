@@ -5,6 +5,7 @@ queries however many runs or steps there are."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -135,7 +136,7 @@ def with_reason_now(runs: QuerySet[Run], window: Window = None) -> QuerySet[Run]
     """Each run with `queue_reason`, why it is in the queue now, computed from its current rows
     as handover.advice.reason_now does: its stated reason while that holds, ANSWERED once its
     unknown outcome was settled or its dead letter resolved, STUCK for a running run nobody was
-    asked about, "" for a run nobody waits on; and `status_now` (status_now_case)."""
+    asked about, "" for a run nobody waits on."""
     runs = runs.annotate(
         reason_uncertain=Coalesce(_open_uncertain(window), Value(False)),
         reason_dead_letter=Coalesce(_open_dead_letter(window), Value(False)),
@@ -150,7 +151,6 @@ def with_reason_now(runs: QuerySet[Run], window: Window = None) -> QuerySet[Run]
             default=Coalesce(F("outcome_reason"), Value("")),
             output_field=CharField(),
         ),
-        status_now=status_now_case(),
     )
 
 
@@ -194,15 +194,14 @@ def search_q(text: str, *, through: str = "") -> Q:
 
 
 def queue_runs(*, tenant: Tenant, user: Any, filters: QueueFilters, now: datetime) -> QuerySet[Run]:
-    """The queue, or with a search (`filters.q`) every run of the tenant that matches, ended ones
-    included: a person looking for a ticket should find it whether or not it waits for them."""
-    window: Window = None
+    """The queue's runs in the queue's order, or with a search (`filters.q`) every run of the
+    tenant that matches, ended ones included: a person looking for a ticket should find it
+    whether or not it waits for them. The rows alone: queue_rows adds what a page shows of each."""
     if filters.q.strip():
         runs = Run.objects.filter(tenant=tenant).filter(search_q(filters.q))
     else:
         runs = _queue_base(tenant=tenant, now=now)
-        window = _created_window(runs)
-    runs = with_reason_now(runs, window)
+    runs = runs.annotate(status_now=status_now_case())
     if filters.task_type:
         runs = runs.filter(task_type=filters.task_type)
     if filters.reason == STUCK:
@@ -211,7 +210,9 @@ def queue_runs(*, tenant: Tenant, user: Any, filters: QueueFilters, now: datetim
         if filters.q.strip():
             runs = runs.filter(stuck_runs_q(now=now))
     elif filters.reason:
-        # The reason it waits for now: a settled unknown outcome is no longer "unknown".
+        # The reason it waits for now: a settled unknown outcome is no longer "unknown". Every
+        # run filtered is asked, so the subqueries name the months of all of them.
+        runs = with_reason_now(runs, None if filters.q.strip() else _created_window(runs))
         runs = runs.filter(Q(queue_reason=filters.reason), awaiting_person=True)
     if filters.status:
         runs = runs.filter(_status_q(filters.status))
@@ -221,31 +222,61 @@ def queue_runs(*, tenant: Tenant, user: Any, filters: QueueFilters, now: datetim
         runs = runs.filter(assignee__isnull=True)
     elif filters.assignee:
         runs = runs.filter(assignee__username=filters.assignee)
-    # Each per-run subquery of the journal's tables names the run's month (_in_window).
+    runs = runs.select_related("assignee")
+    # Each order is an index's own (run_queue_deadline_idx, run_queue_oldest_idx): the first page
+    # is read in order and stops at its last row, instead of sorting the whole queue.
+    if filters.sort == "oldest":
+        return runs.order_by("created_at", "id")
+    return runs.order_by(F("deadline").asc(nulls_last=True), "created_at", "id")
+
+
+# What queue_rows adds to each run of a page.
+QUEUE_ROW_FIELDS = ("queue_reason", "status_now", "has_unknown", "last_event_id", "last_audit_seq")
+
+
+def queue_rows(runs: Iterable[Run]) -> list[Run]:
+    """A page of queue_runs, each run with why it waits now (`queue_reason`, `status_now`:
+    with_reason_now), whether a call's outcome is unknown (`has_unknown`, the "?" badge), and
+    its newest journal event and audit entry (`last_event_id`, `last_audit_seq`: the state a
+    row's action posts back). A run gone from the journal since the page was read is left out.
+
+    Read in a second query, by the page's ids: each subquery of the journal's tables then names
+    the months of the page's own runs, so PostgreSQL plans the months the page reads (usually
+    one), not every month the queue spans or the journal keeps (journal.partitions)."""
+    page = list(runs)
+    if not page:
+        return page
+    window = (min(run.created_at for run in page), max(run.created_at for run in page))
     last_event = (
         JournalEvent.objects.filter(_in_window(window), run=OuterRef("pk")).order_by("-id").values("id")[:1]
     )
     last_audit = AuditEntry.objects.filter(run=OuterRef("pk")).order_by("-seq").values("seq")[:1]
     # A scalar subquery, not Exists: PostgreSQL may answer an EXISTS in the select list with a
     # hashed subplan that reads every intent of every run (a parallel scan of the whole journal,
-    # ~250 ms at 1M intents), whereas a scalar subquery is only ever run per row, for the page's
-    # 50 runs, through intent_step_per_run.
+    # ~250 ms at 1M intents), whereas a scalar subquery is only ever run per row, through
+    # intent_unknown_idx.
     open_uncertain = (
         Intent.objects.filter(_in_window(window), run=OuterRef("pk"), status=IntentStatus.UNKNOWN)
         .order_by()
         .annotate(found=Value(True))
         .values("found")[:1]
     )
-    runs = runs.select_related("assignee").annotate(
-        last_event_id=Coalesce(Subquery(last_event), 0),
-        last_audit_seq=Coalesce(Subquery(last_audit), 0),
-        has_unknown=Coalesce(Subquery(open_uncertain), Value(False)),
+    shown = (
+        with_reason_now(Run.objects.filter(pk__in=[run.pk for run in page]), window)
+        .annotate(
+            status_now=status_now_case(),
+            last_event_id=Coalesce(Subquery(last_event), 0),
+            last_audit_seq=Coalesce(Subquery(last_audit), 0),
+            has_unknown=Coalesce(Subquery(open_uncertain), Value(False)),
+        )
+        .order_by()
+        .values("pk", *QUEUE_ROW_FIELDS)
     )
-    # Each order is an index's own (run_queue_deadline_idx, run_queue_oldest_idx): the first page
-    # is read in order and stops at its last row, instead of sorting the whole queue.
-    if filters.sort == "oldest":
-        return runs.order_by("created_at", "id")
-    return runs.order_by(F("deadline").asc(nulls_last=True), "created_at", "id")
+    found = {row.pop("pk"): row for row in shown}
+    for run in page:
+        for name, value in found.get(run.pk, {}).items():
+            setattr(run, name, value)
+    return [run for run in page if run.pk in found]
 
 
 @dataclass(frozen=True)

@@ -169,7 +169,8 @@ def _queue(
         context |= {
             "page": page,
             "rows": [
-                (run, detail_url(run.pk), _row_offers(run, request.user, on_rows)) for run in page.object_list
+                (run, detail_url(run.pk), _row_offers(run, request.user, on_rows))
+                for run in selectors.queue_rows(page.object_list)
             ],
             "bulk_actions": bulk,
             "filters": filters,

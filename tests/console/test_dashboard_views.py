@@ -13,7 +13,7 @@ import json
 import re
 from collections import defaultdict
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -29,7 +29,7 @@ from compensations.models import Compensation, CompensationStatus, DeadLetter
 from compensations.tasks import compensate_step
 from console import selectors
 from handover import NextActionCode, handover_for, run_state_token, words
-from journal import services
+from journal import partitions, services
 from journal.models import CustomerMessage, Escalation, IntentStatus, Run, RunStatus, Tenant
 from journal.services import Actor
 from reconciliation.decisions import run_decide
@@ -802,6 +802,65 @@ def test_the_queue_reads_its_rows_in_order_from_its_own_partial_index(
         # here the planner may take the smaller of the two, which holds the same rows.
         assert re.search(r"Index (Only )?Scan using run_queue_(deadline|oldest)_idx", plan), plan
     assert counts.total == 4 and counts.task_types == sorted({r.task_type for r in rows})
+
+
+def _move_to_month(run: Run, created: datetime) -> None:
+    """The run as if created at `created`: its rows move to that month's partitions with it
+    (past the journal's append-only triggers, as a restore would)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL session_replication_role = replica")
+        cursor.execute("UPDATE journal_run SET created_at = %s WHERE id = %s", [created, run.pk])
+        for table in ("journal_intent", "journal_journalevent"):
+            cursor.execute(f"UPDATE {table} SET run_created_at = %s WHERE run_id = %s", [created, run.pk])  # noqa: S608
+        cursor.execute("SET LOCAL session_replication_role = origin")
+
+
+def _planned_months(sql: str) -> set[str]:
+    """The months of the journal's partitions PostgreSQL plans for `sql`."""
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN " + sql)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    return set(re.findall(r"journal_(?:intent|journalevent)_(\d{4}_\d{2}|default)", plan))
+
+
+@pytest.mark.django_db
+def test_a_queue_page_plans_the_months_of_its_own_runs_not_every_month_the_queue_spans(
+    make_run: Callable[..., Run], persona: Any
+) -> None:
+    """The page's badges are read by the page's ids, with the page's months as constants: with
+    a year of months kept, planning every month for each row's subqueries cost more than the
+    query (bench/flatness.py)."""
+    earlier = timezone.now() - timedelta(days=62)
+    partitions.create_months(ahead=0, now=earlier)
+    try:
+        old = _escalated(make_run, ticket_id="T-OLD")
+        new = _escalated(make_run, ticket_id="T-NEW")
+        _move_to_month(old, earlier)
+        user, now = persona("support_staff", old.tenant), timezone.now()
+        runs = selectors.queue_runs(
+            tenant=old.tenant, user=user, filters=selectors.QueueFilters(sort="oldest"), now=now
+        )
+        months = {}
+        for ticket, page in (("T-OLD", runs[:1]), ("T-NEW", runs[1:2])):
+            with CaptureQueriesContext(connection) as read:
+                shown: Any
+                (shown,) = selectors.queue_rows(page)
+            assert shown.ticket_id == ticket
+            # The page's rows, then their badges: the second names the journal's tables.
+            assert len(read) == 2, [q["sql"] for q in read.captured_queries]
+            months[ticket] = _planned_months(read.captured_queries[1]["sql"])
+            # What the badges say is the run's own: its newest event, its reason.
+            run = Run.objects.get(ticket_id=ticket)
+            assert shown.last_event_id == run.events.order_by("-id").values_list("id", flat=True)[0]
+            assert (shown.queue_reason, shown.status_now, shown.has_unknown) == (
+                run.outcome_reason,
+                RunStatus.ESCALATED,
+                False,
+            )
+    finally:
+        partitions.forget_months()
+    assert months == {"T-OLD": {f"{earlier:%Y_%m}"}, "T-NEW": {f"{now:%Y_%m}"}}, months
+    assert new.ticket_id == "T-NEW"
 
 
 @pytest.mark.django_db

@@ -186,8 +186,9 @@ def test_the_queue_with_a_search_makes_the_same_number_of_queries_for_1_and_30_m
 
     assert len(thirty) == len(one), [q["sql"] for q in thirty.captured_queries]
     # The poll's: session, user, membership (with the console settings), two of permissions,
-    # the counts per reason, mine and task types, the page's count and rows, new escalations.
-    assert len(one) <= 9, [q["sql"] for q in one.captured_queries]
+    # the counts per reason, mine and task types, the page's count, its rows and their badges
+    # (console.selectors.queue_rows), new escalations.
+    assert len(one) <= 10, [q["sql"] for q in one.captured_queries]
 
     # The whole page adds the colleagues of the bulk form, whatever the number of runs.
     with CaptureQueriesContext(connection) as page:

@@ -23,8 +23,10 @@ process on one database (`--measure LAYOUT`), so both pay the same cold start:
 
 - the hot path: `journal.services.perform` on a run created now (bench/journal.py's in-process
   runner), which writes this month's partitions;
-- the sweep's read: `journal.selectors.stale_intents`, its first batch, as reconciliation claims it;
-- the queue's first page: `console.selectors.queue_runs`, 50 runs evaluated with their badges.
+- the sweep's read: `journal.selectors.stale_intents`, its first batch, read as reconciliation's
+  claim reads it (`read_prepared`);
+- the queue's first page: `console.selectors.queue_runs`, 50 runs, with their badges
+  (`queue_rows`), as the queue page reads them.
 
 Each figure is the median of a round's timings; the ratio twelve / one is paired by round, and
 its median over rounds is the result. Target: each at most 1.10.
@@ -298,9 +300,9 @@ def measure_round(layout: str, *, calls: int, queries: int) -> dict[str, float]:
     from django.contrib.auth import get_user_model
     from django.utils import timezone
 
-    from console.selectors import QueueFilters, queue_runs
+    from console.selectors import QueueFilters, queue_rows, queue_runs
     from journal.models import Tenant
-    from journal.selectors import stale_intents
+    from journal.selectors import read_prepared, stale_intents
 
     tenant = Tenant.objects.get(slug=TENANT_SLUG)
     hot = InProcess(tenant)
@@ -310,10 +312,10 @@ def measure_round(layout: str, *, calls: int, queries: int) -> dict[str, float]:
     user = get_user_model()(username="bench")
 
     def sweep() -> int:
-        return len(list(stale_intents(now=now)[:100]))
+        return len(read_prepared(stale_intents(now=now)[:100]))
 
     def queue() -> int:
-        return len(list(queue_runs(tenant=tenant, user=user, filters=QueueFilters(), now=now)[:50]))
+        return len(queue_rows(queue_runs(tenant=tenant, user=user, filters=QueueFilters(), now=now)[:50]))
 
     figures = {"hot_path_ms": statistics.median(sample.latencies) * 1e3}
     for name, read in (("sweep_ms", sweep), ("queue_ms", queue)):

@@ -13,7 +13,8 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Subquery, Value
+from django.db.backends.postgresql import base as postgresql_base
+from django.db.models import Count, Exists, Model, OuterRef, Prefetch, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.db.models.lookups import LessThan
 from django.utils import timezone
@@ -201,6 +202,41 @@ def stale_after(tool: str | None = None) -> timedelta:
 _NO_HEARTBEAT = datetime.min.replace(tzinfo=UTC)
 
 
+def read_prepared[M: Model](rows: QuerySet[M]) -> list[M]:
+    """`rows`, read with the parameters bound server-side, so that psycopg prepares the statement
+    once it has run prepare_threshold times on the connection, and PostgreSQL runs it from then on
+    from a plan it keeps (its generic plan, when that costs no more than planning each call).
+
+    For a read of a partitioned table that no constant narrows to some of its months (the
+    sweep's: an open call may lie in any month), PostgreSQL plans every month's partition on each
+    call: with a year of months, the planning took longer than the read (bench/flatness.py). A
+    constant the plan depends on must then be part of the statement's text, not a parameter
+    (Spelled): a plan kept for any parameter cannot use a partial index whose condition it
+    cannot prove."""
+    db = connections[rows.db]
+    db.ensure_connection()
+    raw = db.connection
+    unbound = raw.cursor_factory
+    raw.cursor_factory = postgresql_base.ServerBindingCursor
+    try:
+        return list(rows)
+    finally:
+        raw.cursor_factory = unbound
+
+
+class Spelled(Value):
+    """A constant written into the statement's text, not bound as a parameter: in a statement
+    PostgreSQL keeps one plan for (read_prepared), a partial index whose condition names the
+    constant can then be used by that plan."""
+
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, tuple[str | int, ...]]:
+        return connection.ops.compose_sql("%s", [self.value]), ()
+
+
+# Open calls, in the words of intent_open_idx's condition.
+OPEN_CALL = Q(status=Spelled(IntentStatus.INTENDED))
+
+
 def _stale_since(cutoff: datetime) -> Q:
     # Both the row and its run's last sign of life must be older than the cutoff: a run that is
     # still heartbeating may have its call in flight right now.
@@ -241,7 +277,7 @@ def stale_intents(
         # One range over intended_at that every branch implies, so the index bounds the scan.
         shortest = min([stale_after(), *(stale_after(tool) for tool in by_tool)])
         stale &= Q(intended_at__lt=now - shortest)
-    rows = Intent.objects.filter(status=IntentStatus.INTENDED).filter(stale)
+    rows = Intent.objects.filter(OPEN_CALL).filter(stale)
     rows = rows.filter(Q(next_lookup_at__isnull=True) | Q(next_lookup_at__lte=now))
     if run_id is not None:
         rows = rows.filter(run_id=run_id)

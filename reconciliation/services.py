@@ -36,7 +36,7 @@ from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from journal.models import ErrorClass, Intent, IntentStatus, JournalEvent, Run
-from journal.selectors import in_flight_intents, stale_intents
+from journal.selectors import OPEN_CALL, in_flight_intents, read_prepared, stale_intents
 from journal.services import (
     OPEN_TRANSACTION_MESSAGE,
     Actor,
@@ -101,14 +101,16 @@ def _claim(*, candidates: QuerySet[Intent], limit: int, now: datetime) -> tuple[
     # behind that lock, and every sweep after it too, since each comes to the oldest row first.
     due = (
         candidates.select_for_update(skip_locked=True, no_key=True, of=("self",))
-        .filter(status=IntentStatus.INTENDED)
+        .filter(OPEN_CALL)
         .filter(Q(next_lookup_at__isnull=True) | Q(next_lookup_at__lte=now))
     )[
         # The rows alone: a lookup reads the intent, never its run.
         :limit
     ]
     with transaction.atomic(durable=True):
-        claimed = list(due)
+        # Prepared: each claim is the same statement, planned once per connection, not once per
+        # batch over every month's partitions.
+        claimed = read_prepared(due)
         # Their runs' months too: PostgreSQL then plans only those months' partitions.
         Intent.objects.filter(
             pk__in=[intent.pk for intent in claimed],

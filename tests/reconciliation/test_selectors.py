@@ -17,7 +17,9 @@ from console.selectors import QueueFilters, queue_reason_counts, queue_runs
 from handover import NextActionCode, handover_for, run_is_stuck
 from journal.models import Intent, IntentStatus, Run
 from journal.selectors import stale_intents, stuck_runs
+from journal.services import Actor
 from reconciliation.decisions import dead_runs
+from reconciliation.services import reconcile_sweep
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -93,6 +95,31 @@ def test_a_batch_of_a_dead_run_with_thousands_of_open_calls_reads_only_the_batch
     assert [i.intended_at for i in stale_intents(older_than=timedelta(seconds=60))[:50]] == sorted(
         Intent.objects.values_list("intended_at", flat=True)
     )[:50]
+
+
+def test_the_claim_is_prepared_once_and_its_kept_plan_reads_the_open_index() -> None:
+    # With a year of monthly partitions, planning the claim on every batch took longer than
+    # running it (bench/flatness.py): it is a prepared statement, planned once per connection,
+    # whose kept (generic) plan must still read intent_open_idx, so the open status is part of
+    # its text, not a parameter.
+    for _ in range(7):  # psycopg prepares a statement on its 6th run (prepare_threshold 5)
+        reconcile_sweep(actor=Actor.system("test-sweep"))
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT statement, parameter_types::text[] FROM pg_prepared_statements "
+            "WHERE statement LIKE '%%SKIP LOCKED%%'"
+        )
+        (statement, types), *others = cursor.fetchall()
+        assert not others, others
+        assert """"journal_intent"."status" = 'intended'""" in statement, statement
+        cursor.execute(f"PREPARE claim_probe({', '.join(types)}) AS {statement}")
+        for setting in ("enable_seqscan", "enable_bitmapscan"):
+            cursor.execute(f"SET LOCAL {setting} = off")
+        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        cursor.execute(f"EXPLAIN EXECUTE claim_probe({', '.join(['now()'] * len(types))})")
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute("DEALLOCATE claim_probe")
+    assert "Index Scan using intent_open_idx" in plan, plan
 
 
 def _with_per_tool_thresholds() -> object:

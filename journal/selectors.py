@@ -13,7 +13,6 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.backends.postgresql import base as postgresql_base
 from django.db.models import Count, Exists, Model, OuterRef, Prefetch, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.db.models.lookups import LessThan
@@ -203,9 +202,9 @@ _NO_HEARTBEAT = datetime.min.replace(tzinfo=UTC)
 
 
 def read_prepared[M: Model](rows: QuerySet[M]) -> list[M]:
-    """`rows`, read with the parameters bound server-side, so that psycopg prepares the statement
-    once it has run prepare_threshold times on the connection, and PostgreSQL runs it from then on
-    from a plan it keeps (its generic plan, when that costs no more than planning each call).
+    """`rows`, read with server-side binding (journal.sql.bound_server_side): from its
+    prepare_threshold-th run on a connection, PostgreSQL runs the statement from a plan it keeps
+    (its generic plan, when that costs no more than planning each call).
 
     For a read of a partitioned table that no constant narrows to some of its months (the
     sweep's: an open call may lie in any month), PostgreSQL plans every month's partition on each
@@ -213,15 +212,8 @@ def read_prepared[M: Model](rows: QuerySet[M]) -> list[M]:
     constant the plan depends on must then be part of the statement's text, not a parameter
     (Spelled): a plan kept for any parameter cannot use a partial index whose condition it
     cannot prove."""
-    db = connections[rows.db]
-    db.ensure_connection()
-    raw = db.connection
-    unbound = raw.cursor_factory
-    raw.cursor_factory = postgresql_base.ServerBindingCursor
-    try:
+    with journal_sql.bound_server_side(connections[rows.db]):
         return list(rows)
-    finally:
-        raw.cursor_factory = unbound
 
 
 class Spelled(Value):

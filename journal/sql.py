@@ -14,13 +14,15 @@ from __future__ import annotations
 import functools
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 import psycopg
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.postgresql import base as postgresql_base
 from django.db.models import Model
 
 from . import intent_columns
@@ -231,6 +233,27 @@ NOTE_EVIDENCE_BY_ID = NOTE_EVIDENCE.replace("{which}", "intent.id = %s::bigint")
 NOTE_EVIDENCE_AS_CALLER = NOTE_EVIDENCE.replace(
     "{which}", "intent.run_id = %s::uuid AND intent.step_id = %s::text\n    AND " + _CALLER_OWNS_STEP
 )
+
+
+@contextmanager
+def bound_server_side(db: BaseDatabaseWrapper) -> Iterator[None]:
+    """Inside the block, Django's cursors on `db` send their parameters apart from the statement
+    (server-side binding), as the journal's own statements do (_prepared_cursor): no value is
+    quoted into the text in Python, and a statement run prepare_threshold times on the
+    connection is prepared, then only executed, from a plan PostgreSQL keeps.
+
+    Django's cursors otherwise bind client-side. For a reconciled batch's UPDATE ... FROM
+    (VALUES ...) of 50 rows and its events' INSERT, quoting the values into the text took several
+    times what PostgreSQL took to run them; and a read of a partitioned table that no constant
+    narrows to some of its months (the sweep's claim) is planned over every month on each call."""
+    db.ensure_connection()
+    raw = db.connection
+    unbound = raw.cursor_factory
+    raw.cursor_factory = postgresql_base.ServerBindingCursor
+    try:
+        yield
+    finally:
+        raw.cursor_factory = unbound
 
 
 def _prepared_cursor(db: BaseDatabaseWrapper) -> psycopg.Cursor[Any]:

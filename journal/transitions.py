@@ -25,6 +25,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F, Field
 from django.utils import timezone
 
+from . import sql as journal_sql
 from .errors import Conflict
 from .events import Actor, event_insert, event_of
 from .models import Intent, IntentStatus, JournalEvent, Run, RunStatus
@@ -213,8 +214,11 @@ def intents_transition(*, moves: Sequence[IntentMove], source: str, actor: Actor
         (move.intent.pk, move.intent.run_created_at, written)
         for move, written in zip(moves, values, strict=True)
     ]
-    with transaction.atomic(savepoint=False):
-        moved_ids = _moved_by_shape(source=source, rows=rows)
+    db = connections[router.db_for_write(Intent)]
+    # Bound server-side: the batch's UPDATE and INSERT are the same statements batch after batch,
+    # prepared once per connection instead of some 500 values quoted into their text each time.
+    with transaction.atomic(savepoint=False), journal_sql.bound_server_side(db):
+        moved_ids = _moved_by_shape(db, source=source, rows=rows)
         moved = [move.intent.pk in moved_ids for move in moves]
         JournalEvent.objects.bulk_create(
             [
@@ -239,12 +243,13 @@ def intents_transition(*, moves: Sequence[IntentMove], source: str, actor: Actor
     return moved
 
 
-def _moved_by_shape(*, source: str, rows: list[tuple[int, datetime, dict[str, Any]]]) -> set[int]:
+def _moved_by_shape(
+    db: BaseDatabaseWrapper, *, source: str, rows: list[tuple[int, datetime, dict[str, Any]]]
+) -> set[int]:
     """The ids of `rows` (id, the run's created_at, the columns written) moved from `source`, one
     UPDATE per shape and month: rows group by the columns they write, by any expression written
     (an expression is the same SQL for every row of its group, a plain value is each row's own),
     and by their run's month's partition, which the UPDATE names (journal.partitions)."""
-    db = connections[router.db_for_write(Intent)]
     groups: dict[tuple[Any, ...], list[tuple[int, dict[str, Any]]]] = {}
     for pk, run_created_at, written in rows:
         shape = tuple(

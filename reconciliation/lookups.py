@@ -39,20 +39,40 @@ class Bound:
     rate: float  # lookups started per second; 0: no limit
 
 
+# A downstream whose lookups take less than this, lately, is asked in the sweeper's own thread:
+# handing a lookup to a thread and its answer back costs more than it waits (a lookup of a
+# network service takes longer than this; one in the worker's own process may not).
+AT_ONCE_SECONDS = 0.001
+# How much each lookup's time moves the downstream's recent time (an exponential average).
+RECENT_WEIGHT = 0.2
+
+
 class _Downstream:
     """One downstream's gate: at most `concurrency` lookups in flight, started no faster than
-    `rate` a second."""
+    `rate` a second; and how long its lookups have taken lately."""
 
     def __init__(self, bound: Bound) -> None:
         self.bound = bound
         self.slots = threading.BoundedSemaphore(max(1, bound.concurrency))
         self._pace = threading.Lock()
         self._next_start = 0.0
+        self.recent_seconds: float | None = None  # none asked yet in this process
 
     def run[T](self, ask: Callable[[], T]) -> T:
         with self.slots:
             self._wait_turn()
-            return ask()
+            started = time.monotonic()
+            try:
+                return ask()
+            finally:
+                took = time.monotonic() - started
+                recent = self.recent_seconds
+                # Written under the GIL by whichever thread finishes: an average, not a ledger.
+                self.recent_seconds = took if recent is None else recent + RECENT_WEIGHT * (took - recent)
+
+    def answers_at_once(self) -> bool:
+        """Whether its lookups lately took less than AT_ONCE_SECONDS (not known before one)."""
+        return self.recent_seconds is not None and self.recent_seconds < AT_ONCE_SECONDS
 
     def _wait_turn(self) -> None:
         """Start no sooner than 1/rate after the last start: the starts pass one at a time, each
@@ -111,7 +131,7 @@ def _pool(threads: int) -> ThreadPoolExecutor:
 class Asking[T]:
     """The lookups of one claimed batch, under way: `result()` waits for their answers."""
 
-    def __init__(self, claimed: Sequence[Intent], outcomes: list[Future[T | None]] | list[T | None]) -> None:
+    def __init__(self, claimed: Sequence[Intent], outcomes: Sequence[Future[T | None] | T | None]) -> None:
         self.claimed = claimed
         self._outcomes = outcomes
 
@@ -128,16 +148,29 @@ def start_asking[T](
     claimed: Sequence[Intent], ask: Callable[[Intent], T], *, lease_end: datetime
 ) -> Asking[T]:
     """Start asking about each claimed row, concurrently within each downstream's bound, on the
-    process's lookup threads; with one thread (SEAM_LOOKUP_THREADS=1), one row at a time, here,
-    before returning."""
+    process's lookup threads; a row of a downstream that lately answers at once
+    (_Downstream.answers_at_once), and with one thread (SEAM_LOOKUP_THREADS=1) every row, one at
+    a time, here, before returning."""
     threads = int(settings.SEAM_LOOKUP_THREADS)
     if threads <= 1 or len(claimed) <= 1:
         return Asking(claimed, [_asked(intent, ask, lease_end) for intent in claimed])
     pool = _pool(threads)
-    # Each row's own context (its log fields), as if asked in the sweeper's thread.
-    return Asking(
-        claimed, [pool.submit(copy_context().run, _asked, intent, ask, lease_end) for intent in claimed]
-    )
+
+    def on_thread(intent: Intent) -> Future[T | None]:
+        # Each row's own context (its log fields), as if asked in the sweeper's thread.
+        return pool.submit(copy_context().run, _asked, intent, ask, lease_end)
+
+    gates = [_gate(intent) for intent in claimed]
+    # The rows of downstreams that make Seam wait go to the threads first; the rest are asked
+    # here, in order, until their downstream turns slow, when its remaining rows go too.
+    outcomes: list[Future[T | None] | T | None] = [
+        None if gate.answers_at_once() else on_thread(intent)
+        for intent, gate in zip(claimed, gates, strict=True)
+    ]
+    for index, (intent, gate) in enumerate(zip(claimed, gates, strict=True)):
+        if outcomes[index] is None:
+            outcomes[index] = _asked(intent, ask, lease_end) if gate.answers_at_once() else on_thread(intent)
+    return Asking(claimed, outcomes)
 
 
 def ask_each[T](

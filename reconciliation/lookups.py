@@ -12,8 +12,13 @@ the threads need no connection of their own; each row's lease is checked as its 
 
 The threads are the process's, kept between batches (SEAM_LOOKUP_THREADS of them), so a sweeper
 can start asking about one batch and, while the downstreams answer, settle the batch before it
-(start_asking; reconciliation.services._sweep_claimed): the latency is waited out beside Seam's
-own work instead of after it."""
+(start_asking; reconciliation.services.reconcile_sweep): the latency is waited out beside Seam's
+own work instead of after it.
+
+A downstream that answers at once (its recent lookups under AT_ONCE_SECONDS, as one in the
+worker's own process may) is asked in the sweeper's thread instead: handing it to a thread cost
+more than the lookup, and the threads' work then contended for the interpreter with the batch
+being settled (bench/reconcile.py, "2 workers / 1 worker")."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from journal import services as journal
-from journal.models import Intent, IntentStatus, Run
+from journal.models import Intent, IntentStatus, JournalEvent, Run
 from journal.tool_errors import DispatchResult
 from reconciliation.services import ReconcileOutcome, intents_reconcile
 from tests.reconciliation import slow_downstream
@@ -142,6 +142,11 @@ def test_a_downstream_answering_at_once_is_asked_here_until_it_makes_the_sweeper
         results = intents_reconcile(intent_ids=ids, actor=SWEEPER)
 
     assert [r.outcome for r in results] == [ReconcileOutcome.NOT_PERFORMED] * 15
+    # The journal says what the downstream said, once per row, whichever thread asked it.
+    assert len(downstream.asked_on) == 15
+    assert Intent.objects.filter(pk__in=ids, status=IntentStatus.NOT_PERFORMED).count() == 15
+    reconciled = JournalEvent.objects.filter(intent_id__in=ids, kind=JournalEvent.Kind.INTENT_RECONCILED)
+    assert sorted(reconciled.values_list("intent_id", flat=True)) == sorted(ids)
     here = threading.current_thread().name
     first, second, third = (downstream.asked_on[i : i + 5] for i in (0, 5, 10))
     # Not yet known: asked side by side. Known to answer at once: asked here, in order.

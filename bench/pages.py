@@ -512,9 +512,9 @@ INSIGHTS_SEED = [
         "compensations",
         """
         INSERT INTO compensations_compensation (
-            original_id, tenant_id, task_type, tool, intent_id, status, not_undone, attempts, last_error,
+            original_id, run_id, tenant_id, task_type, tool, intent_id, status, not_undone, attempts, last_error,
             retry_round, created_at, updated_at)
-        SELECT i.id, r.tenant_id, r.task_type, i.tool, NULL,
+        SELECT i.id, r.id, r.tenant_id, r.task_type, i.tool, NULL,
                (ARRAY['done', 'partial', 'dead_lettered'])[1 + abs(hashtext(r.id::text)) %% 3],
                '', 1, '', 0, r.ended_at, r.ended_at
         FROM journal_run AS r JOIN journal_intent AS i ON i.run_id = r.id AND i.turn = 1

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import models
 from simple_history.models import HistoricalRecords
 
-from journal.models import Intent, Tenant
+from journal.models import Intent, Run, Tenant
 from journal.tenancy import TenantOrDefault, tenant_or_default_constraints
 
 
@@ -100,6 +100,10 @@ class Compensation(models.Model):
     # dead letters by an index range on them, where reaching them through each one's intent and
     # run cost two lookups per compensation (bench/pages.py at 1,000,000 runs).
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+", db_index=False)
+    # The original's run, copied the same way: whether a run has an open dead letter (the queue's
+    # reason, retention's hold) is one lookup by this index, where reaching the compensations
+    # through each of the run's intents cost one lookup per intent.
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="+")
     task_type = models.SlugField(max_length=64)
     tool = models.CharField(max_length=100)
     intent = models.OneToOneField(
@@ -143,10 +147,11 @@ class Compensation(models.Model):
         return f"undo {self.original.step_id}: {self.status}"
 
     def save(self, *args: Any, **kwargs: Any) -> None:
-        if self._state.adding and self.tenant_id is None:
+        if self._state.adding and (self.tenant_id is None or self.run_id is None):
             # Copied from the original when the requester did not say (the services do).
             run = self.original.run
-            self.tenant_id, self.task_type, self.tool = run.tenant_id, run.task_type, self.original.tool
+            self.run_id, self.tenant_id = run.pk, run.tenant_id
+            self.task_type, self.tool = run.task_type, self.original.tool
         super().save(*args, **kwargs)
 
 

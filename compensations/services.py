@@ -65,8 +65,9 @@ class SendDropped(Exception):
 
 
 def _copied(original: Intent) -> dict[str, Any]:
-    """What a compensation copies of its original, for the insights page's reads."""
-    return {"tenant_id": original.run.tenant_id, "task_type": original.run.task_type, "tool": original.tool}
+    """What a compensation copies of its original, for the queue's and the insights page's reads."""
+    run = original.run
+    return {"run_id": run.pk, "tenant_id": run.tenant_id, "task_type": run.task_type, "tool": original.tool}
 
 
 def compensation_request(*, original: Intent, actor: journal.Actor) -> Compensation:

@@ -93,39 +93,34 @@ COMPENSATED_RESOLVED = "compensated_resolved"
 Window = tuple[datetime, datetime] | None
 
 
-def _in_window(window: Window, prefix: str = "") -> Q:
+def _in_window(window: Window) -> Q:
     """The rows of the outer run's month (`run_created_at` = the run's `created_at`), within
     `window` when there is one."""
-    months = Q(**{f"{prefix}run_created_at": OuterRef("created_at")})
+    months = Q(run_created_at=OuterRef("created_at"))
     if window is not None:
-        months &= Q(**{f"{prefix}run_created_at__gte": window[0], f"{prefix}run_created_at__lte": window[1]})
+        months &= Q(run_created_at__gte=window[0], run_created_at__lte=window[1])
     return months
 
 
-def _open_uncertain(window: Window = None) -> Subquery:
-    """Whether the run has a call whose outcome is unknown, or one still open on a run nobody
-    runs (handover.lists.uncertain_steps): the rule handover.advice.reason_now applies to an
-    unknown outcome. A scalar subquery per row (see queue_runs' note on EXISTS)."""
-    open_call = Q(status=IntentStatus.UNKNOWN) | (
-        Q(status=IntentStatus.INTENDED) & ~Q(run__status=RunStatus.RUNNING)
-    )
+def _call_of_run(status: str, window: Window = None) -> Subquery:
+    """Whether the run has a call in `status`. A scalar subquery, run per row through the
+    run's own indexes (intent_unknown_idx for an unknown one), not Exists: PostgreSQL may answer
+    an EXISTS in the select list with a hashed subplan that reads every intent of every run (a
+    parallel scan of the whole journal, ~250 ms at 1M intents)."""
     return Subquery(
-        Intent.objects.filter(open_call, _in_window(window), run=OuterRef("pk"))
+        Intent.objects.filter(_in_window(window), run=OuterRef("pk"), status=status)
         .order_by()
         .annotate(found=Value(True))
         .values("found")[:1]
     )
 
 
-def _open_dead_letter(window: Window = None) -> Subquery:
+def _open_dead_letter() -> Subquery:
     """Whether an undo of the run failed and its dead letter is still open (the rule
-    handover.advice.reason_now applies to a failed compensation)."""
+    handover.advice.reason_now applies to a failed compensation): by the compensations' copy of
+    their original's run, a lookup by its index."""
     return Subquery(
-        DeadLetter.objects.filter(
-            _in_window(window, "compensation__original__"),
-            compensation__original__run=OuterRef("pk"),
-            resolved_at__isnull=True,
-        )
+        DeadLetter.objects.filter(compensation__run=OuterRef("pk"), resolved_at__isnull=True)
         .order_by()
         .annotate(found=Value(True))
         .values("found")[:1]
@@ -137,12 +132,23 @@ def with_reason_now(runs: QuerySet[Run], window: Window = None) -> QuerySet[Run]
     as handover.advice.reason_now does: its stated reason while that holds, ANSWERED once its
     unknown outcome was settled or its dead letter resolved, STUCK for a running run nobody was
     asked about, "" for a run nobody waits on."""
+    # A call is still uncertain (handover.lists.uncertain_steps) when its outcome is unknown, or
+    # when it is open on a run nobody runs. The run is the outer row, so its status is read there
+    # rather than joined again, and the open call is only looked for when the run is not running
+    # and has no unknown call (PostgreSQL evaluates AND and OR left to right, stopping early).
     runs = runs.annotate(
-        reason_uncertain=Coalesce(_open_uncertain(window), Value(False)),
-        reason_dead_letter=Coalesce(_open_dead_letter(window), Value(False)),
+        has_unknown=Coalesce(_call_of_run(IntentStatus.UNKNOWN, window), Value(False)),
+        reason_open_call=Coalesce(_call_of_run(IntentStatus.INTENDED, window), Value(False)),
+        reason_dead_letter=Coalesce(_open_dead_letter(), Value(False)),
     )
-    unknown = Q(outcome_reason=OutcomeReason.UNKNOWN_OUTCOME, reason_uncertain=False)
-    undo = Q(outcome_reason=OutcomeReason.COMPENSATION_FAILED, reason_dead_letter=False)
+    # Each condition in the order it is evaluated (a Q's keywords would be sorted by name): the
+    # stated reason first, so that the lookups run only for the runs it concerns.
+    unknown = (
+        Q(outcome_reason=OutcomeReason.UNKNOWN_OUTCOME)
+        & Q(has_unknown=False)
+        & (Q(status=RunStatus.RUNNING) | Q(reason_open_call=False))
+    )
+    undo = Q(outcome_reason=OutcomeReason.COMPENSATION_FAILED) & Q(reason_dead_letter=False)
     return runs.annotate(
         queue_reason=Case(
             When(Q(awaiting_person=False, status=RunStatus.RUNNING), then=Value(STUCK)),
@@ -235,8 +241,8 @@ QUEUE_ROW_FIELDS = ("queue_reason", "status_now", "has_unknown", "last_event_id"
 
 
 def queue_rows(runs: Iterable[Run]) -> list[Run]:
-    """A page of queue_runs, each run with why it waits now (`queue_reason`, `status_now`:
-    with_reason_now), whether a call's outcome is unknown (`has_unknown`, the "?" badge), and
+    """A page of queue_runs, each run with why it waits now (`queue_reason`, `status_now`), whether
+    a call's outcome is unknown (`has_unknown`, the "?" badge: both with_reason_now's), and
     its newest journal event and audit entry (`last_event_id`, `last_audit_seq`: the state a
     row's action posts back). A run gone from the journal since the page was read is left out.
 
@@ -251,23 +257,12 @@ def queue_rows(runs: Iterable[Run]) -> list[Run]:
         JournalEvent.objects.filter(_in_window(window), run=OuterRef("pk")).order_by("-id").values("id")[:1]
     )
     last_audit = AuditEntry.objects.filter(run=OuterRef("pk")).order_by("-seq").values("seq")[:1]
-    # A scalar subquery, not Exists: PostgreSQL may answer an EXISTS in the select list with a
-    # hashed subplan that reads every intent of every run (a parallel scan of the whole journal,
-    # ~250 ms at 1M intents), whereas a scalar subquery is only ever run per row, through
-    # intent_unknown_idx.
-    open_uncertain = (
-        Intent.objects.filter(_in_window(window), run=OuterRef("pk"), status=IntentStatus.UNKNOWN)
-        .order_by()
-        .annotate(found=Value(True))
-        .values("found")[:1]
-    )
     shown = (
         with_reason_now(Run.objects.filter(pk__in=[run.pk for run in page]), window)
         .annotate(
             status_now=status_now_case(),
             last_event_id=Coalesce(Subquery(last_event), 0),
             last_audit_seq=Coalesce(Subquery(last_audit), 0),
-            has_unknown=Coalesce(Subquery(open_uncertain), Value(False)),
         )
         .order_by()
         .values("pk", *QUEUE_ROW_FIELDS)

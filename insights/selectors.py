@@ -393,8 +393,8 @@ def insights_task_types(*, tenant: Tenant) -> list[str]:
 
 
 def copies_differing() -> dict[str, int]:
-    """How many escalations and compensations hold a tenant, task type or tool other than their
-    run's and original's. The panels above count them by these copies (made when each row is
+    """How many escalations and compensations hold a run, tenant, task type or tool other than
+    their run's and original's. The panels above count them by these copies (made when each row is
     written), so 0 here means they count what a recount through the runs would:
     `manage.py insights --recount` checks it."""
     return {
@@ -402,6 +402,7 @@ def copies_differing() -> dict[str, int]:
             tenant_id=F("run__tenant_id"), task_type=F("run__task_type")
         ).count(),
         "compensations": Compensation.objects.exclude(
+            run_id=F("original__run_id"),
             tenant_id=F("original__run__tenant_id"),
             task_type=F("original__run__task_type"),
             tool=F("original__tool"),

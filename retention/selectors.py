@@ -75,9 +75,7 @@ def _open_escalation() -> Exists:
 
 
 def _open_dead_letter() -> Exists:
-    return Exists(
-        DeadLetter.objects.filter(compensation__original__run=OuterRef("pk"), resolved_at__isnull=True)
-    )
+    return Exists(DeadLetter.objects.filter(compensation__run=OuterRef("pk"), resolved_at__isnull=True))
 
 
 def archivable_runs(now: datetime) -> QuerySet[Run]:

@@ -291,8 +291,9 @@ class QueueCounts:
 def queue_counts(*, tenant: Tenant, user_id: int | None, now: datetime) -> QueueCounts:
     """The queue's counts per reason, the person's own (`user_id`'s) and its task types, in one
     query: grouped by reason and task type, a scan of run_queue_deadline_idx, which holds the
-    queue's rows only, and per escalated run whether its reason still holds (with_reason_now: two
-    lookups by the run's own indexes). Its cost follows the queue's length, not the journal's size."""
+    queue's rows only, and, for each run escalated for an unknown outcome or a failed undo,
+    whether that still holds (with_reason_now: at most two lookups by the run's own indexes). Its
+    cost follows the queue's length, not the journal's size."""
     rows = (
         with_reason_now(_queue_base(tenant=tenant, now=now))
         .values("queue_reason", "task_type")  # type: ignore[misc]  # with_reason_now's annotation

@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from django.db.models import QuerySet
+
 from journal.models import Intent, IntentStatus
 
-from .models import CatalogueEntry, Compensation, CompensationStatus
+from .models import CatalogueEntry, Compensation, CompensationStatus, DeadLetter
 
 
 def catalogue_entry_for(*, tenant_id: int | None, tool: str) -> CatalogueEntry | None:
@@ -25,6 +27,13 @@ def catalogue_for(*, tenant_id: int | None, tools: Iterable[str] | None = None) 
         rows = rows.filter(tool__in=list(tools))
     entries: dict[str, CatalogueEntry] = rows.governing(tenant_id)
     return entries
+
+
+def open_dead_letters_of(run: Any) -> QuerySet[DeadLetter]:
+    """The run's dead letters still open: an undo of one of its steps failed and no person has
+    resolved it. `run` is a Run, its id or an OuterRef to one; found by the compensations' copy of
+    their original's run, one lookup by its index."""
+    return DeadLetter.objects.filter(compensation__run=run, resolved_at__isnull=True)
 
 
 def undo_is_sent(compensation: Compensation | None) -> bool:

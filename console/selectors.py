@@ -29,6 +29,7 @@ from django.db.models.functions import Cast, Coalesce
 
 from audit.models import AuditEntry, AuditVerification
 from compensations.models import DeadLetter
+from compensations.selectors import open_dead_letters_of
 from journal.models import (
     Escalation,
     Intent,
@@ -117,13 +118,9 @@ def _call_of_run(status: str, window: Window = None) -> Subquery:
 
 def _open_dead_letter() -> Subquery:
     """Whether an undo of the run failed and its dead letter is still open (the rule
-    handover.advice.reason_now applies to a failed compensation): by the compensations' copy of
-    their original's run, a lookup by its index."""
+    handover.advice.reason_now applies to a failed compensation)."""
     return Subquery(
-        DeadLetter.objects.filter(compensation__run=OuterRef("pk"), resolved_at__isnull=True)
-        .order_by()
-        .annotate(found=Value(True))
-        .values("found")[:1]
+        open_dead_letters_of(OuterRef("pk")).order_by().annotate(found=Value(True)).values("found")[:1]
     )
 
 

@@ -11,7 +11,7 @@ from django.db import models
 from django.db.models import Exists, ExpressionWrapper, F, Max, OuterRef, Q, QuerySet, Value
 from django.db.models.functions import Coalesce, TruncMonth
 
-from compensations.models import DeadLetter
+from compensations.selectors import open_dead_letters_of
 from journal.models import Escalation, Intent, IntentStatus, Run, RunStatus, Tenant
 from journal.partitions import MonthPartition, existing_months
 
@@ -75,7 +75,7 @@ def _open_escalation() -> Exists:
 
 
 def _open_dead_letter() -> Exists:
-    return Exists(DeadLetter.objects.filter(compensation__run=OuterRef("pk"), resolved_at__isnull=True))
+    return Exists(open_dead_letters_of(OuterRef("pk")))
 
 
 def archivable_runs(now: datetime) -> QuerySet[Run]:

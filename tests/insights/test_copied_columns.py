@@ -217,8 +217,8 @@ def test_a_row_inserted_without_the_copies_gets_them_from_the_database(
         cursor.execute(
             "INSERT INTO compensations_compensation (original_id, status, not_undone, attempts, last_error,"
             " retry_round, created_at, updated_at) VALUES (%s, 'pending', '', 0, '', 0, now(), now())"
-            " RETURNING tenant_id, task_type, tool",
+            " RETURNING run_id, tenant_id, task_type, tool",
             [original.pk],
         )
-        assert cursor.fetchone() == (run.tenant_id, "refunds", "reserve")
+        assert cursor.fetchone() == (run.pk, run.tenant_id, "refunds", "reserve")
     assert insights.copies_differing() == {"escalations": 0, "compensations": 0}

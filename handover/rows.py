@@ -266,10 +266,11 @@ def handover_rows(run: Run, *, limit: int | None = None) -> HandoverRows:
     events = loaded.events
     audit = list(run.audit_entries.order_by("seq"))
     # The newest compensation of each step wins: a `not_possible` record followed by a live one
-    # (after an admin fixed the catalogue) shows the live one.
+    # (after an admin fixed the catalogue) shows the live one. Found by the compensations' copy of
+    # their original's run, one index lookup, not through every intent of the run.
     compensations = {
         c.original_id: c
-        for c in Compensation.objects.filter(original__run=run)
+        for c in Compensation.objects.filter(run=run)
         .select_related("dead_letter__owner", "dead_letter__resolved_by", "intent")
         .order_by("id")
     }

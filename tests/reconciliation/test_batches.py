@@ -112,8 +112,11 @@ def test_a_row_the_database_refuses_holds_back_no_other_row_of_its_batch(
     assert not JournalEvent.objects.filter(intent=poisoned, kind=JournalEvent.Kind.INTENT_RECONCILED).exists()
 
 
-# One row at a time (one lookup thread), so the later rows' turn comes after the lease.
-@override_settings(SEAM_RECONCILE_BATCH_SIZE=5, SEAM_LOOKUP_LEASE_SECONDS=0.2, SEAM_LOOKUP_THREADS=1)
+# One row at a time (one lookup thread), so the later rows' turn comes after the lease: the
+# second row's turn comes at 0.6 s, the third's at 1.2 s, against a lease of 1 s. The margin
+# before the second row's turn (0.4 s) holds under the suite's parallel load, where the claim
+# and the first lookup's setup took more than the 0.08 s a 0.2 s lease left.
+@override_settings(SEAM_RECONCILE_BATCH_SIZE=5, SEAM_LOOKUP_LEASE_SECONDS=1.0, SEAM_LOOKUP_THREADS=1)
 def test_a_row_whose_lease_lapsed_before_its_turn_is_left_to_the_next_sweep(
     make_run: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -122,7 +125,7 @@ def test_a_row_whose_lease_lapsed_before_its_turn_is_left_to_the_next_sweep(
     intents = _stale_run(make_run, 5)
 
     def slow(intent: Intent) -> NotPerformed:
-        time.sleep(0.12)
+        time.sleep(0.6)
         return NotPerformed()
 
     _answers(monkeypatch, slow)

@@ -16,9 +16,10 @@ against a real gunicorn server on loopback, with a logged-in support_staff user:
 5. the insights page (GET /insights/, its default period of the last 30 days), requested by a
    team lead (support staff may not see it): six aggregates over the period's escalations,
    unknown outcomes, compensations, dead letters and audit rows. Its budget, set at 100,000 runs,
-   is 300 ms; the result says whether its p95 keeps to it at the volume measured.
+   is 300 ms; issue 34 holds its p95 to it at 1,000,000 runs (a target);
 6. a run of 10,000 intents (its page, its poll unchanged and changed, and its handover
-   from the API): long lists are collapsed to their first items with a "show all" link.
+   from the API): long lists are collapsed to their first items with a "show all" link. Issue
+   34 holds the page's, the changed poll's and the handover API's p95 to 300 ms (three targets).
 
 Each page is warmed up, then requested in alternating rounds (the order reversed every other
 round) so that machine noise falls on all of them alike; median and p95 are over every request
@@ -86,11 +87,11 @@ INTENTS_PER_RUN = 10  # on average: 8 to 12
 # insights page's 30-day period holds ten times the rows too.
 SPAN_SECONDS = 3_000_000
 QUEUE_P95_TARGET_MS = 150.0
+PAGE_P95_BUDGET_MS = 300.0
 TENANT_SLUG = "bench-pages"
 STAFF_USERNAME = "bench-pages-staff"
 STAFF_PASSWORD = "bench-pages-password"  # a throwaway user in a bench database
 LEAD_USERNAME = "bench-pages-lead"  # the insights page is for team leads
-INSIGHTS_BUDGET_MS = 300.0
 SERVER_CONN_MAX_AGE = 60
 PAGE_TIMEOUT_S = 30  # a page slower than this is reported as failing, not waited for
 ASSIGNED_RUNS = 100
@@ -854,7 +855,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         ),
         Page(
             "big_panel",
-            f"its panel poll, changed (200), {big_intents:,}",
+            f"its panel poll, changed (200), {big_intents:,} intents",
             f"/runs/{big.pk}/panel/?state=0.0.0",
         ),
         Page("big_handover", f"handover API, {big_intents:,} intents", f"/api/v1/runs/{big.pk}/handover/"),
@@ -930,12 +931,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "queue_plan": plans,
         "queue_target": queue_target(figures, runs=runs, intents=intents),
         # The same, in the shape bench/report.py gathers into make bench's summary.
-        "targets": queue_targets(queue_target(figures, runs=runs, intents=intents)),
+        "targets": queue_targets(queue_target(figures, runs=runs, intents=intents))
+        + budget_targets(figures, {p.name: p.label for p in pages}, runs=runs, big_intents=big_intents),
         "insights_budget": {
-            "budget_ms": INSIGHTS_BUDGET_MS,
+            "budget_ms": PAGE_P95_BUDGET_MS,
             "median_ms": figures["insights"]["median_ms"],
             "p95_ms": figures["insights"]["p95_ms"],
-            "kept": figures["insights"]["p95_ms"] <= INSIGHTS_BUDGET_MS,
+            "kept": figures["insights"]["p95_ms"] <= PAGE_P95_BUDGET_MS,
         }
         if "insights" in figures
         else None,
@@ -973,6 +975,42 @@ def queue_targets(target: dict[str, Any] | None) -> list[dict[str, Any]]:
             "met": target["met"],
         }
     ]
+
+
+# Issue 34's page budgets (the insights page's set at 100,000 runs, issue 21): each page's p95
+# within PAGE_P95_BUDGET_MS at the volume it names. Counted with the other targets, so that
+# `make bench` fails on a page over its budget.
+BUDGETED_PAGES = {
+    # page: (what it is measured at, that volume's figure in the run, the volume it must be)
+    "insights": ("runs", RUNS),
+    "big_run": ("intents in the run", BIG_RUN_INTENTS),
+    "big_panel": ("intents in the run", BIG_RUN_INTENTS),
+    "big_handover": ("intents in the run", BIG_RUN_INTENTS),
+}
+
+
+def budget_targets(
+    figures: dict[str, Any], labels: dict[str, str], *, runs: int, big_intents: int
+) -> list[dict[str, Any]]:
+    """A target per budgeted page this run measured: its p95 within PAGE_P95_BUDGET_MS, met only
+    when measured at the volume the budget names (RUNS runs; a run of BIG_RUN_INTENTS intents)."""
+    measured_at = {"runs": runs, "intents in the run": big_intents}
+    targets = []
+    for name, (unit, volume_needed) in BUDGETED_PAGES.items():
+        if name not in figures:
+            continue
+        at_volume = measured_at[unit] >= volume_needed
+        p95 = figures[name]["p95_ms"]
+        targets.append(
+            {
+                "name": f"{labels[name]}, p95 ms, at {volume_needed:,} {unit}"
+                + ("" if at_volume else " (NOT at that volume)"),
+                "value": p95,
+                "bound": f"<= {PAGE_P95_BUDGET_MS:.0f}",
+                "met": at_volume and p95 <= PAGE_P95_BUDGET_MS,
+            }
+        )
+    return targets
 
 
 def queue_target_line(target: dict[str, Any] | None) -> str:

@@ -20,6 +20,7 @@ import os
 import platform
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +36,54 @@ CHANGES = (
 )
 
 
+# A CPU that slows during a run (seen on this project's virtual machines after some minutes of
+# full load: the same code, pages and static file 1.5 to 2.3 times slower than an hour before)
+# inflates every absolute time after it, and raises each ratio of CPU work to time spent waiting
+# (the journal's to its floor). The same fixed piece of Python work, timed before each benchmark
+# and at the end, shows when that happened. A run whose slowest probe took SLOWED_AT times its
+# fastest is flagged.
+SLOWED_AT = 1.2
+
+
+def cpu_probe_ms(repeats: int = 15) -> float:
+    """Milliseconds a fixed piece of pure-Python work takes now: the fastest of `repeats`, as
+    other work and interruptions only ever add to it."""
+
+    def work() -> int:
+        total = 0
+        for i in range(200_000):
+            total += i * i % 7
+        return total
+
+    times = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - began)
+    return round(min(times) * 1000, 2)
+
+
 def snapshot() -> dict[str, Any]:
     load = os.getloadavg()
     return {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "loadavg": [round(x, 2) for x in load],
+        "cpu_probe_ms": cpu_probe_ms(),
     }
+
+
+def cpu_probes(
+    directory: Path, names: list[str], start: dict[str, Any], end: dict[str, Any]
+) -> list[tuple[str, float]]:
+    """The CPU probe's times in this run, in order: at the start, before each benchmark that has
+    one (`NAME.before.json`, written by `make bench`) and at the end."""
+    probes = [("start", start.get("cpu_probe_ms"))]
+    for name in names:
+        before = directory / f"{name}.before.json"
+        if before.exists():
+            probes.append((f"before {name}", json.loads(before.read_text()).get("cpu_probe_ms")))
+    probes.append(("end", end.get("cpu_probe_ms")))
+    return [(when, float(ms)) for when, ms in probes if ms is not None]
 
 
 def machine(start: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:
@@ -643,6 +686,17 @@ def write(directory: Path, out: Path) -> int:
             "than on a quiet machine.",
             "",
         ]
+    probes = cpu_probes(directory, names, s, e)
+    if probes and max(ms for _, ms in probes) >= SLOWED_AT * min(ms for _, ms in probes):
+        slowest = max(probes, key=lambda probe: probe[1])
+        fastest = min(probes, key=lambda probe: probe[1])
+        lines += [
+            f"> The CPU slowed during this run: the same piece of Python work took {fastest[1]:.1f} ms "
+            f"({fastest[0]}) and {slowest[1]:.1f} ms ({slowest[0]}), {slowest[1] / fastest[1]:.2f} x. "
+            "Absolute times measured while it was slow are inflated, and so is each ratio of CPU "
+            "work to time spent waiting (the journal's to its floor).",
+            "",
+        ]
     lines += table(
         ["", ""],
         [
@@ -655,6 +709,10 @@ def write(directory: Path, out: Path) -> int:
             [
                 "load average (1, 5, 15 min)",
                 f"start {', '.join(map(str, s.get('loadavg', ['?'])))}; end {', '.join(map(str, e['loadavg']))}",
+            ],
+            [
+                "CPU probe (ms for the same Python work)",
+                "; ".join(f"{when} {ms:.1f}" for when, ms in probes) or "not measured",
             ],
             ["benchmarks failed", ", ".join(failed) or "none"],
         ],
@@ -676,7 +734,9 @@ def write(directory: Path, out: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    snap = sub.add_parser("snapshot", help="record the date and load average before the benchmarks")
+    snap = sub.add_parser(
+        "snapshot", help="record the date, load average and CPU probe before the benchmarks (or one of them)"
+    )
     snap.add_argument("out", type=Path)
     w = sub.add_parser("write", help="write docs/performance.md from the benchmarks' JSON")
     w.add_argument("directory", type=Path)

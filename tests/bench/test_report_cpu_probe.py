@@ -1,0 +1,62 @@
+"""docs/performance.md says how fast the CPU was before each benchmark, and flags a run during
+which it slowed (bench/report.py): absolute times after that point are inflated."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import report
+
+
+def bench_directory(tmp_path: Path, start: float, before: dict[str, float]) -> Path:
+    (tmp_path / "start.json").write_text(
+        json.dumps({"date": "2026-12-05T11:00:00+00:00", "loadavg": [0.1, 0.1, 0.1], "cpu_probe_ms": start})
+    )
+    for name, ms in before.items():
+        (tmp_path / f"{name}.before.json").write_text(json.dumps({"cpu_probe_ms": ms}))
+        (tmp_path / f"{name}.json").write_text(json.dumps({"figure": 1.0}))
+        (tmp_path / f"{name}.rc").write_text("0\n")
+    return tmp_path
+
+
+@pytest.fixture
+def end_probe(monkeypatch):
+    def at(ms: float) -> None:
+        monkeypatch.setattr(report, "cpu_probe_ms", lambda: ms)
+
+    return at
+
+
+def test_a_run_whose_cpu_slowed_is_flagged_with_when(tmp_path, end_probe):
+    end_probe(19.0)
+    directory = bench_directory(tmp_path, 18.0, {"alpha": 18.5, "beta": 27.0})
+    out = tmp_path / "performance.md"
+
+    assert report.write(directory, out) == 0
+
+    text = out.read_text()
+    assert "> The CPU slowed during this run" in text
+    assert "18.0 ms (start) and 27.0 ms (before beta), 1.50 x" in text
+    assert (
+        "| CPU probe (ms for the same Python work) | start 18.0; before alpha 18.5; before beta 27.0; end 19.0 |"
+        in text
+    )
+
+
+def test_a_steady_cpu_is_not_flagged(tmp_path, end_probe):
+    end_probe(18.9)
+    directory = bench_directory(tmp_path, 18.0, {"alpha": 18.5, "beta": 19.5})
+    out = tmp_path / "performance.md"
+
+    assert report.write(directory, out) == 0
+
+    text = out.read_text()
+    assert "CPU slowed" not in text
+    assert "start 18.0; before alpha 18.5; before beta 19.5; end 18.9" in text
+
+
+def test_the_probe_times_real_work():
+    assert 0.1 < report.cpu_probe_ms(repeats=3) < 5_000

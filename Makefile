@@ -119,6 +119,7 @@ bench: install services $(BENCH_STAMP)
 	    > $(BENCH_DIR)/$$b.json 2> >(tee $(BENCH_DIR)/$$b.log >&2); \
 	  echo $$? > $(BENCH_DIR)/$$b.rc; \
 	done
+	@$(BIN)/python -m bench.report snapshot $(BENCH_DIR)/end.json
 	DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python -m bench.report write $(BENCH_DIR) docs/performance.md
 
 clean:

@@ -2,6 +2,8 @@
 and ratios, the machine, the date and the commit. `make bench` runs it:
 
     python -m bench.report snapshot var/bench/start.json      # the machine before the first benchmark
+    python -m bench.report snapshot var/bench/NAME.before.json  # ... before each benchmark
+    python -m bench.report snapshot var/bench/end.json        # ... after the last one
     python -m bench.report write var/bench docs/performance.md
 
 `write` reads, for each benchmark NAME, `NAME.json` (its --json output), `NAME.rc` (its exit
@@ -40,8 +42,8 @@ CHANGES = (
 # full load: the same code, pages and static file 1.5 to 2.3 times slower than an hour before)
 # inflates every absolute time after it, and raises each ratio of CPU work to time spent waiting
 # (the journal's to its floor). The same fixed piece of Python work, timed before each benchmark
-# and at the end, shows when that happened. A run whose slowest probe took SLOWED_AT times its
-# fastest is flagged.
+# and at the end, shows when that happened; other work on the machine slows it too. A run whose
+# slowest probe took SLOWED_AT times its fastest is flagged.
 SLOWED_AT = 1.2
 
 
@@ -627,7 +629,12 @@ def targets_section(targets: list[tuple[str, dict[str, Any]]]) -> list[str]:
 
 def write(directory: Path, out: Path) -> int:
     start = json.loads((directory / "start.json").read_text()) if (directory / "start.json").exists() else {}
-    info = machine(start, snapshot())
+    # The machine when the last benchmark ended (make bench's end.json), so that the report written
+    # again later from the same directory says the same; measured now when there is none.
+    end = (
+        json.loads((directory / "end.json").read_text()) if (directory / "end.json").exists() else snapshot()
+    )
+    info = machine(start, end)
     names = [n for n in ORDER if (directory / f"{n}.rc").exists()]
     names += sorted(p.stem for p in directory.glob("*.rc") if p.stem not in names)
     failed: list[str] = []
@@ -691,10 +698,11 @@ def write(directory: Path, out: Path) -> int:
         slowest = max(probes, key=lambda probe: probe[1])
         fastest = min(probes, key=lambda probe: probe[1])
         lines += [
-            f"> The CPU slowed during this run: the same piece of Python work took {fastest[1]:.1f} ms "
-            f"({fastest[0]}) and {slowest[1]:.1f} ms ({slowest[0]}), {slowest[1] / fastest[1]:.2f} x. "
-            "Absolute times measured while it was slow are inflated, and so is each ratio of CPU "
-            "work to time spent waiting (the journal's to its floor).",
+            f"> The CPU was slower at times during this run: the same piece of Python work took "
+            f"{fastest[1]:.1f} ms ({fastest[0]}) and {slowest[1]:.1f} ms ({slowest[0]}), "
+            f"{slowest[1] / fastest[1]:.2f} x. Whatever slowed it (a slower CPU, or other work such as "
+            "autovacuum after a benchmark) inflates the absolute times measured then, and each ratio "
+            "of CPU work to time spent waiting (the journal's to its floor).",
             "",
         ]
     lines += table(
@@ -708,7 +716,7 @@ def write(directory: Path, out: Path) -> int:
             ["Python", f"{info['python']} ({info['platform']})"],
             [
                 "load average (1, 5, 15 min)",
-                f"start {', '.join(map(str, s.get('loadavg', ['?'])))}; end {', '.join(map(str, e['loadavg']))}",
+                f"start {', '.join(map(str, s.get('loadavg', ['?'])))}; end {', '.join(map(str, e.get('loadavg', ['?'])))}",
             ],
             [
                 "CPU probe (ms for the same Python work)",

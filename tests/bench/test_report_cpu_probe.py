@@ -38,7 +38,7 @@ def test_a_run_whose_cpu_slowed_is_flagged_with_when(tmp_path, end_probe):
     assert report.write(directory, out) == 0
 
     text = out.read_text()
-    assert "> The CPU slowed during this run" in text
+    assert "> The CPU was slower at times during this run" in text
     assert "18.0 ms (start) and 27.0 ms (before beta), 1.50 x" in text
     assert (
         "| CPU probe (ms for the same Python work) | start 18.0; before alpha 18.5; before beta 27.0; end 19.0 |"
@@ -54,9 +54,25 @@ def test_a_steady_cpu_is_not_flagged(tmp_path, end_probe):
     assert report.write(directory, out) == 0
 
     text = out.read_text()
-    assert "CPU slowed" not in text
+    assert "CPU was slower" not in text
     assert "start 18.0; before alpha 18.5; before beta 19.5; end 18.9" in text
 
 
 def test_the_probe_times_real_work():
     assert 0.1 < report.cpu_probe_ms(repeats=3) < 5_000
+
+
+def test_the_report_written_again_keeps_the_machine_as_it_was_at_the_end(tmp_path, end_probe):
+    end_probe(99.0)  # what the machine would say now: not the run's
+    directory = bench_directory(tmp_path, 18.0, {"alpha": 18.5})
+    (directory / "end.json").write_text(
+        json.dumps({"date": "2026-12-05T11:30:00+00:00", "loadavg": [0.9, 0.8, 0.7], "cpu_probe_ms": 18.2})
+    )
+    out = tmp_path / "performance.md"
+
+    assert report.write(directory, out) == 0
+
+    text = out.read_text()
+    assert "start 18.0; before alpha 18.5; end 18.2 |" in text
+    assert "2026-12-05T11:00:00+00:00 → 2026-12-05T11:30:00+00:00" in text
+    assert "end 0.9, 0.8, 0.7" in text

@@ -22,6 +22,13 @@ def bench_directory(tmp_path: Path, start: float, before: dict[str, float]) -> P
     return tmp_path
 
 
+def report_of(directory: Path) -> str:
+    """docs/performance.md as bench.report writes it from `directory`."""
+    out = directory / "performance.md"
+    assert report.write(directory, out) == 0
+    return out.read_text()
+
+
 @pytest.fixture
 def end_probe(monkeypatch):
     def at(ms: float) -> None:
@@ -32,12 +39,8 @@ def end_probe(monkeypatch):
 
 def test_a_run_whose_cpu_slowed_is_flagged_with_when(tmp_path, end_probe):
     end_probe(19.0)
-    directory = bench_directory(tmp_path, 18.0, {"alpha": 18.5, "beta": 27.0})
-    out = tmp_path / "performance.md"
+    text = report_of(bench_directory(tmp_path, 18.0, {"alpha": 18.5, "beta": 27.0}))
 
-    assert report.write(directory, out) == 0
-
-    text = out.read_text()
     assert "> The CPU was slower at times during this run" in text
     assert "18.0 ms (start) and 27.0 ms (before beta), 1.50 x" in text
     assert (
@@ -48,12 +51,8 @@ def test_a_run_whose_cpu_slowed_is_flagged_with_when(tmp_path, end_probe):
 
 def test_a_steady_cpu_is_not_flagged(tmp_path, end_probe):
     end_probe(18.9)
-    directory = bench_directory(tmp_path, 18.0, {"alpha": 18.5, "beta": 19.5})
-    out = tmp_path / "performance.md"
+    text = report_of(bench_directory(tmp_path, 18.0, {"alpha": 18.5, "beta": 19.5}))
 
-    assert report.write(directory, out) == 0
-
-    text = out.read_text()
     assert "CPU was slower" not in text
     assert "start 18.0; before alpha 18.5; before beta 19.5; end 18.9" in text
 
@@ -68,11 +67,9 @@ def test_the_report_written_again_keeps_the_machine_as_it_was_at_the_end(tmp_pat
     (directory / "end.json").write_text(
         json.dumps({"date": "2026-12-05T11:30:00+00:00", "loadavg": [0.9, 0.8, 0.7], "cpu_probe_ms": 18.2})
     )
-    out = tmp_path / "performance.md"
 
-    assert report.write(directory, out) == 0
+    text = report_of(directory)
 
-    text = out.read_text()
     assert "start 18.0; before alpha 18.5; end 18.2 |" in text
     assert "2026-12-05T11:00:00+00:00 → 2026-12-05T11:30:00+00:00" in text
     assert "end 0.9, 0.8, 0.7" in text

@@ -104,21 +104,23 @@ $(BENCH_STAMP): $(STAMP)
 
 # Every benchmark under bench/ with --json (bench/load.py when it exists), one after another, each
 # run as a module from the project root (`python -m bench.NAME`); each one's JSON, stderr and exit
-# status under var/bench/, and the machine's state before it (load, CPU probe); then
+# status under var/bench/, the machine's state before it, and a CPU probe throughout; then
 # docs/performance.md from them. A benchmark that fails is reported in the file and fails the
 # target, after the others have run.
 BENCHES := journal reconcile pages flatness recovery $(if $(wildcard bench/load.py),load) profiles
 BENCH_DIR := var/bench
 bench: install services $(BENCH_STAMP)
-	@mkdir -p $(BENCH_DIR) && rm -f $(BENCH_DIR)/*.json $(BENCH_DIR)/*.log $(BENCH_DIR)/*.rc
+	@mkdir -p $(BENCH_DIR) && rm -f $(BENCH_DIR)/*.json $(BENCH_DIR)/*.jsonl $(BENCH_DIR)/*.log $(BENCH_DIR)/*.rc
 	@$(BIN)/python -m bench.report snapshot $(BENCH_DIR)/start.json
-	@for b in $(BENCHES); do \
+	@$(BIN)/python -m bench.report sample $(BENCH_DIR)/probe.jsonl & sampler=$$!; \
+	for b in $(BENCHES); do \
 	  echo "== python -m bench.$$b --json"; \
 	  $(BIN)/python -m bench.report snapshot $(BENCH_DIR)/$$b.before.json; \
 	  DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python -m bench.$$b --json \
 	    > $(BENCH_DIR)/$$b.json 2> >(tee $(BENCH_DIR)/$$b.log >&2); \
 	  echo $$? > $(BENCH_DIR)/$$b.rc; \
-	done
+	done; \
+	kill $$sampler
 	@$(BIN)/python -m bench.report snapshot $(BENCH_DIR)/end.json
 	DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python -m bench.report write $(BENCH_DIR) docs/performance.md
 

@@ -4,6 +4,7 @@ and ratios, the machine, the date and the commit. `make bench` runs it:
     python -m bench.report snapshot var/bench/start.json      # the machine before the first benchmark
     python -m bench.report snapshot var/bench/NAME.before.json  # ... before each benchmark
     python -m bench.report snapshot var/bench/end.json        # ... after the last one
+    python -m bench.report sample var/bench/probe.jsonl &    # the CPU probe, throughout
     python -m bench.report write var/bench docs/performance.md
 
 `write` reads, for each benchmark NAME, `NAME.json` (its --json output), `NAME.rc` (its exit
@@ -38,54 +39,80 @@ CHANGES = (
 )
 
 
-# A CPU that slows during a run (seen on this project's virtual machines after some minutes of
-# full load: the same code, pages and static file 1.5 to 2.3 times slower than an hour before)
-# inflates every absolute time after it, and raises each ratio of CPU work to time spent waiting
-# (the journal's to its floor). The same fixed piece of Python work, timed before each benchmark
-# and at the end, shows when that happened; other work on the machine slows it too. A run whose
-# slowest probe took SLOWED_AT times its fastest is flagged.
+# How fast the machine ran each benchmark. On this project's virtual machines the same Python work
+# takes from 17 to 27 ms from one second to the next on a quiet machine, and the pages, static
+# file included, took 1.5 to 2.3 times as long as an hour before with the same code. A slower
+# CPU inflates every absolute time, and each ratio of CPU work to time spent waiting (the
+# journal's to its floor). A point probe says little of a benchmark of minutes, so while
+# `make bench` runs, `sample` times the same fixed piece of Python work every PROBE_EVERY_S
+# seconds (about 1 % of one CPU), and the report gives each benchmark the fastest of the samples
+# taken during it: a benchmark that keeps both CPUs busy slows most samples, but not the machine.
+# A run in which one benchmark's fastest sample is SLOWED_AT times another's is flagged.
+PROBE_EVERY_S = 5.0
 SLOWED_AT = 1.2
 
 
-def cpu_probe_ms(repeats: int = 15) -> float:
-    """Milliseconds a fixed piece of pure-Python work takes now: the fastest of `repeats`, as
-    other work and interruptions only ever add to it."""
+def _work() -> int:
+    total = 0
+    for i in range(200_000):
+        total += i * i % 7
+    return total
 
-    def work() -> int:
-        total = 0
-        for i in range(200_000):
-            total += i * i % 7
-        return total
 
+def cpu_probe_ms(repeats: int = 3) -> float:
+    """Milliseconds the fixed piece of pure-Python work takes now: the fastest of `repeats`, as
+    interruptions only ever add to it."""
     times = []
     for _ in range(repeats):
         began = time.perf_counter()
-        work()
+        _work()
         times.append(time.perf_counter() - began)
     return round(min(times) * 1000, 2)
+
+
+def sample(out: Path, every: float = PROBE_EVERY_S, samples: int | None = None) -> None:
+    """Append the probe's time, with when it was taken, to `out` (JSON lines) every `every`
+    seconds, until killed (or `samples` were taken)."""
+    taken = 0
+    while samples is None or taken < samples:
+        at, ms = time.time(), cpu_probe_ms()
+        with out.open("a", encoding="utf-8") as lines:
+            lines.write(json.dumps({"at": round(at, 3), "ms": ms}) + "\n")
+        taken += 1
+        time.sleep(every)
 
 
 def snapshot() -> dict[str, Any]:
     load = os.getloadavg()
     return {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "at": round(time.time(), 3),
         "loadavg": [round(x, 2) for x in load],
-        "cpu_probe_ms": cpu_probe_ms(),
     }
 
 
-def cpu_probes(
-    directory: Path, names: list[str], start: dict[str, Any], end: dict[str, Any]
-) -> list[tuple[str, float]]:
-    """The CPU probe's times in this run, in order: at the start, before each benchmark that has
-    one (`NAME.before.json`, written by `make bench`) and at the end."""
-    probes = [("start", start.get("cpu_probe_ms"))]
+def probe_by_benchmark(
+    directory: Path, names: list[str], end: dict[str, Any]
+) -> list[tuple[str, float, int]]:
+    """Each benchmark's (name, fastest probe ms, samples) from `probe.jsonl`, of the samples taken
+    between its start (`NAME.before.json`) and the next one's, or the run's end (`end.json`).
+    A benchmark with no sample in its time is left out."""
+    probes = directory / "probe.jsonl"
+    if not probes.exists():
+        return []
+    samples = [json.loads(line) for line in probes.read_text().splitlines() if line.strip()]
+    starts = []
     for name in names:
         before = directory / f"{name}.before.json"
         if before.exists():
-            probes.append((f"before {name}", json.loads(before.read_text()).get("cpu_probe_ms")))
-    probes.append(("end", end.get("cpu_probe_ms")))
-    return [(when, float(ms)) for when, ms in probes if ms is not None]
+            starts.append((name, float(json.loads(before.read_text())["at"])))
+    ends = [at for _, at in starts[1:]] + [float(end.get("at", float("inf")))]
+    measured = []
+    for (name, began), ended in zip(starts, ends, strict=True):
+        during = [s["ms"] for s in samples if began <= s["at"] < ended]
+        if during:
+            measured.append((name, min(during), len(during)))
+    return measured
 
 
 def machine(start: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:
@@ -693,16 +720,15 @@ def write(directory: Path, out: Path) -> int:
             "than on a quiet machine.",
             "",
         ]
-    probes = cpu_probes(directory, names, s, e)
-    if probes and max(ms for _, ms in probes) >= SLOWED_AT * min(ms for _, ms in probes):
+    probes = probe_by_benchmark(directory, names, e)
+    if probes and max(ms for _, ms, _ in probes) >= SLOWED_AT * min(ms for _, ms, _ in probes):
         slowest = max(probes, key=lambda probe: probe[1])
         fastest = min(probes, key=lambda probe: probe[1])
         lines += [
-            f"> The CPU was slower at times during this run: the same piece of Python work took "
-            f"{fastest[1]:.1f} ms ({fastest[0]}) and {slowest[1]:.1f} ms ({slowest[0]}), "
-            f"{slowest[1] / fastest[1]:.2f} x. Whatever slowed it (a slower CPU, or other work such as "
-            "autovacuum after a benchmark) inflates the absolute times measured then, and each ratio "
-            "of CPU work to time spent waiting (the journal's to its floor).",
+            f"> The machine was slower during some benchmarks than others: the same piece of Python "
+            f"work took at best {fastest[1]:.1f} ms during {fastest[0]} and {slowest[1]:.1f} ms during "
+            f"{slowest[0]}, {slowest[1] / fastest[1]:.2f} x. That inflates the absolute times measured "
+            "then, and each ratio of CPU work to time spent waiting (the journal's to its floor).",
             "",
         ]
     lines += table(
@@ -719,8 +745,8 @@ def write(directory: Path, out: Path) -> int:
                 f"start {', '.join(map(str, s.get('loadavg', ['?'])))}; end {', '.join(map(str, e.get('loadavg', ['?'])))}",
             ],
             [
-                "CPU probe (ms for the same Python work)",
-                "; ".join(f"{when} {ms:.1f}" for when, ms in probes) or "not measured",
+                f"CPU probe during each benchmark (fastest ms of the same Python work, every {PROBE_EVERY_S:.0f} s; samples)",
+                "; ".join(f"{name} {ms:.1f} ({count})" for name, ms, count in probes) or "not measured",
             ],
             ["benchmarks failed", ", ".join(failed) or "none"],
         ],
@@ -743,9 +769,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     snap = sub.add_parser(
-        "snapshot", help="record the date, load average and CPU probe before the benchmarks (or one of them)"
+        "snapshot", help="record the date and load average before a benchmark, or after the last"
     )
     snap.add_argument("out", type=Path)
+    probe = sub.add_parser("sample", help="time the CPU probe every few seconds into a file, until killed")
+    probe.add_argument("out", type=Path)
     w = sub.add_parser("write", help="write docs/performance.md from the benchmarks' JSON")
     w.add_argument("directory", type=Path)
     w.add_argument("out", type=Path)
@@ -753,6 +781,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "snapshot":
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(snapshot()))
+        return 0
+    if args.command == "sample":
+        sample(args.out)
         return 0
     return write(args.directory, args.out)
 

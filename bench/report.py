@@ -419,14 +419,6 @@ def pages(r: dict[str, Any]) -> list[str]:
             for name, f in r["figures"].items()
         ],
     )
-    budget = r.get("insights_budget")
-    if budget:
-        lines += [
-            f"Insights page at this volume: median {budget['median_ms']:.1f} ms, p95 {budget['p95_ms']:.1f} ms "
-            f"against its budget of {budget['budget_ms']:.0f} ms: "
-            + ("kept." if budget["kept"] else "**exceeded**."),
-            "",
-        ]
     plan = r.get("queue_plan") or {}
     if plan.get("queries"):
         lines += [

@@ -82,12 +82,22 @@ def sample(out: Path, every: float = PROBE_EVERY_S, samples: int | None = None) 
         time.sleep(every)
 
 
+def head_commit() -> str:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+
+
 def snapshot() -> dict[str, Any]:
     load = os.getloadavg()
     return {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "at": round(time.time(), 3),
         "loadavg": [round(x, 2) for x in load],
+        "commit": head_commit(),
     }
 
 
@@ -128,12 +138,6 @@ def machine(start: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:
             if line.startswith("MemTotal:"):
                 memory = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
                 break
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "?"
     return {
         "cpus": os.cpu_count(),
         "cpu_model": cpu,
@@ -141,7 +145,9 @@ def machine(start: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "postgresql": postgresql_version(),
-        "commit": commit,
+        # The commit the run measured (its start's), not the one checked out when the report is
+        # written again.
+        "commit": start.get("commit") or head_commit(),
         "start": start,
         "end": end,
     }

@@ -16,7 +16,14 @@ def bench_directory(tmp_path: Path, samples: dict[str, list[float]], *, end: boo
     """A make bench directory of benchmarks each 60 s long, in order, with `samples` (probe ms)
     taken during each, the run's start and, with `end`, its end."""
     (tmp_path / "start.json").write_text(
-        json.dumps({"date": "2026-12-05T11:00:00+00:00", "at": START, "loadavg": [0.1, 0.1, 0.1]})
+        json.dumps(
+            {
+                "date": "2026-12-05T11:00:00+00:00",
+                "at": START,
+                "loadavg": [0.1, 0.1, 0.1],
+                "commit": "c0ffee1",
+            }
+        )
     )
     lines = []
     for position, (name, during) in enumerate(samples.items()):
@@ -65,6 +72,7 @@ def test_the_report_written_again_keeps_the_machine_as_it_was_at_the_end(tmp_pat
 
     assert "2026-12-05T11:00:00+00:00 → 2026-12-05T11:30:00+00:00" in text
     assert "end 0.9, 0.8, 0.7" in text
+    assert "| commit | `c0ffee1` |" in text  # the run's, not the checkout's
 
 
 def test_samples_after_the_last_benchmark_ended_are_not_its(tmp_path):

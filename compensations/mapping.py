@@ -71,26 +71,64 @@ def _negated(value: Any, source: str) -> Any:
     return -value
 
 
+@dataclass(frozen=True)
+class ParsedMapping:
+    """An entry's argument_mapping parsed once, for building the undo of many steps of its tool:
+    each of the compensating tool's argument names with its source's text and parsed source."""
+
+    tool: str
+    compensating_tool: str
+    sources: tuple[tuple[str, str, Source], ...]
+
+    @classmethod
+    def of(cls, entry: HasMapping) -> ParsedMapping:
+        """Raises MappingError when the mapping is not an object or names a malformed source."""
+        mapping = entry.argument_mapping
+        if not isinstance(mapping, Mapping):
+            raise MappingError(f"{entry.tool}: argument_mapping must be an object, not {mapping!r}")
+        return cls(
+            tool=entry.tool,
+            compensating_tool=entry.compensating_tool,
+            sources=tuple((str(name), str(text), parse_source(text)) for name, text in mapping.items()),
+        )
+
+    def build(self, args: Mapping[str, Any], receipt: Mapping[str, Any]) -> dict[str, Any]:
+        """The compensating tool's arguments for one performed step (compensation_args)."""
+        origins: dict[Origin, Mapping[str, Any]] = {"args": args or {}, "receipt": receipt or {}}
+        resolved: dict[str, Any] = {}
+        for name, text, source in self.sources:
+            values = origins[source.origin]
+            if source.field not in values:
+                raise MissingSource(
+                    f"{self.compensating_tool or 'the undo'} of {self.tool} needs {name} from {text}, "
+                    f"but the step's {'arguments have' if source.origin == 'args' else 'receipt has'} "
+                    f"no {source.field}",
+                    source=text,
+                )
+            value = values[source.field]
+            resolved[name] = _negated(value, text) if source.negate else value
+        return resolved
+
+    def builds(self, args: Mapping[str, Any], receipt: Mapping[str, Any]) -> bool:
+        """Whether build succeeds for this step, without making the error's words: the run page
+        asks this of every one of a long run's steps, and nearly all that fail lack a source."""
+        origins: dict[Origin, Mapping[str, Any]] = {"args": args or {}, "receipt": receipt or {}}
+        for _name, text, source in self.sources:
+            values = origins[source.origin]
+            if source.field not in values:
+                return False
+            if source.negate:
+                try:
+                    _negated(values[source.field], text)
+                except MappingError:
+                    return False
+        return True
+
+
 def compensation_args(
     entry: HasMapping, args: Mapping[str, Any], receipt: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The compensating tool's arguments for one performed step of `entry.tool`. Raises
-    MissingSource naming the source when the step's arguments or receipt lack it."""
-    mapping = entry.argument_mapping
-    if not isinstance(mapping, Mapping):
-        raise MappingError(f"{entry.tool}: argument_mapping must be an object, not {mapping!r}")
-    origins: dict[Origin, Mapping[str, Any]] = {"args": args or {}, "receipt": receipt or {}}
-    resolved: dict[str, Any] = {}
-    for name, text in mapping.items():
-        source = parse_source(text)
-        values = origins[source.origin]
-        if source.field not in values:
-            raise MissingSource(
-                f"{entry.compensating_tool or 'the undo'} of {entry.tool} needs {name} from {text}, "
-                f"but the step's {'arguments have' if source.origin == 'args' else 'receipt has'} "
-                f"no {source.field}",
-                source=str(text),
-            )
-        value = values[source.field]
-        resolved[name] = _negated(value, str(text)) if source.negate else value
-    return resolved
+    MissingSource naming the source when the step's arguments or receipt lack it, MappingError
+    when the mapping itself is malformed or a value cannot be negated."""
+    return ParsedMapping.of(entry).build(args, receipt)

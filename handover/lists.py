@@ -12,7 +12,7 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
-from compensations.mapping import MappingError, compensation_args
+from compensations.mapping import MappingError, ParsedMapping
 from compensations.models import CompensationStatus
 from compensations.reversibility import may_undo, reads_receipt, reversibility_now
 from journal.channels import CustomerChannel
@@ -116,14 +116,26 @@ def _step_compensation(compensation: Any, *, tool: str) -> StepCompensation | No
     )
 
 
-def undo_unbuildable(entry: Any, intent: Intent | PerformedStep) -> str:
+def undo_unbuildable(entry: Any, intent: Intent | PerformedStep, parsed: ParsedMapping | None = None) -> str:
     """Why the compensating call cannot be built from this step (a step a person marked
-    performed has no receipt to take the downstream's identifiers from); '' when it can."""
+    performed has no receipt to take the downstream's identifiers from); '' when it can.
+    `parsed`: the entry's mapping, parsed once for the many steps of its tool."""
+    args, receipt = intent.args or {}, intent.receipt or {}
     try:
-        compensation_args(entry, intent.args or {}, intent.receipt or {})
+        mapping = parsed or ParsedMapping.of(entry)
+        if not mapping.builds(args, receipt):
+            mapping.build(args, receipt)  # raises, with the words for why
     except MappingError as exc:
         return str(exc)
     return ""
+
+
+def _parsed_mapping(entry: Any) -> ParsedMapping | None:
+    """The entry's mapping parsed, or None when it is malformed (undo_unbuildable then says why)."""
+    try:
+        return ParsedMapping.of(entry)
+    except MappingError:
+        return None
 
 
 def _settled_how(rows: HandoverRows) -> dict[int, tuple[str, str]]:
@@ -156,14 +168,16 @@ def _undo_now(
     now: datetime,
     cannot_undo: ReversibilityNow,
     known: ReversibilityNow | None = None,
+    parsed: ParsedMapping | None = None,
 ) -> _UndoNow:
-    """`known`: the tool's reversibility when it does not depend on the step (reads_receipt)."""
+    """`known`: the tool's reversibility when it does not depend on the step (reads_receipt);
+    `parsed`: its mapping, parsed once per tool."""
     if known is not None:
         reversible = known
     else:
         reversible = reversibility(entry, intent, now) if may_undo(entry) else cannot_undo
     undo_tool = entry.compensating_tool if entry and reversible.can_undo else ""
-    return _UndoNow(reversible, undo_tool, undo_unbuildable(entry, intent) if undo_tool else "")
+    return _UndoNow(reversible, undo_tool, undo_unbuildable(entry, intent, parsed) if undo_tool else "")
 
 
 def completed_steps(
@@ -186,6 +200,7 @@ def completed_steps(
         for tool, entry in undo_of.items()
         if not reads_receipt(entry)
     }
+    parsed = {tool: _parsed_mapping(entry) for tool, entry in undo_of.items()}
     for intent in rows.steps:
         if intent.status != IntentStatus.PERFORMED or intent.pk in rows.compensation_intent_ids:
             continue
@@ -193,7 +208,9 @@ def completed_steps(
         undo = (
             never_undone
             if entry is None
-            else _undo_now(entry, intent, now, cannot_undo, same_for_all.get(intent.tool))
+            else _undo_now(
+                entry, intent, now, cannot_undo, same_for_all.get(intent.tool), parsed[intent.tool]
+            )
         )
         compensation = rows.compensations.get(intent.pk)
         if isinstance(intent, PerformedStep) or (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from compensations.mapping import MappingError, MissingSource, compensation_args
+from compensations.mapping import MappingError, MissingSource, ParsedMapping, compensation_args
 from compensations.models import CatalogueEntry
 from sandbox.seam import DEFAULT_CATALOGUE
 
@@ -63,3 +63,30 @@ def test_a_value_that_is_not_a_number_cannot_be_negated() -> None:
     entry = CatalogueEntry(tool="t", compensating_tool="u", argument_mapping={"x": "negate:args.sku"})
     with pytest.raises(MappingError, match="cannot be negated"):
         compensation_args(entry, {"sku": "OAK-BENCH"}, {})
+
+
+@pytest.mark.parametrize(
+    ("mapping", "args", "receipt"),
+    [
+        ({"reservation_id": "receipt.reservation_id"}, {}, {"reservation_id": "RSV-1"}),
+        ({"reservation_id": "receipt.reservation_id"}, {"reservation_id": "RSV-1"}, {}),
+        ({"qty": "negate:args.qty", "sku": "args.sku"}, {"qty": -3, "sku": "S"}, {}),
+        ({"qty": "negate:args.qty", "sku": "args.sku"}, {"qty": -3}, {}),
+        ({"amount": "negate:receipt.amount"}, {}, {"amount": "14.95"}),
+        ({"amount": "negate:receipt.amount"}, {}, {"amount": "fourteen"}),
+        ({"amount": "negate:receipt.amount"}, {}, {"amount": True}),
+        ({}, {}, {}),
+    ],
+)
+def test_builds_answers_as_build_does(
+    mapping: dict[str, str], args: dict[str, object], receipt: dict[str, object]
+) -> None:
+    """The run page asks `builds` of every step and `build` only for the words: they must agree."""
+    parsed = ParsedMapping.of(CatalogueEntry(tool="t", compensating_tool="u", argument_mapping=mapping))
+    try:
+        parsed.build(args, receipt)
+    except MappingError:
+        built = False
+    else:
+        built = True
+    assert parsed.builds(args, receipt) is built

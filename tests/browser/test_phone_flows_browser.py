@@ -30,6 +30,9 @@ def test_search_resolve_and_audit_on_a_phone(
 
     # Triage: part of the ticket id, in lower case, finds the run.
     page.get_by_label("Search").fill("t-409")
+    # The unfiltered queue shows T-40912 too: wait for the search's own answer (its address is
+    # pushed once it is drawn), or the click below may land on a row the answer then replaces.
+    expect(page).to_have_url(re.compile(r"[?&]q=t-409"))
     row = page.locator('#queue-results tr[data-ticket="T-40912"]')
     expect(row).to_be_visible()
     _assert_fits(page, "queue, searched")

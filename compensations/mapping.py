@@ -110,18 +110,16 @@ class ParsedMapping:
         return resolved
 
     def builds(self, args: Mapping[str, Any], receipt: Mapping[str, Any]) -> bool:
-        """Whether build succeeds for this step, without making the error's words: the run page
-        asks this of every one of a long run's steps, and nearly all that fail lack a source."""
+        """Whether build succeeds for this step, without making the error's words when a source
+        is missing: the run page asks this of every one of a long run's steps, and nearly all
+        that fail lack a source. Once every source is there, build itself decides (negation)."""
         origins: dict[Origin, Mapping[str, Any]] = {"args": args or {}, "receipt": receipt or {}}
-        for _name, text, source in self.sources:
-            values = origins[source.origin]
-            if source.field not in values:
-                return False
-            if source.negate:
-                try:
-                    _negated(values[source.field], text)
-                except MappingError:
-                    return False
+        if any(source.field not in origins[source.origin] for _name, _text, source in self.sources):
+            return False
+        try:
+            self.build(args, receipt)
+        except MappingError:
+            return False
         return True
 
 

@@ -113,14 +113,14 @@ bench: install services $(BENCH_STAMP)
 	@mkdir -p $(BENCH_DIR) && rm -f $(BENCH_DIR)/*.json $(BENCH_DIR)/*.jsonl $(BENCH_DIR)/*.log $(BENCH_DIR)/*.rc
 	@$(BIN)/python -m bench.report snapshot $(BENCH_DIR)/start.json
 	@$(BIN)/python -m bench.report sample $(BENCH_DIR)/probe.jsonl & sampler=$$!; \
+	trap 'kill $$sampler 2>/dev/null' EXIT; \
 	for b in $(BENCHES); do \
 	  echo "== python -m bench.$$b --json"; \
 	  $(BIN)/python -m bench.report snapshot $(BENCH_DIR)/$$b.before.json; \
 	  DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python -m bench.$$b --json \
 	    > $(BENCH_DIR)/$$b.json 2> >(tee $(BENCH_DIR)/$$b.log >&2); \
 	  echo $$? > $(BENCH_DIR)/$$b.rc; \
-	done; \
-	kill $$sampler
+	done
 	@$(BIN)/python -m bench.report snapshot $(BENCH_DIR)/end.json
 	DJANGO_SETTINGS_MODULE=config.settings.test $(BIN)/python -m bench.report write $(BENCH_DIR) docs/performance.md
 

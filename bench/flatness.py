@@ -37,8 +37,12 @@ same code (docs/performance-history.md), too coarse for a bound of 10 %.
 Then, on the twelve-month database, the oldest month: 20,000 of its runs archived by the
 retention job's own batches (`retention.services.archive_batch`: file, digest, read back, marked,
 audited; its throughput), the rest marked archived directly, the archive's bytes per run against
-the month's partitions' bytes per run, and `journal.partitions.drop_month` timed (target: under
-a second). The next run seeds that month again.
+the month's partitions' bytes per run, and its drop timed in its two steps (journal migration
+0023): the detach, the time the journal's tables are held (target: under a second), and the
+discard that frees the month's files, which takes the filesystem's time for their bytes and holds
+nothing the journal uses. Until the split, one DROP held the journal's tables while the files were
+freed: 0.51 to 1.30 s over a dozen runs, a coin toss against the bound. The next run seeds that
+month again.
 
     DJANGO_SETTINGS_MODULE=config.settings.test .venv/bin/python -m bench.flatness [--json]
         [--rounds 21] [--calls 300] [--scale 1.0]
@@ -413,10 +417,14 @@ def archive_and_drop(*, now: datetime) -> dict[str, Any]:
         cursor.execute("CHECKPOINT")
     archive_bytes = sum(outcome.archive.bytes for outcome in archived)
     sampled = len(sample)
+    # The month's two steps, as the retention job takes them: the detach, while which the
+    # journal's tables are held, and the discard, which frees the files and holds only them.
     t0 = time.perf_counter()
-    dropped = partitions.drop_month(month)
+    detached = partitions.detach_month(month)
+    detach_seconds = time.perf_counter() - t0
+    discarded = partitions.discard_month(month)
     drop_seconds = time.perf_counter() - t0
-    if not dropped:
+    if not (detached and discarded):
         raise BenchError(f"the month {month:%Y-%m} had no partitions to drop")
     for outcome in archived:  # the bench's own archive files: measured, not kept
         archive_path(outcome.archive.file_name).unlink()
@@ -429,6 +437,7 @@ def archive_and_drop(*, now: datetime) -> dict[str, Any]:
         "archive_bytes_per_run": archive_bytes / sampled,
         "live_bytes_per_run": live_bytes / run_count,
         "archive_over_live": (archive_bytes / sampled) / (live_bytes / run_count),
+        "detach_seconds": detach_seconds,
         "drop_seconds": drop_seconds,
     }
 
@@ -473,10 +482,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     result["drop"] = dropped
     result["targets"].append(
         {
-            "name": f"dropping a month of {dropped['runs']:,} runs, seconds",
-            "value": dropped["drop_seconds"],
+            "name": f"dropping a month of {dropped['runs']:,} runs: seconds the journal's tables are held",
+            "value": dropped["detach_seconds"],
             "bound": f"< {DROP_TARGET_SECONDS:.0f}",
-            "met": at_volume and dropped["drop_seconds"] < DROP_TARGET_SECONDS,
+            "met": at_volume and dropped["detach_seconds"] < DROP_TARGET_SECONDS,
         }
     )
     return result
@@ -505,7 +514,8 @@ def render(result: dict[str, Any]) -> str:
         f"  month {drop['month']}: {drop['archive_sample_runs']:,} of {drop['runs']:,} runs archived in "
         f"{drop['archive_seconds']:.1f}s ({drop['archive_runs_per_s']:.0f} runs/s), "
         f"{drop['archive_bytes_per_run']:.0f} B/run archived against {drop['live_bytes_per_run']:.0f} B/run live "
-        f"({drop['archive_over_live']:.1%}); dropped in {drop['drop_seconds'] * 1e3:.0f} ms"
+        f"({drop['archive_over_live']:.1%}); detached in {drop['detach_seconds'] * 1e3:.0f} ms, "
+        f"its files freed {drop['drop_seconds'] * 1e3:.0f} ms after the start"
     )
     for target in result["targets"]:
         lines.append(

@@ -601,8 +601,9 @@ def flatness(r: dict[str, Any]) -> list[str]:
         f"archived by the retention job's batches in {drop['archive_seconds']:.0f} s "
         f"({drop['archive_runs_per_s']:.0f} runs/s), the others marked archived directly; the archive holds "
         f"{drop['archive_bytes_per_run']:.0f} bytes per run, against {drop['live_bytes_per_run']:.0f} bytes "
-        f"per run of its two partitions ({drop['archive_over_live']:.1%}); its partitions dropped in "
-        f"**{drop['drop_seconds'] * 1e3:.0f} ms**.",
+        f"per run of its two partitions ({drop['archive_over_live']:.1%}); its partitions detached in "
+        f"**{drop['detach_seconds'] * 1e3:.0f} ms** (the time the journal's tables are held), and their files "
+        f"freed {drop['drop_seconds'] * 1e3:.0f} ms after the start, holding only the month's tables.",
         "",
     ]
     return lines

@@ -209,7 +209,7 @@ class Run(models.Model):
                 name="run_queue_oldest_idx",
             ),
             # A month's runs not archived yet, by creation time: what keeps the month's
-            # partitions (seam_journal_month_drop refuses while any is left; the retention job
+            # partitions (seam_journal_month_detach refuses while any is left; the retention job
             # lists them). Archived runs leave it, so the check of a month whose runs are all
             # archived reads nothing.
             models.Index(

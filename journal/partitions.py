@@ -9,8 +9,10 @@ month"). The journal's hot statements name their run's month's partitions direct
 each execution before it prunes them, a cost that grows with the months kept.
 
 Making next months' partitions and dropping archived ones need the tables' owner; the
-application's role calls the two SECURITY DEFINER functions the migration made, which are the
-only way it can."""
+application's role calls the SECURITY DEFINER functions the migrations made, which are the only
+way it can. An archived month leaves in two steps (journal migration 0023): detached, which
+locks the parents for milliseconds, then discarded, which frees its files and locks nothing the
+journal uses."""
 
 from __future__ import annotations
 
@@ -112,14 +114,48 @@ def create_months(
     return made
 
 
-def drop_month(month: date, *, using: str = DEFAULT_DB_ALIAS) -> bool:
-    """Drop `month`'s two partitions: True if they existed. PostgreSQL refuses (an
-    OperationalError, SQLSTATE 55000) while any run created in that month is not archived."""
+def detach_month(month: date, *, using: str = DEFAULT_DB_ALIAS) -> bool:
+    """Take `month`'s two partitions out of the journal: True if they were in it. PostgreSQL
+    refuses (an OperationalError, SQLSTATE 55000) while any run created in that month is not
+    archived. Catalog changes only, so the parents are locked for milliseconds; the tables stay
+    on disk, renamed `<partition>_detached`, until discard_month."""
     with connections[using].cursor() as cursor:
-        cursor.execute("SELECT seam_journal_month_drop(%s)", [month])
-        (dropped,) = cursor.fetchone()
+        cursor.execute("SELECT seam_journal_month_detach(%s)", [month])
+        (detached,) = cursor.fetchone()
     forget_months(using=using)
-    return bool(dropped)
+    return bool(detached)
+
+
+def discard_month(month: date, *, using: str = DEFAULT_DB_ALIAS) -> bool:
+    """Drop `month`'s detached tables (detach_month): True if there were any. Freeing their files
+    takes the filesystem's time, which grows with the month; it locks only those two tables, so
+    run it after the detach has committed, never in its transaction."""
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT seam_journal_month_discard(%s)", [month])
+        (discarded,) = cursor.fetchone()
+    return bool(discarded)
+
+
+def drop_month(month: date, *, using: str = DEFAULT_DB_ALIAS) -> bool:
+    """Detach `month`'s partitions, then discard them: True if they were in the journal. Outside
+    a transaction each step commits on its own, so the journal's tables are held only while the
+    month is detached, not while its files are freed."""
+    detached = detach_month(month, using=using)
+    discard_month(month, using=using)
+    return detached
+
+
+def detached_months(*, using: str = DEFAULT_DB_ALIAS) -> list[date]:
+    """The months whose detached tables are still on disk (a discard that did not run), oldest
+    first."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT substring(relname FROM '_([0-9]{4}_[0-9]{2})_detached$') FROM pg_class "
+            "WHERE relkind = 'r' AND relname ~ %s",
+            [f"^({INTENT_PARENT}|{EVENT_PARENT})_[0-9]{{4}}_[0-9]{{2}}_detached$"],
+        )
+        suffixes = sorted(row[0] for row in cursor.fetchall())
+    return [date(int(suffix[:4]), int(suffix[5:]), 1) for suffix in suffixes]
 
 
 @dataclass(frozen=True)

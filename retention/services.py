@@ -27,7 +27,7 @@ from django.utils import timezone
 from audit.chain import audit_record
 from audit.models import AuditAction, AuditEntry
 from journal.models import Intent, JournalEvent, Run, Tenant
-from journal.partitions import MonthPartition, drop_month
+from journal.partitions import MonthPartition, detach_month, detached_months, discard_month
 from journal.services import runs_archived_mark
 
 from .files import FileContents, archive_file_read, archive_file_write, archive_path, file_digest
@@ -363,14 +363,16 @@ class DroppedMonth:
 
 
 def _month_drop(partition: MonthPartition) -> DroppedMonth:
-    """Drop one month's partitions and write, in the same transaction, an audit row in the trail
-    of each tenant that had runs in it (a month of no run concerns no tenant: no row)."""
+    """Take one month's partitions out of the journal and write, in the same transaction, an
+    audit row in the trail of each tenant that had runs in it (a month of no run concerns no
+    tenant: no row); then, once that has committed, free their files (journal.partitions: the
+    detach holds the journal's tables for milliseconds, the discard holds only the month's)."""
     counted = runs_created_in(partition.month).order_by().values("tenant_id").annotate(runs=Count("id"))
     runs = {row["tenant_id"]: row["runs"] for row in counted}
     tenants = Tenant.objects.in_bulk(list(runs))
     tables = (partition.intents, partition.events)
     with transaction.atomic(durable=True):
-        drop_month(partition.month)
+        detach_month(partition.month)
         for tenant_id, count in runs.items():
             audit_record(
                 user=retention_user(),
@@ -380,6 +382,7 @@ def _month_drop(partition: MonthPartition) -> DroppedMonth:
                 note=f"{partition.month:%Y-%m} is past every tenant's retention and its {count} runs of this "
                 f"tenant are archived: its intents and events left the database ({', '.join(tables)}).",
             )
+    discard_month(partition.month)
     log.info("retention: dropped %s (%s bytes)", ", ".join(tables), partition.bytes)
     return DroppedMonth(
         partition.month, tables, partition.bytes, {tenants[pk].slug: count for pk, count in runs.items()}
@@ -388,7 +391,11 @@ def _month_drop(partition: MonthPartition) -> DroppedMonth:
 
 def drop_archived_months(now: datetime) -> list[DroppedMonth]:
     """Drop the intents' and events' partitions of every month past every tenant's retention
-    whose runs are all archived (retention.selectors.droppable_months), oldest first."""
+    whose runs are all archived (retention.selectors.droppable_months), oldest first. First, the
+    files of any month detached earlier whose discard did not run (a process that died between
+    the two steps)."""
+    for month in detached_months():
+        discard_month(month)
     return [_month_drop(partition) for partition in droppable_months(now)]
 
 

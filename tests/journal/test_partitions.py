@@ -178,6 +178,76 @@ def test_a_month_is_dropped_only_when_every_run_of_it_is_archived(make_run: Any,
     assert partitions.month_of(now) in {row.month for row in partitions.existing_months()}
 
 
+def test_a_detached_month_is_discarded_while_the_journal_is_in_use(make_run: Any, agent_actor: Actor) -> None:
+    """The detach takes the month out of the journal; freeing its files (the discard) waits for
+    nothing the journal holds: here another session holds the journal's tables and the runs as
+    their writers do, and the discard still finishes within a lock timeout a DROP of the
+    attached partition would have run into."""
+    now = datetime.now(UTC)
+    month = partitions.months_after(partitions.month_of(now), 5)[-1]
+    partitions.create_months(ahead=5, now=now)
+    run = make_run()
+    Run.objects.filter(pk=run.pk).update(created_at=datetime(month.year, month.month, 2, tzinfo=UTC))
+    run.refresh_from_db()
+    _perform(run, agent_actor)
+    Run.objects.filter(pk=run.pk).update(archived_at=now)
+    tables = partitions.month_tables(month)
+
+    assert partitions.detach_month(month) is True
+    assert month not in {row.month for row in partitions.existing_months()}
+    assert partitions.detached_months() == [month]
+    assert partitions.run_tables(run.created_at) == partitions.PARENTS
+    assert not Intent.objects.filter(run=run).exists()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, relispartition, (SELECT count(*) FROM pg_constraint WHERE conrelid = pg_class.oid "
+            "AND contype = 'f') FROM pg_class WHERE relname IN (%s, %s, %s, %s) ORDER BY relname",
+            [tables.intent, tables.event, f"{tables.intent}_detached", f"{tables.event}_detached"],
+        )
+        assert cursor.fetchall() == [
+            (f"{tables.intent}_detached", False, 0),
+            (f"{tables.event}_detached", False, 0),
+        ]
+        cursor.execute(f"SELECT count(*) FROM {tables.intent}_detached")  # noqa: S608
+        assert cursor.fetchone() == (1,)
+
+    with psycopg.connect(_dsn(), autocommit=True) as journal_in_use:
+        journal_in_use.execute("BEGIN")
+        journal_in_use.execute(
+            "LOCK TABLE journal_intent, journal_journalevent, journal_run IN ROW EXCLUSIVE MODE"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '2s'")
+        try:
+            assert partitions.discard_month(month) is True
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET lock_timeout")
+        journal_in_use.execute("COMMIT")
+
+    assert partitions.detached_months() == []
+    assert partitions.discard_month(month) is False
+    assert partitions.drop_month(month) is False
+    assert Run.objects.filter(pk=run.pk).exists()
+
+
+def test_retention_discards_a_month_left_detached(make_run: Any, agent_actor: Actor) -> None:
+    """A process that died between the two steps leaves the detached tables; the next retention
+    run frees them before anything else."""
+    from retention.services import drop_archived_months
+
+    now = datetime.now(UTC)
+    month = partitions.months_after(partitions.month_of(now), 5)[-1]
+    partitions.create_months(ahead=5, now=now)
+    assert partitions.detach_month(month) is True
+    assert partitions.detached_months() == [month]
+
+    assert drop_archived_months(now) == []
+
+    assert partitions.detached_months() == []
+    assert partitions.discard_month(month) is False
+
+
 def test_the_months_are_named_by_their_first_day_in_utc() -> None:
     late = datetime.fromisoformat("2026-12-31T23:30:00-05:00")  # already January in UTC
     assert partitions.month_of(late) == date(2027, 1, 1)

@@ -175,8 +175,9 @@ def test_the_application_role_makes_months_that_it_may_write_but_never_drops_an_
                 conn.execute(statement)
         # This month holds a run that is not archived: its partitions stay.
         with pytest.raises(errors.ObjectNotInPrerequisiteState, match="not archived"):
-            conn.execute("SELECT seam_journal_month_drop(%s)", [this_month])
-        assert conn.execute("SELECT seam_journal_month_drop(%s)", [ahead]).fetchone() == (True,)
+            conn.execute("SELECT seam_journal_month_detach(%s)", [this_month])
+        assert conn.execute("SELECT seam_journal_month_detach(%s)", [ahead]).fetchone() == (True,)
+        assert conn.execute("SELECT seam_journal_month_discard(%s)", [ahead]).fetchone() == (True,)
     assert partitions.month_tables(this_month).intent in {row.intents for row in partitions.existing_months()}
     assert ahead not in {row.month for row in partitions.existing_months()}
 
@@ -189,4 +190,5 @@ def test_the_grants_cover_every_partition_as_its_parent() -> None:
         assert f'GRANT SELECT, INSERT ON TABLE "{month.events}" TO "seam_app";' in sql
         assert f'GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE "{month.intents}" TO "seam_app";' in sql
     assert 'GRANT SELECT, INSERT ON TABLE "journal_journalevent_default" TO "seam_app";' in sql
-    assert 'GRANT EXECUTE ON FUNCTION seam_journal_month_drop(date) TO "seam_app";' in sql
+    for function in ("seam_journal_month_create", "seam_journal_month_detach", "seam_journal_month_discard"):
+        assert f'GRANT EXECUTE ON FUNCTION {function}(date) TO "seam_app";' in sql

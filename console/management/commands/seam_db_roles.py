@@ -32,7 +32,11 @@ from psycopg import sql
 APPEND_ONLY = ("audit_auditentry", "journal_journalevent")
 READ_ONLY = ("django_migrations",)
 NEVER_DELETED = ("audit_auditchainhead",)
-MONTH_FUNCTIONS = ("seam_journal_month_create(date)", "seam_journal_month_drop(date)")
+MONTH_FUNCTIONS = (
+    "seam_journal_month_create(date)",
+    "seam_journal_month_detach(date)",
+    "seam_journal_month_discard(date)",
+)
 
 
 def privileges_on(table: str) -> str:

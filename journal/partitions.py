@@ -136,15 +136,6 @@ def discard_month(month: date, *, using: str = DEFAULT_DB_ALIAS) -> bool:
     return bool(discarded)
 
 
-def drop_month(month: date, *, using: str = DEFAULT_DB_ALIAS) -> bool:
-    """Detach `month`'s partitions, then discard them: True if they were in the journal. Outside
-    a transaction each step commits on its own, so the journal's tables are held only while the
-    month is detached, not while its files are freed."""
-    detached = detach_month(month, using=using)
-    discard_month(month, using=using)
-    return detached
-
-
 def detached_months(*, using: str = DEFAULT_DB_ALIAS) -> list[date]:
     """The months whose detached tables are still on disk (a discard that did not run), oldest
     first."""

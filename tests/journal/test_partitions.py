@@ -147,7 +147,8 @@ def test_months_are_made_ahead_once_and_listed_with_their_size() -> None:
     call_command("journal_months", ahead=4, stdout=out)
     assert f"{ahead[4]:%Y-%m}" in out.getvalue() and "made" not in out.getvalue()
     for month in made:
-        partitions.drop_month(month)
+        partitions.detach_month(month)
+        partitions.discard_month(month)
 
 
 def test_a_month_is_dropped_only_when_every_run_of_it_is_archived(make_run: Any, agent_actor: Actor) -> None:
@@ -164,11 +165,12 @@ def test_a_month_is_dropped_only_when_every_run_of_it_is_archived(make_run: Any,
     assert _tables_holding(Intent, runs[0]) == {tables.intent}
     Run.objects.filter(pk=runs[0].pk).update(archived_at=now)
     with pytest.raises(Exception, match="still has 1 runs not archived"):
-        partitions.drop_month(month)
+        partitions.detach_month(month)
     assert Intent.objects.filter(run__in=runs).count() == 2
     Run.objects.filter(pk=runs[1].pk).update(archived_at=now)
-    assert partitions.drop_month(month) is True
-    assert partitions.drop_month(month) is False  # already gone
+    assert partitions.detach_month(month) is True
+    assert partitions.discard_month(month) is True
+    assert partitions.detach_month(month) is False  # already gone
     assert month not in {row.month for row in partitions.existing_months()}
     assert not Intent.objects.filter(run__in=runs).exists()
     # (The runs' run_created events were written before the test moved them to that month.)
@@ -227,7 +229,7 @@ def test_a_detached_month_is_discarded_while_the_journal_is_in_use(make_run: Any
 
     assert partitions.detached_months() == []
     assert partitions.discard_month(month) is False
-    assert partitions.drop_month(month) is False
+    assert partitions.detach_month(month) is False
     assert Run.objects.filter(pk=run.pk).exists()
 
 

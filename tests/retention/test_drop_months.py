@@ -1,5 +1,5 @@
 """Dropping a month: once it is past every tenant's retention and every run created in it is
-archived, its two partitions go (journal.partitions.drop_month) with an audit row per tenant;
+archived, its two partitions go (journal.partitions.detach_month, then discard_month) with an audit row per tenant;
 its runs stay findable, their archives verify and so does the audit chain."""
 
 from __future__ import annotations

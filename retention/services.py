@@ -380,7 +380,8 @@ def _month_drop(partition: MonthPartition) -> DroppedMonth:
                 action=AuditAction.MONTH_DROPPED,
                 new={"month": f"{partition.month:%Y-%m}", "tables": list(tables), "runs": count},
                 note=f"{partition.month:%Y-%m} is past every tenant's retention and its {count} runs of this "
-                f"tenant are archived: its intents and events left the database ({', '.join(tables)}).",
+                f"tenant are archived: its intents and events left the journal ({', '.join(tables)} detached; "
+                "their files are dropped next, or by the next retention run if this one stops first).",
             )
     discard_month(partition.month)
     log.info("retention: dropped %s (%s bytes)", ", ".join(tables), partition.bytes)

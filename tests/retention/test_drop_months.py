@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from audit.models import AuditAction, AuditEntry
 from journal.models import Run, Tenant
-from journal.partitions import month_of, month_tables
+from journal.partitions import detached_months, month_of, month_tables
 from retention.models import Archive
 from retention.services import drop_archived_months, retention_apply, verify_archive
 
@@ -60,6 +60,7 @@ def test_a_wholly_archived_month_is_dropped_and_its_runs_stay_findable(
     assert [dropped.month for dropped in done.dropped] == [month]
     assert done.dropped[0].runs_by_tenant == {"sundry": 2}
     assert _partitions_of(month) == []
+    assert detached_months() == []  # the files were freed too, not only taken out of the journal
     entry = AuditEntry.objects.get(action=AuditAction.MONTH_DROPPED)
     assert (entry.tenant_id, entry.new_state["month"], entry.new_state["runs"]) == (
         runs[0].tenant_id,

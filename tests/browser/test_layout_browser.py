@@ -103,6 +103,9 @@ def _open_as(browser: Any, live_server: Any, user: Any, viewport: dict[str, int]
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Log in").click()
     expect(page.get_by_role("heading", level=1)).to_contain_text("Queue")
+    # The heading is drawn before the deferred scripts run; typing before htmx has set up the
+    # search's listeners would send nothing.
+    page.wait_for_load_state("load")
     return page
 
 
